@@ -1,0 +1,356 @@
+@api
+Feature: The nvidia.com/v1alpha1 API accepts what Dynamo users write and rejects what is malformed
+  Platform teams keep their existing DynamoGraphDeployment and DynamoModel manifests. Every one of them
+  must be accepted unchanged and stored without losing a field, while malformed objects are rejected by
+  the API server with a message that names the field and the rule.
+
+  Scenario: Every manifest Dynamo's users run is accepted and stored unchanged
+    Then every manifest under "../shared/compat" is accepted and reads back unchanged
+
+  Scenario: The disaggregated graph of the operator guide is accepted
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: disagg
+      spec:
+        envs:
+        - name: GLOBAL_ENV_VAR
+          value: some_global_value
+        services:
+          Frontend:
+            replicas: 1
+            envs:
+            - name: SPECIFIC_ENV_VAR
+              value: some_specific_value
+          Processor:
+            replicas: 1
+            envs:
+            - name: SPECIFIC_ENV_VAR
+              value: some_specific_value
+          VllmWorker:
+            replicas: 1
+            envs:
+            - name: SPECIFIC_ENV_VAR
+              value: some_specific_value
+          PrefillWorker:
+            replicas: 1
+            envs:
+            - name: SPECIFIC_ENV_VAR
+              value: some_specific_value
+      """
+    Then it reads back unchanged
+    And the dgd "disagg" has ".spec.services.VllmWorker.envs[0].value" equal to "some_specific_value"
+
+  Scenario: The GitOps example with a per-service model cache claim is accepted
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: llm-agg
+      spec:
+        services:
+          Frontend:
+            replicas: 1
+            envs:
+            - name: SPECIFIC_ENV_VAR
+              value: some_specific_value
+          Processor:
+            replicas: 1
+            envs:
+            - name: SPECIFIC_ENV_VAR
+              value: some_specific_value
+          VllmWorker:
+            replicas: 1
+            envs:
+            - name: SPECIFIC_ENV_VAR
+              value: some_specific_value
+            pvc:
+              name: vllm-model-storage
+              mountPath: /models
+              size: 100Gi
+      """
+    Then it reads back unchanged
+    And the DynamoGraphDeployment "llm-agg" has ".spec.services.VllmWorker.pvc.size" equal to "100Gi"
+
+  Scenario: The image-build flow of the older guide is accepted: a graph, a component deployment and a component
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoComponent
+      metadata:
+        name: frontend--jh2o6dqzpsgfued4
+      spec:
+        dynamoComponent: frontend:jh2o6dqzpsgfued4
+      ---
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: disagg
+      spec:
+        dynamoComponent: frontend:jh2o6dqzpsgfued4
+        envs:
+        - name: GLOBAL_ENV_VAR
+          value: some_global_value
+        services:
+          Frontend:
+            replicas: 1
+          Router:
+            replicas: 0
+            envs:
+            - name: SPECIFIC_ENV_VAR
+              value: some_specific_value
+      ---
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoComponentDeployment
+      metadata:
+        name: test-41fa991-vllmworker
+      spec:
+        dynamoNamespace: dynamo
+        dynamoComponent: frontend:jh2o6dqzpsgfued4
+        dynamoTag: graphs.disagg:Frontend
+        envs:
+        - name: DYN_DEPLOYMENT_CONFIG
+          value: '<long JSON config>'
+        externalServices:
+          PrefillWorker:
+            deploymentSelectorKey: dynamo
+            deploymentSelectorValue: PrefillWorker/dynamo
+        resources:
+          limits:
+            cpu: "10"
+            gpu: "1"
+            memory: 20Gi
+          requests:
+            cpu: "500m"
+            gpu: "1"
+            memory: 20Gi
+        serviceName: Frontend
+      """
+    Then it reads back unchanged
+    And the dgd "disagg" has ".spec.services.Router.replicas" equal to "0"
+    And the dcd "test-41fa991-vllmworker" has ".spec.resources.limits.gpu" equal to "1"
+
+  Scenario: A DynamoModel of type base needs no source and defaults its type
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoModel
+      metadata:
+        name: qwen
+      spec:
+        modelName: Qwen/Qwen3-0.6B
+        baseModelName: Qwen/Qwen3-0.6B
+      """
+    Then it is accepted
+    And the dm "qwen" has ".spec.modelType" equal to "base"
+
+  Scenario: An unknown backend framework is rejected, naming the field and the allowed values
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: bad-backend
+      spec:
+        backendFramework: pytorch
+        services:
+          Frontend:
+            componentType: frontend
+      """
+    Then it is rejected with a message containing "spec.backendFramework"
+    And the message also contains "supported values: \"sglang\", \"vllm\", \"trtllm\""
+
+  Scenario: An unknown component type is rejected
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: bad-type
+      spec:
+        services:
+          Frontend:
+            componentType: gateway
+      """
+    Then it is rejected with a message containing "spec.services.Frontend.componentType"
+    And the message also contains "Unsupported value: \"gateway\""
+
+  Scenario: Negative replicas are rejected
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: negative
+      spec:
+        services:
+          Worker:
+            componentType: worker
+            replicas: -1
+      """
+    Then it is rejected with a message containing "spec.services.Worker.replicas"
+    And the message also contains "should be greater than or equal to 0"
+
+  Scenario: An unknown field is rejected by server-side apply, not silently dropped
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: typo
+      spec:
+        services:
+          Frontend:
+            componentType: frontend
+            replicaz: 2
+      """
+    Then it is rejected with a message containing ".spec.services.Frontend.replicaz: field not declared in schema"
+
+  Scenario: An unknown field is rejected by a create with strict field validation, as kubectl sends it
+    When I create the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: typo
+      spec:
+        services:
+          Frontend:
+            componentType: frontend
+            extraPodSpec:
+              mainContainer:
+                imagee: vllm-runtime:1.0
+      """
+    Then it is rejected with a message containing "unknown field \"spec.services.Frontend.extraPodSpec.mainContainer.imagee\""
+
+  Scenario: A graph without services is rejected
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: empty
+      spec:
+        backendFramework: vllm
+      """
+    Then it is rejected with a message containing "spec.services: Required value"
+
+  Scenario: A graph with an empty services map is rejected
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: empty
+      spec:
+        services: {}
+      """
+    Then it is rejected with a message containing "spec.services"
+    And the message also contains "should have at least 1 properties"
+
+  Scenario: A LoRA model without a source is rejected
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoModel
+      metadata:
+        name: adapter
+      spec:
+        modelName: my-lora
+        baseModelName: Qwen/Qwen3-0.6B
+        modelType: lora
+      """
+    Then it is rejected with a message containing "spec.source.uri"
+    And the message also contains "a lora model needs source.uri starting with s3:// or hf://"
+
+  Scenario: A LoRA model from an unsupported scheme is rejected
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoModel
+      metadata:
+        name: adapter
+      spec:
+        modelName: my-lora
+        baseModelName: Qwen/Qwen3-0.6B
+        modelType: lora
+        source:
+          uri: https://example.com/lora.bin
+      """
+    Then it is rejected with a message containing "spec.source.uri"
+
+  Scenario: A multinode service must span at least two nodes
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: one-node
+      spec:
+        services:
+          Worker:
+            componentType: worker
+            multinode:
+              nodeCount: 1
+      """
+    Then it is rejected with a message containing "spec.services.Worker.multinode.nodeCount"
+    And the message also contains "should be greater than or equal to 2"
+
+  Scenario: A claim the operator should create needs its storage class, size and access mode
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: cache
+      spec:
+        pvcs:
+        - name: model-cache
+          create: true
+        services:
+          Worker:
+            componentType: worker
+      """
+    Then it is rejected with a message containing "spec.pvcs[0]"
+    And the message also contains "create: true needs storageClass, size and volumeAccessMode"
+
+  Scenario: A component reference must be name:version
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoComponent
+      metadata:
+        name: frontend
+      spec:
+        dynamoComponent: Frontend
+      """
+    Then it is rejected with a message containing "spec.dynamoComponent"
+
+  Scenario Outline: Each kind is served with its short name and the columns kubectl shows
+    Then the API server serves "<resource>" in "nvidia.com/v1alpha1" with short name "<short>"
+    And "kubectl get <short>" shows the columns "<columns>"
+
+    Examples:
+      | resource                   | short | columns                                     |
+      | dynamographdeployments     | dgd   | Name, Ready, State, Backend, Age            |
+      | dynamocomponentdeployments | dcd   | Name, Type, Available, Desired, Ready, Age  |
+      | dynamomodels               | dm    | Name, Model, Base, Type, Ready, Total, Age  |
+      | dynamocomponents           | dc    | Name, Component, Image-Ready, Age           |
+
+  Scenario: A component deployment scales through the scale subresource, as kubectl scale and an HPA do
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoComponentDeployment
+      metadata:
+        name: decode
+      spec:
+        componentType: worker
+        replicas: 1
+      """
+    Then it is accepted
+    When I scale the dcd "decode" to 3
+    Then the dcd "decode" has ".spec.replicas" equal to "3"

@@ -1,0 +1,331 @@
+// Package steps is the step library of the feature files. It speaks to any
+// cluster through a controller-runtime client, so the same steps run against
+// envtest and against the simulated cluster. Each scenario gets a namespace
+// of its own; objects without a namespace in a manifest land there.
+package steps
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Cluster is what the steps need of a cluster.
+type Cluster struct {
+	// Client talks to the cluster with strict field validation.
+	Client client.Client
+	// Config reaches the cluster, for discovery and raw requests.
+	Config *rest.Config
+	// CreateNamespace makes a fresh namespace whose name starts with prefix.
+	CreateNamespace func(ctx context.Context, prefix string) (string, error)
+	// DeleteNamespace removes a namespace made by CreateNamespace.
+	DeleteNamespace func(ctx context.Context, ns string)
+	// RepoRoot resolves relative file paths in steps; ../shared/ sits beside it.
+	RepoRoot string
+	// EventualTimeout bounds the "eventually" steps.
+	EventualTimeout time.Duration
+}
+
+// FieldOwner is the server-side apply field manager of objects the steps apply.
+const FieldOwner = "dynamo-features"
+
+// world is the state of one scenario.
+type world struct {
+	cluster   *Cluster
+	namespace string
+	// applied are the objects of the last apply step, as written.
+	applied []*unstructured.Unstructured
+	// lastErr is the error of the last apply step, nil if it was accepted.
+	lastErr error
+}
+
+// InitializeScenario registers every step and gives each scenario a
+// namespace of its own, deleted when the scenario ends.
+func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
+	w := &world{cluster: c}
+	sc.Before(func(ctx context.Context, s *godog.Scenario) (context.Context, error) {
+		ns, err := c.CreateNamespace(ctx, s.Name)
+		if err != nil {
+			return ctx, fmt.Errorf("creating the scenario's namespace: %w", err)
+		}
+		w.namespace = ns
+		return ctx, nil
+	})
+	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
+		if w.namespace != "" {
+			c.DeleteNamespace(context.Background(), w.namespace)
+		}
+		return ctx, nil
+	})
+
+	sc.Step(`^I apply (?:the )?manifest:$`, w.applyManifest)
+	sc.Step(`^I create (?:the )?manifest:$`, w.createManifest)
+	sc.Step(`^I apply the file `+quoted+`$`, unquote1(w.applyFile))
+	sc.Step(`^it is accepted$`, w.accepted)
+	sc.Step(`^it is rejected with a message containing `+quoted+`$`, unquote1(w.rejectedWith))
+	sc.Step(`^the message also contains `+quoted+`$`, unquote1(w.messageContains))
+	sc.Step(`^it reads back unchanged$`, w.readsBackUnchanged)
+	sc.Step(`^every manifest under `+quoted+` is accepted and reads back unchanged$`, unquote1(w.everyManifestUnder))
+	sc.Step(`^the (\S+) `+quoted+` has `+quoted+` equal to `+quoted+`$`, unquote4(w.fieldEquals))
+	sc.Step(`^the API server serves `+quoted+` in `+quoted+` with short name `+quoted+`$`, w.servesWithShortName)
+	sc.Step(`^"kubectl get (\S+)" shows the columns `+quoted+`$`, w.showsColumns)
+	sc.Step(`^I scale the (\S+) `+quoted+` to (\d+)$`, w.scaleTo)
+	sc.Step(`^the (\S+) `+quoted+` eventually has `+quoted+` equal to `+quoted+`$`, unquote4(w.fieldEventuallyEquals))
+}
+
+// quoted matches a double-quoted step argument in which \" stands for a quote.
+const quoted = `"((?:[^"\\]|\\.)*)"`
+
+func unescape(s string) string { return strings.ReplaceAll(s, `\"`, `"`) }
+
+func unquote1(f func(context.Context, string) error) func(context.Context, string) error {
+	return func(ctx context.Context, a string) error { return f(ctx, unescape(a)) }
+}
+
+func unquote4(f func(context.Context, string, string, string, string) error) func(context.Context, string, string, string, string) error {
+	return func(ctx context.Context, kind, a, b, c string) error {
+		return f(ctx, kind, unescape(a), unescape(b), unescape(c))
+	}
+}
+
+func (w *world) applyManifest(ctx context.Context, doc *godog.DocString) error {
+	objs, err := ParseManifests([]byte(doc.Content))
+	if err != nil {
+		return fmt.Errorf("the manifest in the feature file does not parse: %w", err)
+	}
+	w.applied, w.lastErr = objs, w.apply(ctx, objs)
+	return nil
+}
+
+// createManifest creates the objects, as kubectl create does, rather than
+// applying them: the API server's checks differ slightly between the two.
+func (w *world) createManifest(ctx context.Context, doc *godog.DocString) error {
+	objs, err := ParseManifests([]byte(doc.Content))
+	if err != nil {
+		return fmt.Errorf("the manifest in the feature file does not parse: %w", err)
+	}
+	w.applied, w.lastErr = objs, nil
+	for _, obj := range objs {
+		live := obj.DeepCopy()
+		if live.GetNamespace() == "" {
+			live.SetNamespace(w.namespace)
+		}
+		if w.lastErr = w.cluster.Client.Create(ctx, live); w.lastErr != nil {
+			break
+		}
+	}
+	return nil
+}
+
+func (w *world) applyFile(ctx context.Context, path string) error {
+	objs, err := w.readManifestFile(path)
+	if err != nil {
+		return err
+	}
+	w.applied, w.lastErr = objs, w.apply(ctx, objs)
+	return nil
+}
+
+func (w *world) readManifestFile(path string) ([]*unstructured.Unstructured, error) {
+	full := w.resolve(path)
+	data, err := os.ReadFile(full)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", full, err)
+	}
+	objs, err := ParseManifests(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return objs, nil
+}
+
+func (w *world) resolve(path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(w.cluster.RepoRoot, path)
+}
+
+// apply server-side applies objs in order into the scenario's namespace and
+// stops at the first error, which it returns.
+func (w *world) apply(ctx context.Context, objs []*unstructured.Unstructured) error {
+	for _, obj := range objs {
+		if err := w.applyOne(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *world) applyOne(ctx context.Context, obj *unstructured.Unstructured) error {
+	live := obj.DeepCopy()
+	if live.GetNamespace() == "" {
+		live.SetNamespace(w.namespace)
+	}
+	return w.cluster.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(live),
+		client.FieldOwner(FieldOwner), client.ForceOwnership)
+}
+
+func (w *world) accepted() error {
+	if w.lastErr != nil {
+		return fmt.Errorf("expected the apply to be accepted, got: %v", w.lastErr)
+	}
+	return nil
+}
+
+func (w *world) rejectedWith(_ context.Context, text string) error {
+	if w.lastErr == nil {
+		return fmt.Errorf("expected the apply to be rejected with %q, but it was accepted", text)
+	}
+	return w.messageContains(context.Background(), text)
+}
+
+func (w *world) messageContains(_ context.Context, text string) error {
+	if w.lastErr == nil {
+		return fmt.Errorf("there is no rejection message to look in for %q", text)
+	}
+	if !strings.Contains(w.lastErr.Error(), text) {
+		return fmt.Errorf("expected the rejection to contain %q, got: %v", text, w.lastErr)
+	}
+	return nil
+}
+
+func (w *world) readsBackUnchanged(ctx context.Context) error {
+	if err := w.accepted(); err != nil {
+		return err
+	}
+	return w.compareWithStored(ctx, w.applied)
+}
+
+// compareWithStored reads each object back and reports every field that was
+// written but is missing or different in what the API server stored.
+func (w *world) compareWithStored(ctx context.Context, objs []*unstructured.Unstructured) error {
+	var problems []string
+	for _, want := range objs {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(want.GroupVersionKind())
+		ns := want.GetNamespace()
+		if ns == "" {
+			ns = w.namespace
+		}
+		if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: want.GetName()}, got); err != nil {
+			problems = append(problems, fmt.Sprintf("%s %q: %v", want.GetKind(), want.GetName(), err))
+			continue
+		}
+		for _, d := range SubsetDiff(stripNamespace(want.Object), got.Object) {
+			problems = append(problems, fmt.Sprintf("%s %q: %s", want.GetKind(), want.GetName(), d))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("stored objects differ from what was applied:\n  %s", strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+// stripNamespace drops metadata.namespace, which the scenario fills in.
+func stripNamespace(obj map[string]any) map[string]any {
+	out := unstructured.Unstructured{Object: obj}
+	cp := out.DeepCopy()
+	unstructured.RemoveNestedField(cp.Object, "metadata", "namespace")
+	return cp.Object
+}
+
+func (w *world) everyManifestUnder(ctx context.Context, dir string) error {
+	root := w.resolve(dir)
+	var files []string
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && (strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", root, err)
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no manifests under %s", root)
+	}
+	var problems []string
+	for _, f := range files {
+		rel, _ := filepath.Rel(root, f)
+		objs, err := w.readManifestFile(f)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		if err := w.apply(ctx, objs); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: rejected: %v", rel, err))
+			continue
+		}
+		if err := w.compareWithStored(ctx, objs); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", rel, err))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%d of %d manifests failed:\n%s", len(problems), len(files), strings.Join(problems, "\n"))
+	}
+	return nil
+}
+
+func (w *world) fieldEquals(ctx context.Context, kind, name, path, want string) error {
+	got, err := w.readField(ctx, kind, name, path)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("%s %q %s: expected %q, got %q", kind, name, path, want, got)
+	}
+	return nil
+}
+
+func (w *world) fieldEventuallyEquals(ctx context.Context, kind, name, path, want string) error {
+	timeout := w.cluster.EventualTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	deadline := time.Now().Add(timeout)
+	var got string
+	var err error
+	for {
+		got, err = w.readField(ctx, kind, name, path)
+		if err == nil && got == want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s %q %s: expected %q within %s, last error: %v", kind, name, path, want, timeout, err)
+	}
+	return fmt.Errorf("%s %q %s: expected %q within %s, last value %q", kind, name, path, want, timeout, got)
+}
+
+func (w *world) readField(ctx context.Context, kind, name, path string) (string, error) {
+	gvk, err := ResolveKind(w.cluster.Client.RESTMapper(), kind)
+	if err != nil {
+		return "", err
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: name}, obj); err != nil {
+		return "", err
+	}
+	return JSONPathValue(obj.Object, path)
+}

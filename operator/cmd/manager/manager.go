@@ -1,0 +1,119 @@
+package main
+
+import (
+	"crypto/tls"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/config"
+)
+
+// newScheme returns the types the operator reads and writes: the built-in
+// Kubernetes kinds and the nvidia.com/v1alpha1 kinds.
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("registering Kubernetes types: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("registering %s types: %w", v1alpha1.GroupVersion, err)
+	}
+	return scheme, nil
+}
+
+// newManager builds the controller-runtime manager described by o. It does
+// not contact the API server; controllers are added to the returned manager
+// before it is started.
+func newManager(cfg *rest.Config, o *config.Options) (manager.Manager, error) {
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, err
+	}
+
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS = o.KubeAPIQPS
+	cfg.Burst = o.KubeAPIBurst
+
+	// HTTP/2 stays off on the operator's servers: its stream handling is
+	// exposed to the Stream Cancellation and Rapid Reset attacks
+	// (CVE-2023-44487, CVE-2023-39325) and the servers gain nothing from it.
+	tlsOpts := []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+
+	metricsOpts := metricsserver.Options{
+		BindAddress:   o.MetricsBindAddress,
+		SecureServing: o.MetricsSecure,
+		TLSOpts:       tlsOpts,
+	}
+	if o.MetricsSecure {
+		// Only callers whose token may "get /metrics" can scrape.
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	// The manager keeps pointers, so take copies rather than aliasing o.
+	leaseDuration := o.LeaderElection.LeaseDuration
+	renewDeadline := o.LeaderElection.RenewDeadline
+	retryPeriod := o.LeaderElection.RetryPeriod
+
+	opts := manager.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsOpts,
+		HealthProbeBindAddress: o.HealthProbeBindAddress,
+		LeaderElection:         o.LeaderElection.Enabled,
+		LeaderElectionID:       o.LeaderElection.ID,
+		// Resolved by config.Parse, so this works outside a cluster where
+		// controller-runtime could not discover its own namespace.
+		LeaderElectionNamespace: o.LeaderElection.Namespace,
+		// Hand leadership over on shutdown instead of making the next
+		// replica wait out the lease; run exits right after Start returns.
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+		RetryPeriod:                   &retryPeriod,
+		Controller: ctrlconfig.Controller{
+			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		},
+	}
+	if o.RestrictNamespace != "" {
+		// Namespace-scoped RBAC cannot list cluster-wide, so the cache must
+		// not try to.
+		opts.Cache = cache.Options{
+			DefaultNamespaces: map[string]cache.Config{o.RestrictNamespace: {}},
+		}
+	}
+	if o.Webhook.Enabled {
+		// controller-runtime starts this server only once something calls
+		// mgr.GetWebhookServer(). No webhooks exist yet, so nothing does and
+		// no port is opened; the admission webhooks issue registers its
+		// handlers on mgr.GetWebhookServer() and thereby starts it. With
+		// --enable-webhooks=false that code must not call GetWebhookServer,
+		// which would otherwise start a default server.
+		opts.WebhookServer = webhook.NewServer(webhook.Options{
+			Port:    o.Webhook.Port,
+			CertDir: o.Webhook.CertDir,
+			TLSOpts: tlsOpts,
+		})
+	}
+
+	mgr, err := manager.New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding ready check: %w", err)
+	}
+	return mgr, nil
+}

@@ -1,0 +1,537 @@
+// Package config parses and validates the dynamo-operator manager's
+// command-line flags and environment. It never talks to Kubernetes, so every
+// rule can be unit tested with plain argument slices and a fake environment.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// Version is the operator's build version. Release builds stamp it with
+//
+//	-ldflags "-X github.com/dynamoctl/dynamo-operator/operator/config.Version=<version>"
+//
+// and it is the default of --operator-version.
+var Version = "dev"
+
+// Operating modes reported by Options.Mode.
+const (
+	ModeClusterWide     = "cluster-wide"
+	ModeNamespaceScoped = "namespace-scoped"
+)
+
+// WebhookCertMode selects who provisions the webhook serving certificate.
+type WebhookCertMode string
+
+const (
+	// WebhookCertModeAuto lets the operator generate and rotate a self-signed
+	// certificate in --webhook-cert-secret.
+	WebhookCertModeAuto WebhookCertMode = "auto"
+	// WebhookCertModeCertManager expects cert-manager to populate the secret
+	// and inject the CA bundle.
+	WebhookCertModeCertManager WebhookCertMode = "cert-manager"
+	// WebhookCertModeExternal expects the certificate in --webhook-cert-dir
+	// and the CA bundle to be managed by the installer.
+	WebhookCertModeExternal WebhookCertMode = "external"
+)
+
+// ImageBuildEngine is the builder used for DynamoComponent images.
+type ImageBuildEngine string
+
+const (
+	ImageBuildEngineBuildKit ImageBuildEngine = "buildkit"
+	ImageBuildEngineKaniko   ImageBuildEngine = "kaniko"
+)
+
+// Options is the validated configuration of the operator manager.
+type Options struct {
+	// NATSAddr and EtcdAddr are handed to Dynamo workers as environment;
+	// empty means the graph brings its own.
+	NATSAddr string
+	EtcdAddr string
+
+	// RestrictNamespace, when set, confines the operator to one namespace.
+	RestrictNamespace string
+	// NamespaceLease controls the Lease a namespace-scoped operator holds so
+	// that a cluster-wide operator leaves its namespace alone.
+	NamespaceLease NamespaceLeaseOptions
+
+	LeaderElection LeaderElectionOptions
+
+	// MetricsBindAddress is host:port, or "0" to disable the metrics server.
+	MetricsBindAddress string
+	// MetricsSecure serves metrics over HTTPS behind Kubernetes authn/authz.
+	MetricsSecure bool
+	// HealthProbeBindAddress is host:port, or "0" to disable health probes.
+	HealthProbeBindAddress string
+
+	Webhook WebhookOptions
+
+	// OperatorVersion identifies this operator build, e.g. in Lease holder
+	// identities.
+	OperatorVersion string
+
+	MaxConcurrentReconciles int
+	KubeAPIQPS              float32
+	KubeAPIBurst            int
+
+	// LogLevel is the normalised LOG_LEVEL: "debug", "info", "warn",
+	// "error" or a decimal verbosity such as "3". Use ZapLevel to apply it.
+	LogLevel string
+
+	// SystemNamespace is DYNAMO_SYSTEM_NAMESPACE, where the Dynamo platform
+	// components live.
+	SystemNamespace string
+	// OperatorNamespace is the namespace the operator runs in: POD_NAMESPACE
+	// in-cluster, otherwise SystemNamespace.
+	OperatorNamespace string
+
+	ImageBuilder ImageBuilderOptions
+}
+
+// NamespaceLeaseOptions configures the namespace-scoped operator's Lease.
+type NamespaceLeaseOptions struct {
+	Duration      time.Duration
+	RenewInterval time.Duration
+}
+
+// LeaderElectionOptions configures controller-runtime leader election.
+type LeaderElectionOptions struct {
+	Enabled bool
+	ID      string
+	// Namespace holds the election Lease; Parse resolves an empty flag to
+	// OperatorNamespace so running outside a cluster works too.
+	Namespace     string
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+}
+
+// WebhookOptions configures the admission webhook server.
+type WebhookOptions struct {
+	Enabled     bool
+	Port        int
+	CertMode    WebhookCertMode
+	CertDir     string
+	CertSecret  string
+	ServiceName string
+	// URLHost, when set, makes webhook configurations call
+	// https://<URLHost>:<Port> instead of the Service, for running the
+	// operator outside the cluster.
+	URLHost string
+}
+
+// URL returns the base URL webhook configurations should call when URLHost
+// is set, and "" when they should go through the Service.
+func (w WebhookOptions) URL() string {
+	if w.URLHost == "" {
+		return ""
+	}
+	return "https://" + net.JoinHostPort(w.URLHost, strconv.Itoa(w.Port))
+}
+
+// ImageBuilderOptions configures image builds for DynamoComponent. The
+// operator only carries these to the build jobs.
+type ImageBuilderOptions struct {
+	Namespace                 string
+	Engine                    ImageBuildEngine
+	BuildkitURL               string
+	BuildkitImage             string
+	DockerRegistryServer      string
+	DockerRegistryUsername    string
+	DockerRegistrySecure      bool
+	RepositoryName            string
+	EstargzEnabled            bool
+	AddNamespacePrefixToImage bool
+	APIStoreEndpoint          string
+}
+
+// Mode reports whether the operator watches the whole cluster or a single
+// namespace.
+func (o *Options) Mode() string {
+	if o.RestrictNamespace != "" {
+		return ModeNamespaceScoped
+	}
+	return ModeClusterWide
+}
+
+// ZapLevel converts LogLevel to a zap level. Numeric verbosities map to
+// negative zap levels, which is how logr's V(n) is expressed in zap.
+func (o *Options) ZapLevel() zapcore.Level {
+	if n, err := strconv.Atoi(o.LogLevel); err == nil && n >= 0 && n <= maxLogVerbosity {
+		return zapcore.Level(-n)
+	}
+	switch o.LogLevel {
+	case "debug":
+		return zapcore.DebugLevel
+	case "warn":
+		return zapcore.WarnLevel
+	case "error":
+		return zapcore.ErrorLevel
+	default:
+		return zapcore.InfoLevel
+	}
+}
+
+// Flag names, shared by registration and error messages.
+const (
+	flagNATSAddr                    = "natsAddr"
+	flagEtcdAddr                    = "etcdAddr"
+	flagRestrictNamespace           = "restrict-namespace"
+	flagNamespaceLeaseDuration      = "namespace-lease-duration"
+	flagNamespaceLeaseRenewInterval = "namespace-lease-renew-interval"
+	flagLeaderElect                 = "leader-elect"
+	flagLeaderElectionID            = "leader-election-id"
+	flagLeaderElectionNamespace     = "leader-election-namespace"
+	flagLeaderElectionLeaseDuration = "leader-election-lease-duration"
+	flagLeaderElectionRenewDeadline = "leader-election-renew-deadline"
+	flagLeaderElectionRetryPeriod   = "leader-election-retry-period"
+	flagMetricsBindAddress          = "metrics-bind-address"
+	flagMetricsSecure               = "metrics-secure"
+	flagHealthProbeBindAddress      = "health-probe-bind-address"
+	flagWebhookPort                 = "webhook-port"
+	flagEnableWebhooks              = "enable-webhooks"
+	flagWebhookCertMode             = "webhook-cert-mode"
+	flagWebhookCertDir              = "webhook-cert-dir"
+	flagWebhookCertSecret           = "webhook-cert-secret"
+	flagWebhookServiceName          = "webhook-service-name"
+	flagWebhookURLHost              = "webhook-url-host"
+	flagOperatorVersion             = "operator-version"
+	flagMaxConcurrentReconciles     = "max-concurrent-reconciles"
+	flagKubeAPIQPS                  = "kube-api-qps"
+	flagKubeAPIBurst                = "kube-api-burst"
+)
+
+// Environment variable names.
+const (
+	envLogLevel                      = "LOG_LEVEL"
+	envSystemNamespace               = "DYNAMO_SYSTEM_NAMESPACE"
+	envPodNamespace                  = "POD_NAMESPACE"
+	envImageBuilderNamespace         = "DYNAMO_IMAGE_BUILDER_NAMESPACE"
+	envImageBuildEngine              = "DYNAMO_IMAGE_BUILD_ENGINE"
+	envBuildkitURL                   = "BUILDKIT_URL"
+	envBuildkitImage                 = "BUILDKIT_IMAGE"
+	envDockerRegistryServer          = "DOCKER_REGISTRY_SERVER"
+	envDockerRegistryUsername        = "DOCKER_REGISTRY_USERNAME"
+	envDockerRegistrySecure          = "DOCKER_REGISTRY_SECURE"
+	envImageRepositoryName           = "DYNAMO_IMAGE_REPOSITORY_NAME"
+	envEstargzEnabled                = "ESTARGZ_ENABLED"
+	envAddNamespacePrefixToImageName = "ADD_NAMESPACE_PREFIX_TO_IMAGE_NAME"
+	envAPIStoreEndpoint              = "API_STORE_ENDPOINT"
+)
+
+// Defaults that other flags or env vars derive from.
+const (
+	defaultLeaderElectionID = "dynamo-operator-leader"
+	defaultSystemNamespace  = "dynamo"
+)
+
+// flagValues receives the flag values. Values whose Options field has a type
+// the flag package cannot fill are held here and converted by Parse.
+type flagValues struct {
+	o        *Options
+	qps      float64
+	certMode string
+}
+
+func newFlagSet(v *flagValues) *flag.FlagSet {
+	o := v.o
+	fs := flag.NewFlagSet("dynamo-operator", flag.ContinueOnError)
+	// Parse reports errors itself; the FlagSet must not print usage as a
+	// side effect (it would spam test output and duplicate main's message).
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+
+	fs.StringVar(&o.NATSAddr, flagNATSAddr, "",
+		"NATS address given to Dynamo workers, as nats://host:port or host:port.")
+	fs.StringVar(&o.EtcdAddr, flagEtcdAddr, "",
+		"etcd address given to Dynamo workers, as http://host:port or host:port.")
+	fs.StringVar(&o.RestrictNamespace, flagRestrictNamespace, "",
+		"Run namespace-scoped: watch and manage only this namespace.")
+	fs.DurationVar(&o.NamespaceLease.Duration, flagNamespaceLeaseDuration, 30*time.Second,
+		"Duration of the Lease a namespace-scoped operator holds in its namespace.")
+	fs.DurationVar(&o.NamespaceLease.RenewInterval, flagNamespaceLeaseRenewInterval, 10*time.Second,
+		"How often a namespace-scoped operator renews its Lease; must be less than --"+flagNamespaceLeaseDuration+".")
+
+	fs.BoolVar(&o.LeaderElection.Enabled, flagLeaderElect, false,
+		"Enable leader election so only one replica reconciles at a time.")
+	fs.StringVar(&o.LeaderElection.ID, flagLeaderElectionID, defaultLeaderElectionID,
+		"Name of the leader election Lease; defaults to "+defaultLeaderElectionID+"-<namespace> with --"+flagRestrictNamespace+".")
+	fs.StringVar(&o.LeaderElection.Namespace, flagLeaderElectionNamespace, "",
+		"Namespace of the leader election Lease; empty means the operator's own namespace ("+envPodNamespace+", else "+envSystemNamespace+").")
+	fs.DurationVar(&o.LeaderElection.LeaseDuration, flagLeaderElectionLeaseDuration, 15*time.Second,
+		"How long non-leaders wait before trying to take over an unrenewed lease.")
+	fs.DurationVar(&o.LeaderElection.RenewDeadline, flagLeaderElectionRenewDeadline, 10*time.Second,
+		"How long the leader keeps retrying to renew before giving up leadership.")
+	fs.DurationVar(&o.LeaderElection.RetryPeriod, flagLeaderElectionRetryPeriod, 2*time.Second,
+		"Interval between leader election attempts.")
+
+	fs.StringVar(&o.MetricsBindAddress, flagMetricsBindAddress, ":8443",
+		`Metrics server address as host:port; "0" disables it.`)
+	fs.BoolVar(&o.MetricsSecure, flagMetricsSecure, true,
+		"Serve metrics over HTTPS with Kubernetes authentication and authorization.")
+	fs.StringVar(&o.HealthProbeBindAddress, flagHealthProbeBindAddress, ":8081",
+		`Health probe address as host:port; "0" disables it.`)
+
+	fs.IntVar(&o.Webhook.Port, flagWebhookPort, 9443, "Port the webhook server listens on.")
+	fs.BoolVar(&o.Webhook.Enabled, flagEnableWebhooks, true, "Serve admission webhooks.")
+	fs.StringVar(&v.certMode, flagWebhookCertMode, string(WebhookCertModeAuto),
+		"Webhook certificate source: auto, cert-manager or external.")
+	fs.StringVar(&o.Webhook.CertDir, flagWebhookCertDir, "/tmp/k8s-webhook-server/serving-certs",
+		"Directory holding the webhook serving certificate (tls.crt, tls.key).")
+	fs.StringVar(&o.Webhook.CertSecret, flagWebhookCertSecret, "dynamo-operator-webhook-cert",
+		"Secret holding the webhook serving certificate.")
+	fs.StringVar(&o.Webhook.ServiceName, flagWebhookServiceName, "dynamo-operator-webhook",
+		"Service that fronts the webhook server.")
+	fs.StringVar(&o.Webhook.URLHost, flagWebhookURLHost, "",
+		"If set, webhook configurations call https://<host>:<webhook-port> instead of the Service (for local runs).")
+
+	fs.StringVar(&o.OperatorVersion, flagOperatorVersion, Version, "Operator version reported in logs and Leases.")
+	fs.IntVar(&o.MaxConcurrentReconciles, flagMaxConcurrentReconciles, 8,
+		"Maximum concurrent reconciles per controller.")
+	fs.Float64Var(&v.qps, flagKubeAPIQPS, 50, "Sustained queries per second to the Kubernetes API.")
+	fs.IntVar(&o.KubeAPIBurst, flagKubeAPIBurst, 100, "Burst of queries to the Kubernetes API.")
+	return fs
+}
+
+// Usage writes help text for all flags and environment variables to w.
+func Usage(w io.Writer) {
+	fs := newFlagSet(&flagValues{o: &Options{}})
+	fs.SetOutput(w)
+	fmt.Fprintln(w, "Usage: dynamo-operator [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Flags:")
+	fs.PrintDefaults()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Environment:")
+	for _, e := range []struct{ name, help string }{
+		{envLogLevel, "debug, info, warn, error or a verbosity number (default info)"},
+		{envSystemNamespace, "namespace of the Dynamo platform (default " + defaultSystemNamespace + ")"},
+		{envPodNamespace, "namespace the operator runs in (set by the Deployment)"},
+		{envImageBuilderNamespace, "namespace for image build jobs (default " + envSystemNamespace + ")"},
+		{envImageBuildEngine, "buildkit or kaniko (default buildkit)"},
+		{envBuildkitURL, "BuildKit daemon address, e.g. tcp://buildkitd:1234"},
+		{envBuildkitImage, "BuildKit image for build jobs"},
+		{envDockerRegistryServer, "registry that built images are pushed to"},
+		{envDockerRegistryUsername, "registry user name"},
+		{envDockerRegistrySecure, "use HTTPS for the registry (default true)"},
+		{envImageRepositoryName, "repository for built images (default dynamo-components)"},
+		{envEstargzEnabled, "build eStargz images (default false)"},
+		{envAddNamespacePrefixToImageName, "prefix image names with the namespace (default false)"},
+		{envAPIStoreEndpoint, "Dynamo API store URL"},
+	} {
+		fmt.Fprintf(w, "  %s\n    \t%s\n", e.name, e.help)
+	}
+}
+
+// Parse parses args (without the program name) and the environment seen
+// through lookupEnv, and validates the result. A nil lookupEnv means an empty
+// environment. Environment variables set to an empty string count as unset,
+// so manifests can blank a value to get the default.
+//
+// Every problem found is reported in one single-line error. -h and --help
+// return flag.ErrHelp; print Usage in that case.
+func Parse(args []string, lookupEnv func(string) (string, bool)) (*Options, error) {
+	v := &flagValues{o: &Options{}}
+	fs := newFlagSet(v)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, flag.ErrHelp
+		}
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("invalid configuration: unexpected argument %q: the operator takes only flags", fs.Arg(0))
+	}
+	explicit := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+
+	if lookupEnv == nil {
+		lookupEnv = func(string) (string, bool) { return "", false }
+	}
+	env := func(name string) (string, bool) {
+		s, ok := lookupEnv(name)
+		s = strings.TrimSpace(s)
+		return s, ok && s != ""
+	}
+
+	var p problems
+	o := v.o
+	o.Webhook.CertMode = WebhookCertMode(v.certMode)
+	validateFlags(o, v.qps, explicit, &p)
+	parseEnv(o, env, &p)
+	resolveDerived(o, explicit, env, &p)
+	if len(p) > 0 {
+		return nil, p.err()
+	}
+	return o, nil
+}
+
+func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problems) {
+	checkServiceAddress(p, flagNATSAddr, o.NATSAddr, "nats://nats:4222")
+	checkServiceAddress(p, flagEtcdAddr, o.EtcdAddr, "http://etcd:2379")
+	// An empty value is accepted so charts can always pass the flag.
+	if o.RestrictNamespace != "" {
+		checkDNS1123Label(p, "--"+flagRestrictNamespace, o.RestrictNamespace)
+	}
+
+	if o.NamespaceLease.Duration <= 0 {
+		p.flag(flagNamespaceLeaseDuration, "must be greater than 0, got %s", o.NamespaceLease.Duration)
+	}
+	if ri := o.NamespaceLease.RenewInterval; ri <= 0 || ri >= o.NamespaceLease.Duration {
+		p.flag(flagNamespaceLeaseRenewInterval, "must be greater than 0 and less than --%s (%s), got %s",
+			flagNamespaceLeaseDuration, o.NamespaceLease.Duration, ri)
+	}
+
+	if explicit[flagLeaderElectionID] {
+		checkDNS1123Subdomain(p, "--"+flagLeaderElectionID, o.LeaderElection.ID)
+	}
+	if o.LeaderElection.Namespace != "" {
+		checkDNS1123Label(p, "--"+flagLeaderElectionNamespace, o.LeaderElection.Namespace)
+	}
+	le := o.LeaderElection
+	if le.LeaseDuration <= 0 {
+		p.flag(flagLeaderElectionLeaseDuration, "must be greater than 0, got %s", le.LeaseDuration)
+	}
+	if le.RenewDeadline <= 0 || le.RenewDeadline >= le.LeaseDuration {
+		p.flag(flagLeaderElectionRenewDeadline, "must be greater than 0 and less than --%s (%s), got %s",
+			flagLeaderElectionLeaseDuration, le.LeaseDuration, le.RenewDeadline)
+	}
+	// client-go refuses to start an elector unless the renew deadline exceeds
+	// the jittered retry period, so check the same bound here rather than
+	// failing after the manager has started.
+	if le.RetryPeriod <= 0 || le.RenewDeadline <= time.Duration(leaderElectionJitterFactor*float64(le.RetryPeriod)) {
+		p.flag(flagLeaderElectionRetryPeriod,
+			"must be greater than 0 and less than --%s (%s) even with client-go's %gx retry jitter, got %s",
+			flagLeaderElectionRenewDeadline, le.RenewDeadline, leaderElectionJitterFactor, le.RetryPeriod)
+	}
+
+	checkBindAddress(p, flagMetricsBindAddress, o.MetricsBindAddress)
+	checkBindAddress(p, flagHealthProbeBindAddress, o.HealthProbeBindAddress)
+
+	w := o.Webhook
+	if w.Port < 1 || w.Port > 65535 {
+		p.flag(flagWebhookPort, "must be between 1 and 65535, got %d", w.Port)
+	}
+	switch w.CertMode {
+	case WebhookCertModeAuto, WebhookCertModeCertManager, WebhookCertModeExternal:
+	default:
+		p.flag(flagWebhookCertMode, "must be one of %s, %s, %s, got %q",
+			WebhookCertModeAuto, WebhookCertModeCertManager, WebhookCertModeExternal, string(w.CertMode))
+	}
+	if w.CertDir == "" {
+		p.flag(flagWebhookCertDir, "must be non-empty")
+	}
+	checkDNS1123Subdomain(p, "--"+flagWebhookCertSecret, w.CertSecret)
+	checkDNS1035Label(p, "--"+flagWebhookServiceName, w.ServiceName)
+	if w.URLHost != "" && !validHost(w.URLHost) {
+		p.flag(flagWebhookURLHost, "must be a hostname or IP address without scheme or port, got %q", w.URLHost)
+	}
+
+	if strings.TrimSpace(o.OperatorVersion) == "" {
+		p.flag(flagOperatorVersion, "must be non-empty")
+	} else if n := len([]rune(o.OperatorVersion)); n > maxOperatorVersionLength {
+		p.flag(flagOperatorVersion, "must be at most %d characters, got %d", maxOperatorVersionLength, n)
+	}
+
+	if o.MaxConcurrentReconciles < 1 {
+		p.flag(flagMaxConcurrentReconciles, "must be at least 1, got %d", o.MaxConcurrentReconciles)
+	}
+	// rest.Config takes a float32, so reject what cannot be represented
+	// instead of silently turning it into +Inf.
+	if !(qps > 0 && qps <= math.MaxFloat32) {
+		p.flag(flagKubeAPIQPS, "must be a finite number greater than 0, got %v", qps)
+	} else {
+		o.KubeAPIQPS = float32(qps)
+	}
+	if o.KubeAPIBurst < 1 {
+		p.flag(flagKubeAPIBurst, "must be at least 1, got %d", o.KubeAPIBurst)
+	}
+}
+
+func parseEnv(o *Options, env func(string) (string, bool), p *problems) {
+	o.LogLevel = "info"
+	if s, ok := env(envLogLevel); ok {
+		if level, err := parseLogLevel(s); err != nil {
+			p.env(envLogLevel, "%s, got %q", err, s)
+		} else {
+			o.LogLevel = level
+		}
+	}
+
+	o.SystemNamespace = defaultSystemNamespace
+	if s, ok := env(envSystemNamespace); ok {
+		o.SystemNamespace = s
+		checkDNS1123Label(p, envSystemNamespace, s)
+	}
+
+	ib := &o.ImageBuilder
+	ib.Engine = ImageBuildEngineBuildKit
+	if s, ok := env(envImageBuildEngine); ok {
+		switch e := ImageBuildEngine(strings.ToLower(s)); e {
+		case ImageBuildEngineBuildKit, ImageBuildEngineKaniko:
+			ib.Engine = e
+		default:
+			p.env(envImageBuildEngine, "must be one of %s, %s, got %q", ImageBuildEngineBuildKit, ImageBuildEngineKaniko, s)
+		}
+	}
+	if s, ok := env(envBuildkitURL); ok {
+		ib.BuildkitURL = s
+		if !hasScheme(s) {
+			p.env(envBuildkitURL, "must be a URL with a scheme (e.g. tcp://buildkitd:1234), got %q", s)
+		}
+	}
+	ib.BuildkitImage, _ = env(envBuildkitImage)
+	ib.DockerRegistryServer, _ = env(envDockerRegistryServer)
+	ib.DockerRegistryUsername, _ = env(envDockerRegistryUsername)
+	ib.DockerRegistrySecure = parseBoolEnv(env, p, envDockerRegistrySecure, true)
+	ib.RepositoryName = "dynamo-components"
+	if s, ok := env(envImageRepositoryName); ok {
+		ib.RepositoryName = s
+		if !imageRepositoryPattern.MatchString(s) {
+			p.env(envImageRepositoryName,
+				"must be a lowercase image repository path (e.g. dynamo-components or team/dynamo), got %q", s)
+		}
+	}
+	ib.EstargzEnabled = parseBoolEnv(env, p, envEstargzEnabled, false)
+	ib.AddNamespacePrefixToImage = parseBoolEnv(env, p, envAddNamespacePrefixToImageName, false)
+	if s, ok := env(envAPIStoreEndpoint); ok {
+		ib.APIStoreEndpoint = s
+		if !isHTTPURL(s) {
+			p.env(envAPIStoreEndpoint, "must be an http or https URL with a host, got %q", s)
+		}
+	}
+}
+
+// resolveDerived fills in defaults that depend on other settings.
+func resolveDerived(o *Options, explicit map[string]bool, env func(string) (string, bool), p *problems) {
+	o.OperatorNamespace = o.SystemNamespace
+	if s, ok := env(envPodNamespace); ok {
+		o.OperatorNamespace = s
+		checkDNS1123Label(p, envPodNamespace, s)
+	}
+	if o.LeaderElection.Namespace == "" {
+		o.LeaderElection.Namespace = o.OperatorNamespace
+	}
+	// Namespace-scoped operators in different namespaces must not contend
+	// for the same Lease.
+	if o.RestrictNamespace != "" && !explicit[flagLeaderElectionID] {
+		o.LeaderElection.ID = defaultLeaderElectionID + "-" + o.RestrictNamespace
+	}
+
+	o.ImageBuilder.Namespace = o.SystemNamespace
+	if s, ok := env(envImageBuilderNamespace); ok {
+		o.ImageBuilder.Namespace = s
+		checkDNS1123Label(p, envImageBuilderNamespace, s)
+	}
+}

@@ -79,3 +79,11 @@ features: k8s-bins ## Only the feature files; GODOG_TAGS=@api or GODOG_PATHS=api
 .PHONY: run
 run: k8s-bins build ## Start a local control plane (etcd, kube-apiserver, CRDs) and the operator against it.
 	$(GO) run ./internal/devcluster --operator $(BIN)/dynamo-operator --dir $(CACHE)/run
+
+##@ Measure
+
+BENCH_FLAGS ?=
+.PHONY: bench
+bench: k8s-bins ## Scale benchmark: 500 graphs x 4 services against the raw-write floor (BENCH_FLAGS='-graphs=100 -steady=10s').
+	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GO) test -run '^$$' -bench BenchmarkGraphs -benchtime 1x -timeout 60m \
+	  ./operator/controllers/benchmarks/ -args $(BENCH_FLAGS)

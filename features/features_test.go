@@ -1,18 +1,24 @@
 // Package features runs the Gherkin feature files of this folder with godog
-// against a real kube-apiserver (envtest). Run one feature or tag with
-// GODOG_PATHS=api.feature or GODOG_TAGS=@api.
+// against a real kube-apiserver (envtest) with the operator's controllers
+// running in process. Run one feature or tag with GODOG_PATHS=api.feature
+// or GODOG_TAGS=@api.
 package features
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cucumber/godog"
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
+	"github.com/dynamoctl/dynamo-operator/operator/controllers"
 )
 
 var env *testenv.Env
@@ -21,11 +27,39 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, func(e *testenv.Env) { env = e }))
 }
 
+// restartable lets scenarios restart the in-process operator. The new run
+// lives as long as the suite, not as long as the step that asked for it.
+type restartable struct {
+	*testenv.Operator
+	suite context.Context
+}
+
+func (r restartable) Restart(context.Context) error {
+	r.Stop()
+	return r.Start(r.suite)
+}
+
 func TestFeatures(t *testing.T) {
+	// Only the operator's errors reach the test output.
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	// envtest has no Deployment controller or kubelets; the driver moves
+	// Deployment status as a rollout would, slowly enough for scenarios to
+	// see a graph leave Ready during a rollout.
+	if err := env.StartDeploymentDriver(ctx, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	op := env.NewOperator(controllers.Options{Workers: 4})
+	if err := op.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(op.Stop)
+
 	cluster := &steps.Cluster{
 		Client:          env.Client,
 		Config:          env.Config,
@@ -33,6 +67,7 @@ func TestFeatures(t *testing.T) {
 		DeleteNamespace: env.DeleteNamespace,
 		RepoRoot:        root,
 		EventualTimeout: 30 * time.Second,
+		Operator:        restartable{Operator: op, suite: ctx},
 	}
 	paths := []string{"."}
 	if p := os.Getenv("GODOG_PATHS"); p != "" {

@@ -32,6 +32,9 @@ type Cluster struct {
 	RepoRoot string
 	// EventualTimeout bounds the "eventually" steps.
 	EventualTimeout time.Duration
+	// Operator observes and restarts the operator; nil where the suite
+	// cannot (steps that need it then fail saying so).
+	Operator OperatorControl
 }
 
 // FieldOwner is the server-side apply field manager of objects the steps apply.
@@ -45,6 +48,8 @@ type world struct {
 	applied []*unstructured.Unstructured
 	// lastErr is the error of the last apply step, nil if it was accepted.
 	lastErr error
+	// writesMark is the operator's write count when a quiet period began.
+	writesMark int64
 }
 
 // InitializeScenario registers every step and gives each scenario a
@@ -74,15 +79,29 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 	sc.Step(`^the message also contains `+quoted+`$`, unquote1(w.messageContains))
 	sc.Step(`^it reads back unchanged$`, w.readsBackUnchanged)
 	sc.Step(`^every manifest under `+quoted+` is accepted and reads back unchanged$`, unquote1(w.everyManifestUnder))
-	sc.Step(`^the (\S+) `+quoted+` has `+quoted+` equal to `+quoted+`$`, unquote4(w.fieldEquals))
+	sc.Step(`^the (\S+) `+quoted+` has `+anything+` equal to `+anything+`$`, unquote4(w.fieldEquals))
 	sc.Step(`^the API server serves `+quoted+` in `+quoted+` with short name `+quoted+`$`, w.servesWithShortName)
 	sc.Step(`^"kubectl get (\S+)" shows the columns `+quoted+`$`, w.showsColumns)
 	sc.Step(`^I scale the (\S+) `+quoted+` to (\d+)$`, w.scaleTo)
-	sc.Step(`^the (\S+) `+quoted+` eventually has `+quoted+` equal to `+quoted+`$`, unquote4(w.fieldEventuallyEquals))
+	sc.Step(`^the (\S+) `+quoted+` has `+anything+` containing `+anything+`$`, unquote4(w.fieldContains))
+	sc.Step(`^the operator restarts$`, w.operatorRestarts)
+	sc.Step(`^the operator makes no writes in this namespace within (\d+) seconds$`, w.noWritesFor)
+	sc.Step(`^I patch the (\S+) `+quoted+` with:$`, w.patchWith)
+	sc.Step(`^I delete the (\S+) `+quoted+` with (\w+) propagation$`, w.deleteWith)
+	sc.Step(`^the (\S+) `+quoted+` exists$`, w.exists)
+	sc.Step(`^the (\S+) `+quoted+` eventually exists$`, w.eventuallyExists)
+	sc.Step(`^the (\S+) `+quoted+` is eventually gone$`, w.eventuallyGone)
+	sc.Step(`^every graph under `+quoted+` runs with the images, commands, args, GPU limits and env as written$`, unquote1(w.everyGraphRunsAsWritten))
+	sc.Step(`^the (\S+) `+quoted+` eventually has `+anything+` equal to `+anything+`$`, unquote4(w.fieldEventuallyEquals))
 }
 
 // quoted matches a double-quoted step argument in which \" stands for a quote.
 const quoted = `"((?:[^"\\]|\\.)*)"`
+
+// anything matches a quoted argument that may itself hold quotes, such as a
+// JSONPath filter [?(@.type=="Ready")]; it extends to the last quote that
+// the rest of the step allows.
+const anything = `"(.*)"`
 
 func unescape(s string) string { return strings.ReplaceAll(s, `\"`, `"`) }
 
@@ -240,21 +259,9 @@ func stripNamespace(obj map[string]any) map[string]any {
 
 func (w *world) everyManifestUnder(ctx context.Context, dir string) error {
 	root := w.resolve(dir)
-	var files []string
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && (strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
-			files = append(files, path)
-		}
-		return nil
-	})
+	files, err := manifestFiles(root)
 	if err != nil {
-		return fmt.Errorf("listing %s: %w", root, err)
-	}
-	if len(files) == 0 {
-		return fmt.Errorf("no manifests under %s", root)
+		return err
 	}
 	var problems []string
 	for _, f := range files {
@@ -289,32 +296,32 @@ func (w *world) fieldEquals(ctx context.Context, kind, name, path, want string) 
 	return nil
 }
 
-func (w *world) fieldEventuallyEquals(ctx context.Context, kind, name, path, want string) error {
-	timeout := w.cluster.EventualTimeout
-	if timeout == 0 {
-		timeout = 30 * time.Second
-	}
-	deadline := time.Now().Add(timeout)
-	var got string
-	var err error
-	for {
-		got, err = w.readField(ctx, kind, name, path)
-		if err == nil && got == want {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+func (w *world) fieldContains(ctx context.Context, kind, name, path, want string) error {
+	got, err := w.readField(ctx, kind, name, path)
 	if err != nil {
-		return fmt.Errorf("%s %q %s: expected %q within %s, last error: %v", kind, name, path, want, timeout, err)
+		return err
 	}
-	return fmt.Errorf("%s %q %s: expected %q within %s, last value %q", kind, name, path, want, timeout, got)
+	if !strings.Contains(got, want) {
+		return fmt.Errorf("%s %q %s: expected it to contain %q, got %q", kind, name, path, want, got)
+	}
+	return nil
+}
+
+func (w *world) fieldEventuallyEquals(ctx context.Context, kind, name, path, want string) error {
+	err := w.eventually(ctx, func() error { return w.fieldEquals(ctx, kind, name, path, want) })
+	if err != nil {
+		if status, serr := w.readField(ctx, kind, name, ".status"); serr == nil {
+			err = fmt.Errorf("%w\nlast status: %s", err, truncate(status, 1500))
+		}
+	}
+	return err
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 func (w *world) readField(ctx context.Context, kind, name, path string) (string, error) {

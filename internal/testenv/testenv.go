@@ -6,6 +6,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,7 +38,16 @@ type Env struct {
 	// Scheme knows the built-in kinds and the nvidia.com/v1alpha1 kinds.
 	Scheme *runtime.Scheme
 
-	env *envtest.Environment
+	env      *envtest.Environment
+	kcm      *controllerManager
+	auditLog string
+	tmpDir   string
+}
+
+// Options change how an Env starts.
+type Options struct {
+	// Audit makes the API server log every write, for AuditEvents.
+	Audit bool
 }
 
 // Scheme returns a scheme with client-go's kinds and this project's kinds.
@@ -55,7 +65,10 @@ func NewScheme() *runtime.Scheme {
 // Start launches etcd and kube-apiserver and installs crds/. The binaries
 // come from KUBEBUILDER_ASSETS when set, else from tools/build-k8s.sh, which
 // builds them on first use.
-func Start() (*Env, error) {
+func Start() (*Env, error) { return StartWith(Options{}) }
+
+// StartWith is Start with options.
+func StartWith(o Options) (*Env, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -73,8 +86,26 @@ func Start() (*Env, error) {
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
+	tmpDir, err := os.MkdirTemp("", "testenv-")
+	if err != nil {
+		return nil, err
+	}
+	var auditLog string
+	if o.Audit {
+		policy, log, err := auditFiles(tmpDir)
+		if err != nil {
+			return nil, err
+		}
+		args := te.ControlPlane.GetAPIServer().Configure()
+		args.Set("audit-policy-file", policy)
+		args.Set("audit-log-path", log)
+		args.Set("audit-log-format", "json")
+		args.Set("audit-log-mode", "blocking")
+		auditLog = log
+	}
 	cfg, err := te.Start()
 	if err != nil {
+		_ = os.RemoveAll(tmpDir)
 		return nil, fmt.Errorf("starting envtest control plane from %s: %w", assets, err)
 	}
 	// Tests create many objects at once; the client-go default (5 QPS)
@@ -85,17 +116,29 @@ func Start() (*Env, error) {
 		_ = te.Stop()
 		return nil, err
 	}
-	return &Env{
-		Config: cfg,
-		Client: client.WithFieldValidation(c, metav1.FieldValidationStrict),
-		Scheme: scheme,
-		env:    te,
-	}, nil
+	e := &Env{
+		Config:   cfg,
+		Client:   client.WithFieldValidation(c, metav1.FieldValidationStrict),
+		Scheme:   scheme,
+		env:      te,
+		auditLog: auditLog,
+		tmpDir:   tmpDir,
+	}
+	if e.kcm, err = startControllerManager(e, assets); err != nil {
+		_ = te.Stop()
+		return nil, err
+	}
+	return e, nil
 }
 
 // Stop ends the control plane and removes its data directories.
 func (e *Env) Stop() error {
-	return e.env.Stop()
+	var errs []error
+	if e.kcm != nil {
+		errs = append(errs, e.kcm.stop())
+	}
+	errs = append(errs, e.env.Stop(), os.RemoveAll(e.tmpDir))
+	return errors.Join(errs...)
 }
 
 // Namespace creates a namespace for one test and deletes it when the test
@@ -119,9 +162,8 @@ func (e *Env) CreateNamespace(ctx context.Context, prefix string) (string, error
 	return ns.Name, nil
 }
 
-// DeleteNamespace deletes a namespace. envtest runs no namespace controller,
-// so the namespace itself lingers in Terminating; its objects are what the
-// next test must not see, and those live under a name no other test uses.
+// DeleteNamespace deletes a namespace; the namespace controller of the
+// Env's controller manager then deletes everything in it.
 func (e *Env) DeleteNamespace(ctx context.Context, ns string) {
 	err := e.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -220,9 +262,15 @@ func Run(m *testing.M, use func(*Env)) int {
 // AdminKubeConfig returns a kubeconfig of a cluster administrator, for
 // programs run against the Env (the operator, kubectl).
 func (e *Env) AdminKubeConfig() ([]byte, error) {
-	user, err := e.env.AddUser(envtest.User{Name: "dynamo-admin", Groups: []string{"system:masters"}}, nil)
+	return e.KubeConfigFor(envtest.User{Name: "dynamo-admin", Groups: []string{"system:masters"}})
+}
+
+// KubeConfigFor returns a kubeconfig authenticating as user, so that a
+// program's requests can be told apart in the audit log.
+func (e *Env) KubeConfigFor(user envtest.User) ([]byte, error) {
+	u, err := e.env.AddUser(user, nil)
 	if err != nil {
 		return nil, err
 	}
-	return user.KubeConfig()
+	return u.KubeConfig()
 }

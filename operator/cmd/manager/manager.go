@@ -17,6 +17,8 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/config"
+	"github.com/dynamoctl/dynamo-operator/operator/controllers"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
 
 // newScheme returns the types the operator reads and writes: the built-in
@@ -36,9 +38,35 @@ func newScheme() (*runtime.Scheme, error) {
 // not contact the API server; controllers are added to the returned manager
 // before it is started.
 func newManager(cfg *rest.Config, o *config.Options) (manager.Manager, error) {
-	scheme, err := newScheme()
+	cfg, opts, err := managerOptions(cfg, o)
 	if err != nil {
 		return nil, err
+	}
+	mgr, err := manager.New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := controllers.Setup(mgr, controllers.Options{
+		Workers: o.MaxConcurrentReconciles,
+		Render:  render.Options{NATSAddr: o.NATSAddr, EtcdAddr: o.EtcdAddr},
+	}); err != nil {
+		return nil, fmt.Errorf("setting up controllers: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding ready check: %w", err)
+	}
+	return mgr, nil
+}
+
+// managerOptions derives the client configuration and manager options from
+// the operator's options, without contacting the API server.
+func managerOptions(cfg *rest.Config, o *config.Options) (*rest.Config, manager.Options, error) {
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, manager.Options{}, err
 	}
 
 	cfg = rest.CopyConfig(cfg)
@@ -84,12 +112,11 @@ func newManager(cfg *rest.Config, o *config.Options) (manager.Manager, error) {
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		},
 	}
+	opts.Cache = controllers.CacheOptions()
 	if o.RestrictNamespace != "" {
 		// Namespace-scoped RBAC cannot list cluster-wide, so the cache must
 		// not try to.
-		opts.Cache = cache.Options{
-			DefaultNamespaces: map[string]cache.Config{o.RestrictNamespace: {}},
-		}
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{o.RestrictNamespace: {}}
 	}
 	if o.Webhook.Enabled {
 		// controller-runtime starts this server only once something calls
@@ -105,15 +132,5 @@ func newManager(cfg *rest.Config, o *config.Options) (manager.Manager, error) {
 		})
 	}
 
-	mgr, err := manager.New(cfg, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("adding health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("adding ready check: %w", err)
-	}
-	return mgr, nil
+	return cfg, opts, nil
 }

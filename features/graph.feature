@@ -1,0 +1,191 @@
+@graph
+Feature: A DynamoGraphDeployment runs as one component per service, and its status tells the truth
+  The operator turns each service of a graph into a DynamoComponentDeployment, and each component into a
+  Deployment and a Service. The graph is Ready only when every component runs its current spec.
+
+  Background:
+    Given I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: llm
+        labels:
+          team: inference
+      spec:
+        backendFramework: vllm
+        envs:
+        - name: LOG_FORMAT
+          value: json
+        services:
+          Frontend:
+            componentType: frontend
+            replicas: 1
+            extraPodSpec:
+              mainContainer:
+                image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0
+          VllmWorker:
+            componentType: worker
+            replicas: 2
+            resources:
+              limits:
+                gpu: "1"
+            envs:
+            - name: LOG_FORMAT
+              value: text
+            extraPodSpec:
+              mainContainer:
+                image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0
+                command: ["python3", "-m", "dynamo.vllm"]
+                args: ["--model", "Qwen/Qwen3-0.6B"]
+      """
+    Then it is accepted
+
+  Scenario: A graph becomes Ready with one component, Deployment and Service per service
+    Then the dgd "llm" eventually has ".status.state" equal to "successful"
+    And the dgd "llm" has ".status.conditions[?(@.type=="Ready")].status" equal to "True"
+    And the dgd "llm" has ".status.observedGeneration" equal to "1"
+    And the dgd "llm" has ".status.services.VllmWorker.readyReplicas" equal to "2"
+    And the dgd "llm" has ".status.services.VllmWorker.componentName" equal to "llm-vllmworker"
+    And the dcd "llm-frontend" has ".metadata.ownerReferences[0].name" equal to "llm"
+    And the dcd "llm-frontend" has ".metadata.labels.nvidia\.com/dynamo-graph-deployment-name" equal to "llm"
+    And the dcd "llm-vllmworker" has ".status.conditions[?(@.type=="Available")].status" equal to "True"
+    And the Deployment "llm-vllmworker" has ".spec.replicas" equal to "2"
+    And the Deployment "llm-vllmworker" has ".spec.template.spec.containers[?(@.name=="main")].resources.limits.nvidia\.com/gpu" equal to "1"
+    And the Deployment "llm-vllmworker" has ".spec.template.spec.containers[?(@.name=="main")].env[?(@.name=="LOG_FORMAT")].value" equal to "text"
+    And the Deployment "llm-frontend" has ".spec.template.spec.containers[?(@.name=="main")].env[?(@.name=="LOG_FORMAT")].value" equal to "json"
+    And the Service "llm-frontend" has ".spec.ports[*].port" equal to "8000 9090"
+    And the Service "llm-vllmworker" has ".spec.ports[*].port" equal to "9090"
+
+  Scenario: Scaling a service scales its Deployment and the graph stays honest
+    Given the dgd "llm" eventually has ".status.state" equal to "successful"
+    When I patch the dgd "llm" with:
+      """
+      spec:
+        services:
+          VllmWorker:
+            replicas: 3
+      """
+    Then the Deployment "llm-vllmworker" eventually has ".spec.replicas" equal to "3"
+    And the dgd "llm" eventually has ".status.services.VllmWorker.availableReplicas" equal to "3"
+    And the dgd "llm" eventually has ".status.state" equal to "successful"
+    And the dgd "llm" has ".status.observedGeneration" equal to "2"
+
+  Scenario: A new service gets its component, and a removed service takes its workload with it
+    Given the dgd "llm" eventually has ".status.state" equal to "successful"
+    When I patch the dgd "llm" with:
+      """
+      spec:
+        services:
+          Router:
+            componentType: default
+            extraPodSpec:
+              mainContainer:
+                image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0
+      """
+    Then the dcd "llm-router" eventually exists
+    And the Deployment "llm-router" eventually exists
+    And the dgd "llm" eventually has ".status.services.Router.readyReplicas" equal to "1"
+    When I patch the dgd "llm" with:
+      """
+      spec:
+        services:
+          Router: null
+      """
+    Then the dcd "llm-router" is eventually gone
+    And the Deployment "llm-router" is eventually gone
+    And the Service "llm-router" is eventually gone
+    And the dgd "llm" eventually has ".status.state" equal to "successful"
+
+  Scenario: Changing an image rolls the Deployment, and the graph is not Ready while old pods still serve
+    Given the dgd "llm" eventually has ".status.state" equal to "successful"
+    When I patch the dgd "llm" with:
+      """
+      spec:
+        services:
+          VllmWorker:
+            extraPodSpec:
+              mainContainer:
+                image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1
+      """
+    Then the dgd "llm" eventually has ".status.conditions[?(@.type=="Ready")].status" equal to "False"
+    And the dgd "llm" has ".status.state" equal to "pending"
+    And the dgd "llm" has ".status.conditions[?(@.type=="Ready")].reason" equal to "ComponentsNotReady"
+    And the Deployment "llm-vllmworker" has ".spec.template.spec.containers[?(@.name=="main")].image" equal to "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1"
+    And the dgd "llm" eventually has ".status.conditions[?(@.type=="Ready")].status" equal to "True"
+    And the dgd "llm" has ".status.observedGeneration" equal to "2"
+
+  Scenario: Labels of the graph reach its components and their workloads
+    Given the dgd "llm" eventually has ".status.state" equal to "successful"
+    Then the dcd "llm-frontend" has ".metadata.labels.team" equal to "inference"
+    When I patch the dgd "llm" with:
+      """
+      metadata:
+        labels:
+          team: serving
+      """
+    Then the dcd "llm-frontend" eventually has ".metadata.labels.team" equal to "serving"
+    And the Deployment "llm-frontend" eventually has ".metadata.labels.team" equal to "serving"
+
+  Scenario: A reconcile with nothing to change writes nothing
+    Given the dgd "llm" eventually has ".status.state" equal to "successful"
+    When the operator restarts
+    Then the operator makes no writes in this namespace within 3 seconds
+
+  Scenario: A spec the user must fix marks the graph failed, naming the problem, until it is fixed
+    When I patch the dgd "llm" with:
+      """
+      spec:
+        services:
+          VllmWorker:
+            volumeMounts:
+            - name: model-cache
+              mountPoint: /models
+      """
+    Then the dgd "llm" eventually has ".status.state" equal to "failed"
+    And the dgd "llm" has ".status.conditions[?(@.type=="Ready")].message" containing "fix the spec of VllmWorker: spec.volumeMounts[0].name"
+    And the dgd "llm" has ".status.conditions[?(@.type=="Ready")].message" containing "model-cache"
+    When I patch the dgd "llm" with:
+      """
+      spec:
+        pvcs:
+        - name: model-cache
+      """
+    Then the dgd "llm" eventually has ".status.state" equal to "successful"
+
+  Scenario: Foreground deletion completes, and the claims the operator created survive it
+    When I patch the dgd "llm" with:
+      """
+      spec:
+        pvcs:
+        - name: model-cache
+          create: true
+          storageClass: standard
+          size: 10Gi
+          volumeAccessMode: ReadWriteMany
+        services:
+          VllmWorker:
+            volumeMounts:
+            - name: model-cache
+              mountPoint: /models
+      """
+    Then the PersistentVolumeClaim "model-cache" eventually exists
+    And the PersistentVolumeClaim "model-cache" has ".metadata.labels.nvidia\.com/dynamo-pvc-retained" equal to "true"
+    And the dgd "llm" eventually has ".status.state" equal to "successful"
+    When I delete the dgd "llm" with foreground propagation
+    Then the dgd "llm" is eventually gone
+    And the dcd "llm-vllmworker" is eventually gone
+    And the Deployment "llm-vllmworker" is eventually gone
+    And the PersistentVolumeClaim "model-cache" exists
+
+  Scenario: Background deletion completes too
+    Given the dgd "llm" eventually has ".status.state" equal to "successful"
+    When I delete the dgd "llm" with background propagation
+    Then the dgd "llm" is eventually gone
+    And the dcd "llm-frontend" is eventually gone
+    And the Deployment "llm-frontend" is eventually gone
+    And the Service "llm-frontend" is eventually gone
+
+  @compat
+  Scenario: Every graph users run gets Deployments carrying exactly what they wrote, and becomes Ready
+    Then every graph under "../shared/compat" runs with the images, commands, args, GPU limits and env as written

@@ -1,0 +1,74 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// controllerManager is a kube-controller-manager running only the
+// controllers a test cluster needs for API semantics to hold: the garbage
+// collector (owner references, foreground and background cascading
+// deletion) and the namespace controller (namespace deletion empties and
+// removes the namespace). Workload controllers stay off: tests drive
+// Deployment status themselves, and the simulator runs the full set.
+type controllerManager struct {
+	cmd  *exec.Cmd
+	dir  string
+	done chan error
+}
+
+func startControllerManager(e *Env, assets string) (*controllerManager, error) {
+	dir, err := os.MkdirTemp("", "testenv-kcm-")
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig, err := e.AdminKubeConfig()
+	if err != nil {
+		return nil, err
+	}
+	kcPath := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kcPath, kubeconfig, 0o600); err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "kube-controller-manager.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"),
+		"--kubeconfig="+kcPath,
+		"--controllers=garbagecollector,namespace",
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--concurrent-gc-syncs=20",
+		"--concurrent-namespace-syncs=10",
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// If the test binary dies without cleaning up, take the controller
+	// manager with it rather than leaving it orphaned.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("starting kube-controller-manager: %w", err)
+	}
+	m := &controllerManager{cmd: cmd, dir: dir, done: make(chan error, 1)}
+	go func() {
+		m.done <- cmd.Wait()
+		_ = logFile.Close()
+	}()
+	return m, nil
+}
+
+func (m *controllerManager) stop() error {
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.done:
+	case <-time.After(10 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-m.done
+	}
+	return os.RemoveAll(m.dir)
+}

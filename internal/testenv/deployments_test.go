@@ -1,0 +1,48 @@
+package testenv
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// The driver walks a template change through the states a real rollout
+// shows: observed with nothing updated and a surge pod, one more replica
+// updated per step, then only new replicas.
+func TestDeploymentDriverRollout(t *testing.T) {
+	d := &deploymentDriver{}
+	deploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{UID: "u", Generation: 1},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "a:1"}}}}},
+	}
+	type counts struct{ replicas, updated, available int32 }
+	step := func() (counts, bool) {
+		st, done := d.nextStatus(deploy)
+		deploy.Status = st
+		return counts{st.Replicas, st.UpdatedReplicas, st.AvailableReplicas}, done
+	}
+	expect := func(want counts, wantDone bool) {
+		t.Helper()
+		got, done := step()
+		if got != want || done != wantDone {
+			t.Fatalf("status %+v done=%v, want %+v done=%v", got, done, want, wantDone)
+		}
+	}
+	expect(counts{0, 0, 0}, false) // new: observed, no pods yet
+	expect(counts{2, 2, 2}, true)  // all available
+
+	deploy.Generation = 2
+	deploy.Spec.Template.Spec.Containers[0].Image = "a:2"
+	expect(counts{3, 0, 2}, false) // rollout begins, old pods serve
+	expect(counts{3, 1, 2}, false)
+	expect(counts{3, 2, 2}, false)
+	expect(counts{2, 2, 2}, true)
+
+	deploy.Generation = 3
+	deploy.Spec.Replicas = ptr.To[int32](3)
+	expect(counts{3, 3, 3}, true) // scaling converges in one step
+}

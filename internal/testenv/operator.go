@@ -1,0 +1,141 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/dynamoctl/dynamo-operator/operator/controllers"
+)
+
+// Operator runs the operator's controllers in the test process against the
+// Env, and counts every request they make, so tests can assert that a
+// reconcile with nothing to do writes nothing.
+type Operator struct {
+	env  *Env
+	opts controllers.Options
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	stopped chan struct{}
+
+	// Counters of requests since the Env started, across restarts.
+	writes    atomic.Int64 // create, update, patch, delete (events included)
+	events    atomic.Int64 // event creations and updates
+	conflicts atomic.Int64 // 409 responses
+
+	logMu sync.Mutex
+	log   []string // "METHOD path" of every write, in order
+}
+
+// NewOperator prepares an operator; Start runs it.
+func (e *Env) NewOperator(opts controllers.Options) *Operator {
+	return &Operator{env: e, opts: opts}
+}
+
+// Start runs the controllers until Stop or until ctx ends, and waits for
+// their caches to sync.
+func (o *Operator) Start(ctx context.Context) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cancel != nil {
+		return fmt.Errorf("operator already running")
+	}
+	cfg := rest.CopyConfig(o.env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, op: o} })
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme:                 o.env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  controllers.CacheOptions(),
+		// A restart registers the same controllers again in this process.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return err
+	}
+	if err := controllers.Setup(mgr, o.opts); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		if err := mgr.Start(runCtx); err != nil {
+			fmt.Printf("testenv: operator stopped: %v\n", err)
+		}
+	}()
+	if !mgr.GetCache().WaitForCacheSync(runCtx) {
+		cancel()
+		<-stopped
+		return fmt.Errorf("operator caches did not sync")
+	}
+	o.cancel, o.stopped = cancel, stopped
+	return nil
+}
+
+// Stop ends the controllers and waits until they have stopped.
+func (o *Operator) Stop() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cancel == nil {
+		return
+	}
+	o.cancel()
+	<-o.stopped
+	o.cancel, o.stopped = nil, nil
+}
+
+// Writes is the number of write requests the operator has made.
+func (o *Operator) Writes() int64 { return o.writes.Load() }
+
+// WritesSince lists the writes after the first n, as "METHOD path".
+func (o *Operator) WritesSince(n int64) []string {
+	o.logMu.Lock()
+	defer o.logMu.Unlock()
+	if n >= int64(len(o.log)) {
+		return nil
+	}
+	return append([]string(nil), o.log[n:]...)
+}
+
+// Events is the number of event writes among Writes.
+func (o *Operator) Events() int64 { return o.events.Load() }
+
+// Conflicts is the number of 409 Conflict responses the operator received.
+func (o *Operator) Conflicts() int64 { return o.conflicts.Load() }
+
+type countingTransport struct {
+	next http.RoundTripper
+	op   *Operator
+}
+
+func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		t.op.writes.Add(1)
+		t.op.logMu.Lock()
+		t.op.log = append(t.op.log, req.Method+" "+req.URL.Path)
+		t.op.logMu.Unlock()
+		if isEventPath(req.URL.Path) {
+			t.op.events.Add(1)
+		}
+	}
+	if err == nil && resp.StatusCode == http.StatusConflict {
+		t.op.conflicts.Add(1)
+	}
+	return resp, err
+}
+
+func isEventPath(path string) bool {
+	return strings.HasSuffix(path, "/events") || strings.Contains(path, "/events/")
+}

@@ -1,0 +1,101 @@
+package testenv
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dynamov1alpha1 "github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+var env *Env
+
+func TestMain(m *testing.M) {
+	os.Exit(Run(m, func(e *Env) { env = e }))
+}
+
+func TestCRDsAreInstalledAndServed(t *testing.T) {
+	ns := env.Namespace(t, t.Name())
+	for _, list := range []client.ObjectList{
+		&dynamov1alpha1.DynamoGraphDeploymentList{},
+		&dynamov1alpha1.DynamoComponentDeploymentList{},
+		&dynamov1alpha1.DynamoModelList{},
+		&dynamov1alpha1.DynamoComponentList{},
+	} {
+		if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			t.Errorf("listing %T: %v", list, err)
+		}
+	}
+}
+
+// The garbage collector runs, so foreground deletion completes and takes
+// dependents with it, as it does in a real cluster.
+func TestForegroundDeletionCompletes(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, t.Name())
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}
+	if err := env.Client.Create(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	dependent := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dependent", Namespace: ns,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name,
+			UID: owner.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}}}
+	if err := env.Client.Create(ctx, dependent); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, owner, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []client.Object{dependent, owner} {
+		waitGone(t, obj)
+	}
+}
+
+// The namespace controller runs, so a deleted namespace really goes away.
+func TestNamespaceDeletionCompletes(t *testing.T) {
+	ctx := context.Background()
+	ns, err := env.CreateNamespace(ctx, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	env.DeleteNamespace(ctx, ns)
+	waitGone(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+}
+
+func waitGone(t *testing.T, obj client.Object) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%T %s still exists after 30s (err=%v)", obj, obj.GetName(), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	for in, want := range map[string]string{
+		"TestFoo/Bar_baz": "testfoo-bar-baz",
+		"---":             "test",
+		"A very long scenario name that goes on and on": "a-very-long-scenario-name-that-goes-on-a",
+	} {
+		if got := sanitize(in); got != want {
+			t.Errorf("sanitize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

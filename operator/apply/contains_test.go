@@ -1,0 +1,84 @@
+package apply
+
+import (
+	"reflect"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestDiff(t *testing.T) {
+	cases := []struct {
+		name       string
+		have, want map[string]any
+		diffs      []string
+	}{
+		{
+			name: "server defaults and other managers' fields do not matter",
+			have: map[string]any{"spec": map[string]any{"replicas": int64(2), "progressDeadlineSeconds": int64(600)}},
+			want: map[string]any{"spec": map[string]any{"replicas": float64(2)}},
+		},
+		{
+			name:  "a changed value",
+			have:  map[string]any{"spec": map[string]any{"image": "a"}},
+			want:  map[string]any{"spec": map[string]any{"image": "b"}},
+			diffs: []string{".spec.image: expected b, got a"},
+		},
+		{
+			name:  "a missing field and a shorter list",
+			have:  map[string]any{"l": []any{"x"}},
+			want:  map[string]any{"l": []any{"x", "y"}, "m": "v"},
+			diffs: []string{".l: expected 2 items, got [x]", ".m: missing"},
+		},
+		{
+			name:  "a number against a string",
+			have:  map[string]any{"n": "1"},
+			want:  map[string]any{"n": int64(1)},
+			diffs: []string{".n: expected 1, got 1"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Diff(tc.have, tc.want)
+			if len(got) != len(tc.diffs) || (len(got) > 0 && !reflect.DeepEqual(got, tc.diffs)) {
+				t.Fatalf("Diff = %q, want %q", got, tc.diffs)
+			}
+		})
+	}
+}
+
+func TestApplyMapDropsStatusAndNullsAndHashesStably(t *testing.T) {
+	d := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns"},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
+		Status:     appsv1.DeploymentStatus{Replicas: 7},
+	}
+	m, err := toApplyMap(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["status"]; ok {
+		t.Errorf("status must not be applied")
+	}
+	meta := m["metadata"].(map[string]any)
+	if _, ok := meta["creationTimestamp"]; ok {
+		t.Errorf("null creationTimestamp must be pruned, got %v", meta)
+	}
+	h1, _ := Hash(m)
+	m2, _ := toApplyMap(d.DeepCopy())
+	h2, _ := Hash(m2)
+	if h1 != h2 {
+		t.Errorf("hash is not stable: %s vs %s", h1, h2)
+	}
+	d.Spec.Replicas = ptr.To[int32](3)
+	m3, _ := toApplyMap(d)
+	if h3, _ := Hash(m3); h3 == h1 {
+		t.Errorf("a changed spec must change the hash")
+	}
+	if _, err := toApplyMap(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "no-kind"}}); err == nil {
+		t.Errorf("an object without apiVersion/kind must be refused")
+	}
+}

@@ -1,0 +1,366 @@
+// Package benchmarks measures the operator at scale against a real
+// kube-apiserver: `make bench`. It runs the operator binary as its own
+// process, so its memory and logs are its own, and reads the API server's
+// audit log to count exactly which writes the operator made.
+package benchmarks
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
+)
+
+var (
+	graphs   = flag.Int("graphs", 500, "graphs to create")
+	services = flag.Int("services", 4, "services per graph")
+	qps      = flag.Float64("qps", 200, "client QPS of the operator and of the raw-write floor")
+	burst    = flag.Int("burst", 400, "client burst of the operator and of the raw-write floor")
+	workers  = flag.Int("workers", 8, "concurrent reconciles per controller")
+	writers  = flag.Int("writers", 64, "parallel writers of the raw-write floor and of graph creation")
+	steady   = flag.Duration("steady", 60*time.Second, "steady-state window in which the operator should write nothing")
+)
+
+const operatorUser = "dynamo-operator"
+
+// BenchmarkGraphs creates many graphs and reports how long the operator
+// takes to create every child and bring every graph's status up to date,
+// against the raw-write floor: the same children created directly by
+// parallel writers with the same client QPS and burst, in the same run.
+func BenchmarkGraphs(b *testing.B) {
+	if b.N > 1 {
+		b.Skip("run with -benchtime=1x: one run creates all graphs")
+	}
+	env, err := testenv.StartWith(testenv.Options{Audit: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	floor := measureFloor(ctx, b, env)
+
+	// Deployments become available at once: the benchmark measures the
+	// operator, not rollouts.
+	if err := env.StartDeploymentDriver(ctx, 10*time.Millisecond); err != nil {
+		b.Fatal(err)
+	}
+	ns := mustNamespace(ctx, b, env, "bench-operator")
+	op := startOperator(ctx, b, env)
+	defer op.stop()
+
+	start := time.Now()
+	if err := parallel(*graphs, *writers, func(i int) error {
+		return env.Client.Create(ctx, graph(ns, i))
+	}); err != nil {
+		b.Fatal(err)
+	}
+	created := time.Since(start)
+	waitConverged(ctx, b, env, ns)
+	elapsed := time.Since(start)
+	converged := auditCounts(b, env)
+
+	time.Sleep(*steady)
+	after := auditCounts(b, env)
+	rss, peak := op.memory()
+
+	n := float64(*graphs)
+	b.ReportMetric(elapsed.Seconds(), "s-to-converge")
+	b.ReportMetric(floor.Seconds(), "s-floor")
+	b.ReportMetric(elapsed.Seconds()/floor.Seconds(), "x-floor")
+	b.ReportMetric(float64(converged.writes-converged.events)/n, "writes/graph")
+	b.ReportMetric(float64(converged.events)/n, "events/graph")
+	b.ReportMetric(float64(converged.conflicts), "conflicts")
+	b.ReportMetric(float64(after.writes-converged.writes), "steady-writes")
+	b.ReportMetric(float64(peak)/(1<<20), "MiB-peak-RSS")
+	b.Logf("%d graphs x %d services, qps %.0f burst %d, %d workers: children and status converged in %s "+
+		"(creating the graphs took %s); raw-write floor of %d writers: %s; ratio %.2fx",
+		*graphs, *services, *qps, *burst, *workers, elapsed.Round(time.Millisecond), created.Round(time.Millisecond),
+		*writers, floor.Round(time.Millisecond), elapsed.Seconds()/floor.Seconds())
+	b.Logf("operator writes until converged: %d (%.1f per graph, not counting events), events %d (%.1f per graph), conflicts %d",
+		converged.writes-converged.events, float64(converged.writes-converged.events)/n, converged.events,
+		float64(converged.events)/n, converged.conflicts)
+	b.Logf("writes by kind: %s", converged.byResource())
+	b.Logf("steady state: %d writes in %s; RSS %.0f MiB (peak %.0f MiB); log output %d bytes",
+		after.writes-converged.writes, *steady, float64(rss)/(1<<20), float64(peak)/(1<<20), op.logBytes())
+}
+
+// measureFloor creates, with parallel writers and the operator's client
+// limits, exactly the children the operator would create for the graphs.
+func measureFloor(ctx context.Context, b *testing.B, env *testenv.Env) time.Duration {
+	ns := mustNamespace(ctx, b, env, "bench-floor")
+	var objs []client.Object
+	for i := 0; i < *graphs; i++ {
+		dgd := graph(ns, i)
+		comps, err := render.Components(dgd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, dcd := range comps {
+			deploy, err := render.Deployment(dcd, nil, render.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			objs = append(objs, dcd, deploy, render.Service(dcd))
+		}
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = float32(*qps), *burst
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if err := parallel(len(objs), *writers, func(i int) error { return c.Create(ctx, objs[i]) }); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// graph is a four-service disaggregated graph like users run.
+func graph(ns string, i int) *v1alpha1.DynamoGraphDeployment {
+	svcs := map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{}
+	types := []v1alpha1.ComponentType{v1alpha1.ComponentTypeFrontend, v1alpha1.ComponentTypeWorker,
+		v1alpha1.ComponentTypeWorker, v1alpha1.ComponentTypePlanner}
+	for s := 0; s < *services; s++ {
+		spec := &v1alpha1.DynamoComponentDeploymentSharedSpec{
+			ComponentType: types[s%len(types)],
+			Replicas:      ptr.To[int32](1),
+			Envs:          []corev1.EnvVar{{Name: "DYN_LOG", Value: "info"}},
+			ExtraPodSpec: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{
+				Image:   "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0",
+				Command: []string{"python3", "-m", "dynamo.vllm"},
+				Args:    []string{"--model", "Qwen/Qwen3-0.6B"},
+			}},
+		}
+		if spec.ComponentType == v1alpha1.ComponentTypeWorker {
+			spec.Resources = &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "1"}}
+		}
+		svcs[fmt.Sprintf("Service%d", s)] = spec
+	}
+	return &v1alpha1.DynamoGraphDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("graph-%04d", i)},
+		Spec:       v1alpha1.DynamoGraphDeploymentSpec{BackendFramework: v1alpha1.BackendFrameworkVLLM, Services: svcs},
+	}
+}
+
+// waitConverged polls until every graph's status is current and successful
+// and every child exists.
+func waitConverged(ctx context.Context, b *testing.B, env *testenv.Env, ns string) {
+	deadline := time.Now().Add(30 * time.Minute)
+	for time.Now().Before(deadline) {
+		var dgds v1alpha1.DynamoGraphDeploymentList
+		if err := env.Client.List(ctx, &dgds, client.InNamespace(ns)); err != nil {
+			b.Fatal(err)
+		}
+		done := len(dgds.Items) == *graphs
+		for i := range dgds.Items {
+			st := dgds.Items[i].Status
+			if st.ObservedGeneration != dgds.Items[i].Generation || st.State != v1alpha1.GraphStateSuccessful {
+				done = false
+				break
+			}
+		}
+		if done {
+			var dcds v1alpha1.DynamoComponentDeploymentList
+			if err := env.Client.List(ctx, &dcds, client.InNamespace(ns)); err != nil {
+				b.Fatal(err)
+			}
+			if len(dcds.Items) == *graphs**services {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b.Fatal("graphs did not converge within 30 minutes")
+}
+
+type counts struct {
+	writes, events, conflicts int
+	resources                 map[string]int
+}
+
+func (c counts) byResource() string {
+	keys := make([]string, 0, len(c.resources))
+	for k := range c.resources {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, c.resources[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// auditCounts counts the operator's writes recorded by the API server.
+func auditCounts(b *testing.B, env *testenv.Env) counts {
+	evs, err := env.AuditEvents()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := counts{resources: map[string]int{}}
+	for _, ev := range evs {
+		if ev.User.Username != operatorUser {
+			continue
+		}
+		c.writes++
+		key := ev.Verb + ":" + ev.ObjectRef.Resource
+		if ev.ObjectRef.Subresource != "" {
+			key += "/" + ev.ObjectRef.Subresource
+		}
+		c.resources[key]++
+		if ev.ObjectRef.Resource == "events" {
+			c.events++
+		}
+		if ev.ResponseStatus.Code == 409 {
+			c.conflicts++
+		}
+	}
+	return c
+}
+
+type operatorProcess struct {
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan struct{}
+}
+
+// startOperator builds and runs the operator binary as its own user.
+func startOperator(ctx context.Context, b *testing.B, env *testenv.Env) *operatorProcess {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "dynamo-operator")
+	build := exec.Command("go", "build", "-o", bin, "./operator/cmd/manager")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building the operator: %v\n%s", err, out)
+	}
+	kubeconfig, err := env.KubeConfigFor(envtest.User{Name: operatorUser, Groups: []string{"system:masters"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	kcPath := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kcPath, kubeconfig, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "operator.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin,
+		"--kube-api-qps="+strconv.FormatFloat(*qps, 'f', -1, 64),
+		"--kube-api-burst="+strconv.Itoa(*burst),
+		"--max-concurrent-reconciles="+strconv.Itoa(*workers),
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-webhooks=false")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kcPath, "LOG_LEVEL=info")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	p := &operatorProcess{cmd: cmd, log: logFile, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	return p
+}
+
+func (p *operatorProcess) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	_ = p.log.Close()
+}
+
+// memory returns the resident set size and its peak, in bytes.
+func (p *operatorProcess) memory() (rss, peak int64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmRSS:":
+			rss = kb << 10
+		case "VmHWM:":
+			peak = kb << 10
+		}
+	}
+	return rss, peak
+}
+
+func (p *operatorProcess) logBytes() int64 {
+	st, err := p.log.Stat()
+	if err != nil {
+		return -1
+	}
+	return st.Size()
+}
+
+func mustNamespace(ctx context.Context, b *testing.B, env *testenv.Env, prefix string) string {
+	ns, err := env.CreateNamespace(ctx, prefix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ns
+}
+
+// parallel runs do(0..n-1) on the given number of goroutines and returns
+// the first error.
+func parallel(n, goroutines int, do func(i int) error) error {
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	next := make(chan int)
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := do(i); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}

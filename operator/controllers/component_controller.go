@@ -1,0 +1,171 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/apply"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
+)
+
+// ComponentReconciler turns a DynamoComponentDeployment into its workload,
+// its Service, a headless model Service when it serves a model, and an
+// Ingress when enabled, and reports whether the component is available.
+type ComponentReconciler struct {
+	Client   client.Client
+	Applier  *apply.Applier
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+	Render   render.Options
+}
+
+// SetupWithManager registers the controller.
+func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int) error {
+	return builder.ControllerManagedBy(mgr).
+		For(&v1alpha1.DynamoComponentDeployment{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&networkingv1.Ingress{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// Reconcile brings one component's children in line with its spec.
+func (r *ComponentReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if isNamespaceTerminating(err) {
+		return reconcile.Result{}, nil
+	}
+	return res, err
+}
+
+func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	dcd := &v1alpha1.DynamoComponentDeployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, dcd); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !dcd.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+
+	graphPVCs, err := r.graphPVCs(ctx, dcd)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	deploy, err := render.Deployment(dcd, graphPVCs, r.Render)
+	if err != nil {
+		return reconcile.Result{}, r.fail(ctx, dcd, err)
+	}
+
+	var changes changeSet
+	if err := r.applyChild(ctx, dcd, deploy, &appsv1.Deployment{}, &changes); err != nil {
+		if isUserError(err) {
+			return reconcile.Result{}, r.fail(ctx, dcd, err)
+		}
+		return reconcile.Result{}, err
+	}
+	if err := r.applyChild(ctx, dcd, render.Service(dcd), &corev1.Service{}, &changes); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.applyOrDelete(ctx, dcd, render.ModelService(dcd), dcd.Name+"-model", &corev1.Service{}, &changes); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.applyOrDelete(ctx, dcd, render.Ingress(dcd), dcd.Name, &networkingv1.Ingress{}, &changes); err != nil {
+		return reconcile.Result{}, err
+	}
+	changes.emit(r.Recorder, dcd)
+
+	return reconcile.Result{}, patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
+		c.Status = componentStatus(c, deploy, metav1.NewTime(r.Clock.Now()))
+	})
+}
+
+// graphPVCs returns the claims of the graph that owns dcd, which its
+// volumeMounts name; nil for a component without a graph.
+func (r *ComponentReconciler) graphPVCs(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment) ([]v1alpha1.GraphPVC, error) {
+	owner := metav1.GetControllerOf(dcd)
+	if owner == nil || owner.Kind != "DynamoGraphDeployment" || owner.APIVersion != v1alpha1.GroupVersion.String() {
+		return nil, nil
+	}
+	dgd, err := getOptional(ctx, r.Client, types.NamespacedName{Namespace: dcd.Namespace, Name: owner.Name}, &v1alpha1.DynamoGraphDeployment{})
+	if err != nil || dgd == nil {
+		return nil, err
+	}
+	return dgd.Spec.PVCs, nil
+}
+
+// applyChild applies desired, owned by dcd. On return desired holds the
+// object as stored (also when nothing needed writing).
+func (r *ComponentReconciler) applyChild(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment,
+	desired, live client.Object, changes *changeSet) error {
+	if err := controllerutil.SetControllerReference(dcd, desired, r.Client.Scheme()); err != nil {
+		return err
+	}
+	kind := desired.GetObjectKind().GroupVersionKind().Kind
+	current, err := getOptional(ctx, r.Client, client.ObjectKeyFromObject(desired), live)
+	if err != nil {
+		return err
+	}
+	changed, err := r.Applier.Apply(ctx, desired, asObject(current))
+	if err != nil {
+		return fmt.Errorf("applying %s %s: %w", kind, desired.GetName(), err)
+	}
+	switch {
+	case !changed:
+		// Hand the caller the stored object, status included.
+		return copyInto(current, desired)
+	case asObject(current) == nil:
+		changes.created = append(changes.created, kind+"/"+desired.GetName())
+	default:
+		changes.updated = append(changes.updated, kind+"/"+desired.GetName())
+	}
+	return nil
+}
+
+// applyOrDelete applies desired when the spec asks for the object, and
+// deletes the object this component owns under name when it no longer does.
+func (r *ComponentReconciler) applyOrDelete(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment,
+	desired client.Object, name string, live client.Object, changes *changeSet) error {
+	if asObject(desired) != nil {
+		return r.applyChild(ctx, dcd, desired, live, changes)
+	}
+	current, err := getOptional(ctx, r.Client, types.NamespacedName{Namespace: dcd.Namespace, Name: name}, live)
+	if err != nil || asObject(current) == nil || !metav1.IsControlledBy(current, dcd) {
+		return err
+	}
+	if err := r.Client.Delete(ctx, current); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	gvk, _ := r.Client.GroupVersionKindFor(current)
+	changes.deleted = append(changes.deleted, gvk.Kind+"/"+name)
+	return nil
+}
+
+// fail records a spec the user must fix; see GraphReconciler.fail.
+func (r *ComponentReconciler) fail(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment, cause error) error {
+	var changed bool
+	err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
+		before := c.Status.DeepCopy()
+		c.Status = invalidComponentStatus(c, cause, metav1.NewTime(r.Clock.Now()))
+		changed = !conditionsEqual(before.Conditions, c.Status.Conditions)
+	})
+	if changed {
+		r.Recorder.Eventf(dcd, nil, corev1.EventTypeWarning, "Failed", "Reconcile", "%v", cause)
+	}
+	return err
+}

@@ -1,0 +1,87 @@
+package controllers
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
+)
+
+// Reasons of the Available condition of a DynamoComponentDeployment.
+const (
+	ReasonAvailable         = "Available"
+	ReasonRolloutInProgress = "RolloutInProgress"
+	ReasonInvalidSpec       = "InvalidSpec"
+)
+
+// componentStatus computes a DCD's status from its Deployment as the API
+// server returned it. The DCD is Available only when the Deployment has
+// observed its current generation and every desired replica runs the new
+// template and is available, with no old replica left: during a rollout
+// old pods still serve, and the component is not yet what its spec says.
+func componentStatus(dcd *v1alpha1.DynamoComponentDeployment, deploy *appsv1.Deployment, now metav1.Time) v1alpha1.DynamoComponentDeploymentStatus {
+	st := *dcd.Status.DeepCopy()
+	st.ObservedGeneration = dcd.Generation
+	st.Service = dcd.Name
+	st.PodSelector = map[string]string{render.LabelComponent: dcd.Name}
+	st.Selector = labels.SelectorFromSet(st.PodSelector).String()
+	st.Replicas = deploy.Status.Replicas
+	st.UpdatedReplicas = deploy.Status.UpdatedReplicas
+	st.ReadyReplicas = deploy.Status.ReadyReplicas
+	st.AvailableReplicas = deploy.Status.AvailableReplicas
+
+	desired := int32(1)
+	if deploy.Spec.Replicas != nil {
+		desired = *deploy.Spec.Replicas
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionAvailable, ObservedGeneration: dcd.Generation, LastTransitionTime: now}
+	switch {
+	case deploy.Status.ObservedGeneration < deploy.Generation:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonRolloutInProgress
+		cond.Message = "the Deployment has not yet observed the current spec"
+	case deploy.Status.UpdatedReplicas < desired:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonRolloutInProgress
+		cond.Message = fmt.Sprintf("%d of %d replicas updated", deploy.Status.UpdatedReplicas, desired)
+	case deploy.Status.Replicas > desired:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonRolloutInProgress
+		cond.Message = fmt.Sprintf("%d old replicas still running", deploy.Status.Replicas-desired)
+	case deploy.Status.AvailableReplicas < desired:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonRolloutInProgress
+		cond.Message = fmt.Sprintf("%d of %d replicas available", deploy.Status.AvailableReplicas, desired)
+	default:
+		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonAvailable
+		cond.Message = fmt.Sprintf("%d of %d replicas available", deploy.Status.AvailableReplicas, desired)
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	return st
+}
+
+// invalidComponentStatus records a spec the user must fix.
+func invalidComponentStatus(dcd *v1alpha1.DynamoComponentDeployment, err error, now metav1.Time) v1alpha1.DynamoComponentDeploymentStatus {
+	st := *dcd.Status.DeepCopy()
+	st.ObservedGeneration = dcd.Generation
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type:               v1alpha1.ConditionAvailable,
+		Status:             metav1.ConditionFalse,
+		Reason:             ReasonInvalidSpec,
+		Message:            err.Error(),
+		ObservedGeneration: dcd.Generation,
+		LastTransitionTime: now,
+	})
+	return st
+}
+
+// componentCurrent reports whether a DCD's status describes its current
+// spec and says Available.
+func componentCurrent(dcd *v1alpha1.DynamoComponentDeployment) (available bool, cond *metav1.Condition) {
+	cond = meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
+	if cond == nil || dcd.Status.ObservedGeneration != dcd.Generation || cond.ObservedGeneration != dcd.Generation {
+		return false, nil
+	}
+	return cond.Status == metav1.ConditionTrue, cond
+}

@@ -1,0 +1,69 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+func deploymentWith(gen, observed int64, desired, replicas, updated, available int32) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Generation: gen},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(desired)},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: replicas,
+			UpdatedReplicas: updated, ReadyReplicas: available, AvailableReplicas: available},
+	}
+}
+
+func TestComponentAvailability(t *testing.T) {
+	now := metav1.NewTime(time.Unix(1000, 0))
+	cases := []struct {
+		name   string
+		deploy *appsv1.Deployment
+		status metav1.ConditionStatus
+		reason string
+	}{
+		{"all replicas updated and available", deploymentWith(2, 2, 3, 3, 3, 3), metav1.ConditionTrue, ReasonAvailable},
+		{"scaled to zero", deploymentWith(1, 1, 0, 0, 0, 0), metav1.ConditionTrue, ReasonAvailable},
+		{"new generation not yet observed", deploymentWith(3, 2, 3, 3, 3, 3), metav1.ConditionFalse, ReasonRolloutInProgress},
+		{"rollout: old pods still serve", deploymentWith(2, 2, 2, 3, 1, 2), metav1.ConditionFalse, ReasonRolloutInProgress},
+		{"rollout: all updated, surge pod left", deploymentWith(2, 2, 2, 3, 2, 2), metav1.ConditionFalse, ReasonRolloutInProgress},
+		{"pods not yet available", deploymentWith(1, 1, 2, 2, 2, 1), metav1.ConditionFalse, ReasonRolloutInProgress},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dcd := &v1alpha1.DynamoComponentDeployment{ObjectMeta: metav1.ObjectMeta{Name: "g-worker", Generation: 4}}
+			st := componentStatus(dcd, tc.deploy, now)
+			c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAvailable)
+			if c == nil || c.Status != tc.status || c.Reason != tc.reason {
+				t.Fatalf("Available = %+v, want %s/%s", c, tc.status, tc.reason)
+			}
+			if st.ObservedGeneration != 4 || c.ObservedGeneration != 4 {
+				t.Errorf("observedGeneration must be the DCD's generation, got %d/%d", st.ObservedGeneration, c.ObservedGeneration)
+			}
+			if st.Selector != "nvidia.com/dynamo-component=g-worker" || st.Service != "g-worker" {
+				t.Errorf("selector %q service %q", st.Selector, st.Service)
+			}
+		})
+	}
+}
+
+func TestConditionTransitionTimeChangesOnlyWithStatus(t *testing.T) {
+	t1, t2, t3 := metav1.NewTime(time.Unix(1000, 0)), metav1.NewTime(time.Unix(2000, 0)), metav1.NewTime(time.Unix(3000, 0))
+	dcd := &v1alpha1.DynamoComponentDeployment{ObjectMeta: metav1.ObjectMeta{Name: "c", Generation: 1}}
+	dcd.Status = componentStatus(dcd, deploymentWith(1, 1, 2, 2, 2, 1), t1)
+	dcd.Status = componentStatus(dcd, deploymentWith(1, 1, 2, 2, 2, 0), t2) // still False, other message
+	if got := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable).LastTransitionTime; !got.Equal(&t1) {
+		t.Errorf("transition time moved without a status change: %v", got)
+	}
+	dcd.Status = componentStatus(dcd, deploymentWith(1, 1, 2, 2, 2, 2), t3)
+	if got := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable).LastTransitionTime; !got.Equal(&t3) {
+		t.Errorf("transition time must move when the status changes: %v", got)
+	}
+}

@@ -1,0 +1,86 @@
+package controllers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+// Reasons of the Ready condition of a DynamoGraphDeployment.
+const (
+	ReasonAllComponentsAvailable = "AllComponentsAvailable"
+	ReasonComponentsNotReady     = "ComponentsNotReady"
+	ReasonComponentInvalid       = "ComponentInvalid"
+)
+
+// graphStatus computes a DGD's status from its components as they are now.
+// components holds one DCD per service, as last returned by the API server.
+func graphStatus(dgd *v1alpha1.DynamoGraphDeployment, components []*v1alpha1.DynamoComponentDeployment, now metav1.Time) v1alpha1.DynamoGraphDeploymentStatus {
+	st := *dgd.Status.DeepCopy()
+	st.ObservedGeneration = dgd.Generation
+	st.Services = make(map[string]v1alpha1.ServiceReplicaStatus, len(components))
+
+	var waiting, invalid []string
+	for _, dcd := range components {
+		service := dcd.Spec.ServiceName
+		st.Services[service] = v1alpha1.ServiceReplicaStatus{
+			ComponentName:     dcd.Name,
+			Replicas:          dcd.Status.Replicas,
+			UpdatedReplicas:   dcd.Status.UpdatedReplicas,
+			ReadyReplicas:     dcd.Status.ReadyReplicas,
+			AvailableReplicas: dcd.Status.AvailableReplicas,
+		}
+		available, cond := componentCurrent(dcd)
+		switch {
+		case available:
+		case cond == nil:
+			waiting = append(waiting, fmt.Sprintf("%s (not yet reconciled)", service))
+		case cond.Reason == ReasonInvalidSpec:
+			invalid = append(invalid, fmt.Sprintf("%s: %s", service, cond.Message))
+		default:
+			waiting = append(waiting, fmt.Sprintf("%s (%s)", service, cond.Message))
+		}
+	}
+	sort.Strings(waiting)
+	sort.Strings(invalid)
+
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: dgd.Generation, LastTransitionTime: now}
+	switch {
+	case len(invalid) > 0:
+		st.State = v1alpha1.GraphStateFailed
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonComponentInvalid
+		cond.Message = "fix the spec of " + strings.Join(invalid, "; ")
+	case len(waiting) > 0:
+		st.State = v1alpha1.GraphStatePending
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonComponentsNotReady
+		cond.Message = "waiting for " + strings.Join(waiting, ", ")
+	default:
+		st.State = v1alpha1.GraphStateSuccessful
+		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonAllComponentsAvailable
+		cond.Message = fmt.Sprintf("all %d components are available", len(components))
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	return st
+}
+
+// invalidGraphStatus records a graph spec the user must fix before any
+// child can be made from it.
+func invalidGraphStatus(dgd *v1alpha1.DynamoGraphDeployment, err error, now metav1.Time) v1alpha1.DynamoGraphDeploymentStatus {
+	st := *dgd.Status.DeepCopy()
+	st.ObservedGeneration = dgd.Generation
+	st.State = v1alpha1.GraphStateFailed
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type:               v1alpha1.ConditionReady,
+		Status:             metav1.ConditionFalse,
+		Reason:             ReasonInvalidSpec,
+		Message:            err.Error(),
+		ObservedGeneration: dgd.Generation,
+		LastTransitionTime: now,
+	})
+	return st
+}

@@ -1,0 +1,87 @@
+package controllers
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+func component(service string, gen, observed int64, cond *metav1.Condition) *v1alpha1.DynamoComponentDeployment {
+	dcd := &v1alpha1.DynamoComponentDeployment{ObjectMeta: metav1.ObjectMeta{Name: "g-" + strings.ToLower(service), Generation: gen}}
+	dcd.Spec.ServiceName = service
+	dcd.Status.ObservedGeneration = observed
+	dcd.Status.Replicas, dcd.Status.ReadyReplicas = 2, 1
+	if cond != nil {
+		cond.Type = v1alpha1.ConditionAvailable
+		dcd.Status.Conditions = []metav1.Condition{*cond}
+	}
+	return dcd
+}
+
+func TestGraphState(t *testing.T) {
+	now := metav1.NewTime(time.Unix(1000, 0))
+	available := func(gen int64) *metav1.Condition {
+		return &metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonAvailable, ObservedGeneration: gen}
+	}
+	cases := []struct {
+		name       string
+		components []*v1alpha1.DynamoComponentDeployment
+		state      v1alpha1.GraphState
+		ready      metav1.ConditionStatus
+		message    string
+	}{
+		{
+			name:       "every component available for its current spec",
+			components: []*v1alpha1.DynamoComponentDeployment{component("Frontend", 1, 1, available(1)), component("Worker", 3, 3, available(3))},
+			state:      v1alpha1.GraphStateSuccessful, ready: metav1.ConditionTrue, message: "all 2 components",
+		},
+		{
+			name:       "a component's status is for an older spec",
+			components: []*v1alpha1.DynamoComponentDeployment{component("Frontend", 1, 1, available(1)), component("Worker", 4, 3, available(3))},
+			state:      v1alpha1.GraphStatePending, ready: metav1.ConditionFalse, message: "Worker (not yet reconciled)",
+		},
+		{
+			name: "a component mid-rollout",
+			components: []*v1alpha1.DynamoComponentDeployment{component("Worker", 2, 2, &metav1.Condition{
+				Status: metav1.ConditionFalse, Reason: ReasonRolloutInProgress, Message: "1 of 2 replicas updated", ObservedGeneration: 2})},
+			state: v1alpha1.GraphStatePending, ready: metav1.ConditionFalse, message: "waiting for Worker (1 of 2 replicas updated)",
+		},
+		{
+			name: "a component the user must fix",
+			components: []*v1alpha1.DynamoComponentDeployment{component("Worker", 2, 2, &metav1.Condition{
+				Status: metav1.ConditionFalse, Reason: ReasonInvalidSpec, Message: "spec.x: bad", ObservedGeneration: 2})},
+			state: v1alpha1.GraphStateFailed, ready: metav1.ConditionFalse, message: "fix the spec of Worker: spec.x: bad",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Generation: 7}}
+			st := graphStatus(dgd, tc.components, now)
+			c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+			if st.State != tc.state || c == nil || c.Status != tc.ready || !strings.Contains(c.Message, tc.message) {
+				t.Fatalf("state %s, Ready %+v; want %s, %s containing %q", st.State, c, tc.state, tc.ready, tc.message)
+			}
+			if st.ObservedGeneration != 7 || c.ObservedGeneration != 7 {
+				t.Errorf("observedGeneration must be the graph's generation")
+			}
+			if got := st.Services[tc.components[0].Spec.ServiceName]; got.ComponentName != tc.components[0].Name || got.Replicas != 2 || got.ReadyReplicas != 1 {
+				t.Errorf("service counts %+v", got)
+			}
+		})
+	}
+}
+
+func TestInvalidGraphStatus(t *testing.T) {
+	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+	st := invalidGraphStatus(dgd, errors.New("spec.services.X: Invalid value"), metav1.NewTime(time.Unix(1, 0)))
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+	if st.State != v1alpha1.GraphStateFailed || c.Reason != ReasonInvalidSpec || c.Message != "spec.services.X: Invalid value" {
+		t.Fatalf("got %s %+v", st.State, c)
+	}
+}

@@ -1,0 +1,88 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// FieldOwner is the field manager of every write the operator makes.
+const FieldOwner = "dynamo-operator"
+
+// getOptional reads obj from the cache; nil without error when it does not exist.
+func getOptional[T client.Object](ctx context.Context, c client.Client, key client.ObjectKey, obj T) (T, error) {
+	var zero T
+	if err := c.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return zero, nil
+		}
+		return zero, err
+	}
+	return obj, nil
+}
+
+// asObject returns obj as a client.Object that is nil when obj is nil,
+// including a nil pointer held in an interface, so callers can test == nil.
+func asObject(obj client.Object) client.Object {
+	if obj == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return obj
+}
+
+// patchStatus applies mutate to obj and patches the status subresource with
+// the difference. A status that did not change is not written at all. The
+// merge patch carries no resourceVersion: status has one writer, this
+// controller, so there is nothing to conflict with.
+func patchStatus[T client.Object](ctx context.Context, c client.Client, obj T, mutate func(T)) error {
+	orig := obj.DeepCopyObject().(T)
+	mutate(obj)
+	if equality.Semantic.DeepEqual(orig, obj) {
+		return nil
+	}
+	return c.Status().Patch(ctx, obj, client.MergeFrom(orig), client.FieldOwner(FieldOwner))
+}
+
+// isNamespaceTerminating reports a write refused because its namespace is
+// being deleted: the objects are going away, there is nothing to retry.
+func isNamespaceTerminating(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+}
+
+// isUserError reports whether the API server refused a write for a reason
+// only a change of the user's spec can fix (an invalid object, a webhook
+// denial), as opposed to a transient failure worth retrying.
+func isUserError(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || isWebhookDenial(err)
+}
+
+// isWebhookDenial matches the API server's wording for a denial by any
+// validating admission webhook, such as a policy engine's.
+func isWebhookDenial(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "admission webhook") &&
+		strings.Contains(err.Error(), "denied the request")
+}
+
+// copyInto overwrites dst with src; both are pointers to the same type.
+func copyInto(src, dst client.Object) error {
+	s, d := reflect.ValueOf(src), reflect.ValueOf(dst)
+	if s.Type() != d.Type() {
+		return fmt.Errorf("copyInto: %T into %T", src, dst)
+	}
+	d.Elem().Set(s.Elem())
+	return nil
+}
+
+func conditionsEqual(a, b []metav1.Condition) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}

@@ -1,0 +1,253 @@
+package render
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+// compatDir holds the manifests Dynamo's users run, relative to this
+// package's directory (the working directory of its tests).
+const compatDir = "../../../shared/compat"
+
+// compatGraph is one DynamoGraphDeployment document of a compat manifest.
+type compatGraph struct {
+	file string
+	doc  []byte
+}
+
+func compatGraphs(t *testing.T) []compatGraph {
+	t.Helper()
+	if _, err := os.Stat(compatDir); err != nil {
+		t.Fatalf("the compat manifests are missing: %v", err)
+	}
+	var graphs []compatGraph
+	err := filepath.WalkDir(compatDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !(strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(compatDir, path)
+		reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+		for {
+			doc, err := reader.Read()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			var head struct {
+				Kind string `json:"kind"`
+			}
+			if err := yaml.Unmarshal(doc, &head); err != nil {
+				return err
+			}
+			if head.Kind == "DynamoGraphDeployment" {
+				graphs = append(graphs, compatGraph{file: rel, doc: doc})
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("reading %s: %v", compatDir, err)
+	}
+	if len(graphs) == 0 {
+		t.Fatalf("no DynamoGraphDeployment documents under %s", compatDir)
+	}
+	return graphs
+}
+
+// TestCompatManifests renders every user manifest and checks that the main
+// container of each service runs what the manifest wrote. The expectations
+// are read from the YAML as plain data, not through the API types, so a
+// field the types drop would show up here too.
+func TestCompatManifests(t *testing.T) {
+	graphs := compatGraphs(t)
+	files := map[string]bool{}
+	for _, g := range graphs {
+		files[g.file] = true
+		var dgd v1alpha1.DynamoGraphDeployment
+		if err := yaml.UnmarshalStrict(g.doc, &dgd); err != nil {
+			t.Errorf("%s: decoding: %v", g.file, err)
+			continue
+		}
+		t.Run(g.file+"/"+dgd.Name, func(t *testing.T) {
+			if dgd.Namespace == "" {
+				dgd.Namespace = "compat"
+			}
+			var raw struct {
+				Spec struct {
+					Envs     []any          `json:"envs"`
+					Services map[string]any `json:"services"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal(g.doc, &raw); err != nil {
+				t.Fatal(err)
+			}
+			checkCompatGraph(t, &dgd, raw.Spec.Envs, raw.Spec.Services)
+		})
+	}
+	t.Logf("rendered %d DynamoGraphDeployments from %d manifests", len(graphs), len(files))
+}
+
+func checkCompatGraph(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment, globalEnv []any, services map[string]any) {
+	dcds, err := Components(dgd)
+	if err != nil {
+		t.Fatalf("Components: %v", err)
+	}
+	if len(dcds) != len(services) {
+		t.Fatalf("%d components for %d services", len(dcds), len(services))
+	}
+	PVCs(dgd)
+	o := Options{NATSAddr: "nats://nats:4222", EtcdAddr: "http://etcd:2379"}
+	for _, dcd := range dcds {
+		name := dcd.Spec.ServiceName
+		svc, _ := services[name].(map[string]any)
+		if svc == nil {
+			t.Errorf("component %s: no service %q in the manifest", dcd.Name, name)
+			continue
+		}
+		d, err := Deployment(dcd, dgd.Spec.PVCs, o)
+		if err != nil {
+			t.Errorf("service %s: Deployment: %v", name, err)
+			continue
+		}
+		if again, _ := Deployment(dcd, dgd.Spec.PVCs, o); mustJSON(t, again) != mustJSON(t, d) {
+			t.Errorf("service %s: two renders differ", name)
+		}
+		for k, v := range d.Spec.Selector.MatchLabels {
+			if d.Spec.Template.Labels[k] != v {
+				t.Errorf("service %s: pod labels %v do not match the selector", name, d.Spec.Template.Labels)
+			}
+		}
+		main := findContainer(d.Spec.Template.Spec.Containers, MainContainerName)
+		if main == nil {
+			t.Errorf("service %s: no main container", name)
+			continue
+		}
+		mc := lookup(svc, "extraPodSpec", "mainContainer")
+
+		if want, _ := lookup(mc, "image").(string); main.Image != want {
+			t.Errorf("service %s: image %q, manifest %q", name, main.Image, want)
+		}
+		if want := stringList(lookup(mc, "command")); !reflect.DeepEqual(main.Command, want) {
+			t.Errorf("service %s: command %q, manifest %q", name, main.Command, want)
+		}
+		if want := stringList(lookup(mc, "args")); !reflect.DeepEqual(main.Args, want) {
+			t.Errorf("service %s: args %q, manifest %q", name, main.Args, want)
+		}
+
+		gpu := main.Resources.Limits[corev1.ResourceName(v1alpha1.DefaultGPUType)]
+		if want, ok := lookup(svc, "resources", "limits", "gpu").(string); ok {
+			if gpu.String() != want {
+				t.Errorf("service %s: limits[%s] %s, manifest %s", name, v1alpha1.DefaultGPUType, gpu.String(), want)
+			}
+			if req := main.Resources.Requests[corev1.ResourceName(v1alpha1.DefaultGPUType)]; req.Cmp(gpu) != 0 {
+				t.Errorf("service %s: GPU request %s differs from the limit %s", name, req.String(), gpu.String())
+			}
+		} else if lookup(svc, "resources", "requests", "gpu") == nil && !gpu.IsZero() {
+			t.Errorf("service %s: limits[%s] %s, manifest asks for no GPU", name, v1alpha1.DefaultGPUType, gpu.String())
+		}
+
+		// Precedence, lowest first: global, service, mainContainer.
+		want := map[string]corev1.EnvVar{}
+		for _, list := range [][]any{globalEnv, anys(svc["envs"]), anys(lookup(mc, "env"))} {
+			for _, e := range envVars(t, list) {
+				want[e.Name] = e
+			}
+		}
+		for _, envName := range sortedKeys(want) {
+			var have *corev1.EnvVar
+			for i := range main.Env {
+				if main.Env[i].Name == envName {
+					have = &main.Env[i]
+				}
+			}
+			if have == nil || !reflect.DeepEqual(*have, want[envName]) {
+				t.Errorf("service %s: env %s = %+v, manifest %+v", name, envName, have, want[envName])
+			}
+		}
+
+		if svc := Service(dcd); svc == nil || len(svc.Spec.Ports) == 0 {
+			t.Errorf("service %s: Service %+v", name, svc)
+		}
+		if ms := ModelService(dcd); (ms != nil) != (dcd.Spec.ModelRef != nil) {
+			t.Errorf("service %s: model Service %+v for modelRef %+v", name, ms, dcd.Spec.ModelRef)
+		}
+		Ingress(dcd)
+	}
+}
+
+// lookup walks nested maps of decoded YAML; nil when a key is missing.
+func lookup(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+func anys(v any) []any {
+	list, _ := v.([]any)
+	return list
+}
+
+// stringList converts a decoded YAML list of strings; nil for none.
+func stringList(v any) []string {
+	var out []string
+	for _, e := range anys(v) {
+		s, _ := e.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+func envVars(t *testing.T, list []any) []corev1.EnvVar {
+	t.Helper()
+	if len(list) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env []corev1.EnvVar
+	if err := json.Unmarshal(b, &env); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// TestCompatManifestsCoverMainFeatures guards the table test against a
+// shrinking corpus: the features it exists to check must stay covered.
+func TestCompatManifestsCoverMainFeatures(t *testing.T) {
+	var all bytes.Buffer
+	for _, g := range compatGraphs(t) {
+		all.Write(g.doc)
+	}
+	for _, feature := range []string{"mainContainer", "gpu:", "envs:", "valueFrom", "volumeMounts", "multinode", "frontendSidecar", "resourceClaims", "modelRef"} {
+		if !bytes.Contains(all.Bytes(), []byte(feature)) {
+			t.Errorf("no compat manifest uses %s", feature)
+		}
+	}
+}

@@ -1,0 +1,777 @@
+package render
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+func TestDeploymentMetadata(t *testing.T) {
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Labels["team"] = "a"
+		d.Annotations = map[string]string{
+			"owner": "me",
+			"kubectl.kubernetes.io/last-applied-configuration": "{}",
+			"nvidia.com/last-applied-hash":                     "dcd-hash",
+		}
+		d.Spec.SubComponentType = "decode"
+		d.Spec.Labels = map[string]string{"svc": "l", LabelComponent: "user-tries-to-redirect"}
+		d.Spec.Annotations = map[string]string{"svc-note": "n"}
+		d.Spec.ExtraPodMetadata = &v1alpha1.ExtraPodMetadata{
+			Labels:      map[string]string{"pod": "l", "svc": "pod-wins"},
+			Annotations: map[string]string{"prometheus.io/scrape": "true"},
+		}
+	})
+	d, err := Deployment(dcd, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.APIVersion != "apps/v1" || d.Kind != "Deployment" {
+		t.Errorf("TypeMeta %+v", d.TypeMeta)
+	}
+	if d.Name != "g-worker" || d.Namespace != "ns" {
+		t.Errorf("name %s/%s", d.Namespace, d.Name)
+	}
+	wantLabels := map[string]string{
+		LabelGraphName: "g", LabelComponent: "g-worker", LabelManagedBy: ManagedByValue,
+		"team": "a", "svc": "l",
+	}
+	if !reflect.DeepEqual(d.Labels, wantLabels) {
+		t.Errorf("labels %v, want %v", d.Labels, wantLabels)
+	}
+	wantAnnotations := map[string]string{"owner": "me", "svc-note": "n"}
+	if !reflect.DeepEqual(d.Annotations, wantAnnotations) {
+		t.Errorf("annotations %v, want %v", d.Annotations, wantAnnotations)
+	}
+	if want := map[string]string{LabelComponent: "g-worker"}; !reflect.DeepEqual(d.Spec.Selector.MatchLabels, want) {
+		t.Errorf("selector %v, want %v", d.Spec.Selector, want)
+	}
+	if d.Spec.Strategy.Type != "" || d.Spec.Strategy.RollingUpdate != nil {
+		t.Errorf("strategy %+v set; the API server's default is wanted", d.Spec.Strategy)
+	}
+	wantPodLabels := map[string]string{
+		LabelComponent: "g-worker", LabelGraphName: "g",
+		LabelComponentType: "worker", LabelSubComponentType: "decode",
+		"svc": "pod-wins", "pod": "l",
+	}
+	if !reflect.DeepEqual(d.Spec.Template.Labels, wantPodLabels) {
+		t.Errorf("pod labels %v, want %v", d.Spec.Template.Labels, wantPodLabels)
+	}
+	wantPodAnnotations := map[string]string{"svc-note": "n", "prometheus.io/scrape": "true"}
+	if !reflect.DeepEqual(d.Spec.Template.Annotations, wantPodAnnotations) {
+		t.Errorf("pod annotations %v, want %v", d.Spec.Template.Annotations, wantPodAnnotations)
+	}
+	// The pod labels must match the selector, or the Deployment is refused.
+	for k, v := range d.Spec.Selector.MatchLabels {
+		if d.Spec.Template.Labels[k] != v {
+			t.Errorf("pod label %s = %q does not match the selector's %q", k, d.Spec.Template.Labels[k], v)
+		}
+	}
+}
+
+func TestDeploymentMinimalMetadata(t *testing.T) {
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Name, d.Labels = "solo", nil
+		d.Spec.ComponentType = ""
+	})
+	d, err := Deployment(dcd, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{LabelComponent: "solo", LabelManagedBy: ManagedByValue}; !reflect.DeepEqual(d.Labels, want) {
+		t.Errorf("labels %v, want %v", d.Labels, want)
+	}
+	if want := map[string]string{LabelComponent: "solo"}; !reflect.DeepEqual(d.Spec.Template.Labels, want) {
+		t.Errorf("pod labels %v, want %v", d.Spec.Template.Labels, want)
+	}
+	if d.Annotations != nil || d.Spec.Template.Annotations != nil {
+		t.Errorf("annotations %v / pod %v, want nil", d.Annotations, d.Spec.Template.Annotations)
+	}
+}
+
+func TestDeploymentReplicas(t *testing.T) {
+	cases := []struct {
+		name      string
+		replicas  *int32
+		multinode *v1alpha1.MultinodeSpec
+		want      int32
+	}{
+		{name: "default", want: 1},
+		{name: "set", replicas: ptr.To[int32](3), want: 3},
+		{name: "scaled to zero", replicas: ptr.To[int32](0), want: 0},
+		{name: "multinode", replicas: ptr.To[int32](2), multinode: &v1alpha1.MultinodeSpec{NodeCount: 3}, want: 6},
+		{name: "multinode default replicas", multinode: &v1alpha1.MultinodeSpec{NodeCount: 2}, want: 2},
+		{name: "node count below two is one node", replicas: ptr.To[int32](2), multinode: &v1alpha1.MultinodeSpec{NodeCount: 1}, want: 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+				d.Spec.Replicas, d.Spec.Multinode = tc.replicas, tc.multinode
+			})
+			d, err := Deployment(dcd, nil, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *d.Spec.Replicas != tc.want {
+				t.Errorf("replicas %d, want %d", *d.Spec.Replicas, tc.want)
+			}
+		})
+	}
+}
+
+func TestDeploymentMultinodeOverflow(t *testing.T) {
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Spec.Replicas = ptr.To[int32](1 << 30)
+		d.Spec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: 4}
+	})
+	_, err := Deployment(dcd, nil, Options{})
+	wantFieldError(t, err, "spec.multinode.nodeCount", "exceeds")
+}
+
+func TestDeploymentMultinodeEnv(t *testing.T) {
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Spec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: 2}
+	})
+	_, main := mustDeploy(t, dcd, nil, Options{})
+	if v, _ := envValue(main.Env, "DYN_MULTINODE_NODE_COUNT"); v != "2" {
+		t.Errorf("DYN_MULTINODE_NODE_COUNT = %q, want 2", v)
+	}
+}
+
+// Env precedence, lowest first: runtime < graph envs < service envs <
+// extraPodSpec.mainContainer.env. Each layer overrides one variable of the
+// layer below and adds one of its own.
+func TestDeploymentEnvPrecedence(t *testing.T) {
+	dgd := newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
+		"Worker": {
+			ComponentType: v1alpha1.ComponentTypeWorker,
+			Envs: []corev1.EnvVar{
+				{Name: "GLOBAL_ONLY_OVERRIDDEN_BY_SERVICE", Value: "service"},
+				{Name: "SERVICE_ONLY", Value: "service"},
+				{Name: "OVERRIDDEN_BY_MAIN", Value: "service"},
+			},
+			ExtraPodSpec: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{
+				Image: testImage,
+				Env: []corev1.EnvVar{
+					{Name: "OVERRIDDEN_BY_MAIN", Value: "main"},
+					{Name: "DYN_SYSTEM_PORT", Value: "9345"},
+					{Name: "MAIN_ONLY", ValueFrom: &corev1.EnvVarSource{
+						SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"},
+					}},
+				},
+			}},
+		},
+	})
+	dgd.Spec.Envs = []corev1.EnvVar{
+		{Name: "DYN_NAMESPACE", Value: "from-global"},
+		{Name: "GLOBAL_ONLY_OVERRIDDEN_BY_SERVICE", Value: "global"},
+		{Name: "GLOBAL_ONLY", Value: "global"},
+	}
+	dcds, err := Components(dgd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, main := mustDeploy(t, dcds[0], nil, Options{NATSAddr: "nats://n:4222", EtcdAddr: "http://e:2379"})
+
+	want := []corev1.EnvVar{
+		{Name: "DYN_NAMESPACE", Value: "from-global"},
+		{Name: "DYN_COMPONENT", Value: "Worker"},
+		{Name: "DYN_SYSTEM_ENABLED", Value: "true"},
+		{Name: "DYN_SYSTEM_PORT", Value: "9345"},
+		{Name: "NATS_SERVER", Value: "nats://n:4222"},
+		{Name: "ETCD_ENDPOINTS", Value: "http://e:2379"},
+		{Name: "DYN_PARENT_DGD_K8S_NAME", Value: "g"},
+		{Name: "DYN_PARENT_DGD_K8S_NAMESPACE", Value: "ns"},
+		{Name: "GLOBAL_ONLY_OVERRIDDEN_BY_SERVICE", Value: "service"},
+		{Name: "GLOBAL_ONLY", Value: "global"},
+		{Name: "SERVICE_ONLY", Value: "service"},
+		{Name: "OVERRIDDEN_BY_MAIN", Value: "main"},
+		{Name: "MAIN_ONLY", ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"},
+		}},
+	}
+	if !reflect.DeepEqual(main.Env, want) {
+		t.Errorf("env\n got %v\nwant %v", main.Env, want)
+	}
+}
+
+// A user's valueFrom for a generated variable replaces it whole: a value and a
+// valueFrom side by side would be refused by the API server.
+func TestDeploymentEnvValueFromReplacesValue(t *testing.T) {
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Spec.ExtraPodSpec.MainContainer.Env = []corev1.EnvVar{{Name: "DYN_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"},
+		}}}
+	})
+	_, main := mustDeploy(t, dcd, nil, Options{})
+	for _, e := range main.Env {
+		if e.Name == "DYN_NAMESPACE" && (e.Value != "" || e.ValueFrom == nil) {
+			t.Errorf("DYN_NAMESPACE = %+v, want only the user's valueFrom", e)
+		}
+	}
+}
+
+func TestDeploymentEnvFromSecret(t *testing.T) {
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Spec.EnvFromSecret = ptr.To("hf-token-secret")
+		d.Spec.ExtraPodSpec.MainContainer.EnvFrom = []corev1.EnvFromSource{{
+			ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}},
+		}}
+	})
+	_, main := mustDeploy(t, dcd, nil, Options{})
+	want := []corev1.EnvFromSource{
+		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "hf-token-secret"}}},
+		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+	}
+	if !reflect.DeepEqual(main.EnvFrom, want) {
+		t.Errorf("envFrom %+v, want %+v", main.EnvFrom, want)
+	}
+
+	_, main = mustDeploy(t, newDCD(), nil, Options{})
+	if main.EnvFrom != nil {
+		t.Errorf("envFrom %+v without envFromSecret", main.EnvFrom)
+	}
+}
+
+func TestDeploymentPorts(t *testing.T) {
+	system := corev1.ContainerPort{Name: "system", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}
+	http := corev1.ContainerPort{Name: "http", ContainerPort: 8000, Protocol: corev1.ProtocolTCP}
+	cases := []struct {
+		componentType v1alpha1.ComponentType
+		userPorts     []corev1.ContainerPort
+		want          []corev1.ContainerPort
+	}{
+		{componentType: v1alpha1.ComponentTypeFrontend, want: []corev1.ContainerPort{http, system}},
+		{componentType: v1alpha1.ComponentTypeWorker, want: []corev1.ContainerPort{system}},
+		{componentType: v1alpha1.ComponentTypePrefill, want: []corev1.ContainerPort{system}},
+		{componentType: "", want: []corev1.ContainerPort{system}},
+		{
+			componentType: v1alpha1.ComponentTypePlanner,
+			userPorts:     []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9085}},
+			want:          []corev1.ContainerPort{system, {Name: "metrics", ContainerPort: 9085}},
+		},
+		{
+			// Ports merge by container port: the user's fields win.
+			componentType: v1alpha1.ComponentTypeFrontend,
+			userPorts:     []corev1.ContainerPort{{ContainerPort: 8000, HostPort: 8000}},
+			want:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8000, HostPort: 8000, Protocol: corev1.ProtocolTCP}, system},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.componentType), func(t *testing.T) {
+			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+				d.Spec.ComponentType = tc.componentType
+				d.Spec.ExtraPodSpec.MainContainer.Ports = tc.userPorts
+			})
+			_, main := mustDeploy(t, dcd, nil, Options{})
+			if !reflect.DeepEqual(main.Ports, tc.want) {
+				t.Errorf("ports %+v, want %+v", main.Ports, tc.want)
+			}
+		})
+	}
+}
+
+func TestDeploymentResources(t *testing.T) {
+	cases := []struct {
+		name         string
+		res          *v1alpha1.Resources
+		userRes      corev1.ResourceRequirements
+		wantRequests corev1.ResourceList
+		wantLimits   corev1.ResourceList
+	}{
+		{
+			name: "gpu limit with a custom gpu type",
+			res: &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{
+				GPU: "2", GPUType: "gpu.intel.com/i915", CPU: "4", Memory: "16Gi",
+			}},
+			wantLimits:   quantities("gpu.intel.com/i915", "2", "cpu", "4", "memory", "16Gi"),
+			wantRequests: quantities("gpu.intel.com/i915", "2"),
+		},
+		{
+			name: "custom ephemeral-storage request beside a gpu limit",
+			res: &v1alpha1.Resources{
+				Limits:   &v1alpha1.ResourceItem{GPU: "1"},
+				Requests: &v1alpha1.ResourceItem{Custom: map[string]string{"ephemeral-storage": "2Gi"}},
+			},
+			wantLimits:   quantities("nvidia.com/gpu", "1"),
+			wantRequests: quantities("nvidia.com/gpu", "1", "ephemeral-storage", "2Gi"),
+		},
+		{
+			name: "mainContainer resources merge by name, the user's winning",
+			res: &v1alpha1.Resources{
+				Limits:   &v1alpha1.ResourceItem{GPU: "1", Memory: "16Gi"},
+				Requests: &v1alpha1.ResourceItem{CPU: "1"},
+			},
+			userRes: corev1.ResourceRequirements{
+				Limits:   quantities("memory", "32Gi", "hugepages-2Mi", "1Gi"),
+				Requests: quantities("memory", "8Gi"),
+			},
+			wantLimits:   quantities("nvidia.com/gpu", "1", "memory", "32Gi", "hugepages-2Mi", "1Gi"),
+			wantRequests: quantities("nvidia.com/gpu", "1", "cpu", "1", "memory", "8Gi"),
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+				d.Spec.Resources = tc.res
+				d.Spec.ExtraPodSpec.MainContainer.Resources = tc.userRes
+			})
+			_, main := mustDeploy(t, dcd, nil, Options{})
+			if !equality.Semantic.DeepEqual(main.Resources.Limits, tc.wantLimits) {
+				t.Errorf("limits %v, want %v", main.Resources.Limits, tc.wantLimits)
+			}
+			if !equality.Semantic.DeepEqual(main.Resources.Requests, tc.wantRequests) {
+				t.Errorf("requests %v, want %v", main.Resources.Requests, tc.wantRequests)
+			}
+		})
+	}
+}
+
+func TestDeploymentResourceErrors(t *testing.T) {
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Spec.Resources = &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{Memory: "lots", GPU: "x"}}
+	})
+	d, err := Deployment(dcd, nil, Options{})
+	if d != nil {
+		t.Error("a Deployment was rendered along with an error")
+	}
+	wantFieldError(t, err, "spec.resources.limits.memory", "lots")
+	wantFieldError(t, err, "spec.resources.limits.gpu", "non-negative integer")
+}
+
+func TestDeploymentProbes(t *testing.T) {
+	live := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/live", Port: intstr.FromInt32(9090)}}, PeriodSeconds: 5}
+	ready := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(9090)}}, FailureThreshold: 60}
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Spec.LivenessProbe, d.Spec.ReadinessProbe = live, ready
+	})
+	_, main := mustDeploy(t, dcd, nil, Options{})
+	if !reflect.DeepEqual(main.LivenessProbe, live) || !reflect.DeepEqual(main.ReadinessProbe, ready) {
+		t.Errorf("probes %+v / %+v", main.LivenessProbe, main.ReadinessProbe)
+	}
+	_, main = mustDeploy(t, newDCD(), nil, Options{})
+	if main.LivenessProbe != nil || main.ReadinessProbe != nil {
+		t.Error("probes set without a spec")
+	}
+}
+
+func TestDeploymentStorage(t *testing.T) {
+	graphPVCs := []v1alpha1.GraphPVC{{Name: "models"}}
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/models"}}
+		d.Spec.ExtraPodSpec.MainContainer.VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/workspace/", ReadOnly: true}}
+		d.Spec.ExtraPodSpec.PodSpec = &corev1.PodSpec{Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "nvidia-config"}},
+		}}}}
+	})
+	pod, main := mustDeploy(t, dcd, graphPVCs, Options{})
+	var volumes []string
+	for _, v := range pod.Volumes {
+		volumes = append(volumes, v.Name)
+	}
+	if want := []string{"shared-memory", "models", "cfg"}; !reflect.DeepEqual(volumes, want) {
+		t.Errorf("volumes %v, want %v", volumes, want)
+	}
+	wantMounts := []corev1.VolumeMount{
+		{Name: "shared-memory", MountPath: "/dev/shm"},
+		{Name: "models", MountPath: "/models"},
+		{Name: "cfg", MountPath: "/workspace/", ReadOnly: true},
+	}
+	if !reflect.DeepEqual(main.VolumeMounts, wantMounts) {
+		t.Errorf("mounts %+v, want %+v", main.VolumeMounts, wantMounts)
+	}
+	if claim := pod.Volumes[1].PersistentVolumeClaim; claim == nil || claim.ClaimName != "models" {
+		t.Errorf("models volume %+v", pod.Volumes[1])
+	}
+}
+
+func TestDeploymentSharedMemory(t *testing.T) {
+	twoGi := resource.MustParse("2Gi")
+	cases := []struct {
+		name     string
+		shm      *v1alpha1.SharedMemorySpec
+		wantSize string // empty: no /dev/shm volume
+	}{
+		{name: "default", wantSize: "8Gi"},
+		{name: "sized", shm: &v1alpha1.SharedMemorySpec{Size: &twoGi}, wantSize: "2Gi"},
+		{name: "disabled", shm: &v1alpha1.SharedMemorySpec{Disabled: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod, main := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.SharedMemory = tc.shm }), nil, Options{})
+			var vol *corev1.Volume
+			for i := range pod.Volumes {
+				if pod.Volumes[i].Name == "shared-memory" {
+					vol = &pod.Volumes[i]
+				}
+			}
+			mounted := false
+			for _, m := range main.VolumeMounts {
+				if m.Name == "shared-memory" && m.MountPath == "/dev/shm" {
+					mounted = true
+				}
+			}
+			if tc.wantSize == "" {
+				if vol != nil || mounted {
+					t.Errorf("shared memory present while disabled: %+v", pod.Volumes)
+				}
+				return
+			}
+			if vol == nil || !mounted {
+				t.Fatalf("no shared memory at /dev/shm: volumes %+v, mounts %+v", pod.Volumes, main.VolumeMounts)
+			}
+			if vol.EmptyDir == nil || vol.EmptyDir.Medium != corev1.StorageMediumMemory || vol.EmptyDir.SizeLimit.String() != tc.wantSize {
+				t.Errorf("shared memory volume %+v, want a %s memory emptyDir", vol.VolumeSource, tc.wantSize)
+			}
+		})
+	}
+}
+
+func TestDeploymentUnknownVolumeMount(t *testing.T) {
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "models"}, {Name: "modles"}}
+	})
+	_, err := Deployment(dcd, []v1alpha1.GraphPVC{{Name: "models"}}, Options{})
+	wantFieldError(t, err, "spec.volumeMounts[1].name", "not found in the graph's spec.pvcs")
+}
+
+func TestDeploymentNoImage(t *testing.T) {
+	cases := []struct {
+		name  string
+		extra *v1alpha1.ExtraPodSpec
+	}{
+		{name: "no extraPodSpec"},
+		{name: "no mainContainer", extra: &v1alpha1.ExtraPodSpec{PodSpec: &corev1.PodSpec{NodeSelector: map[string]string{"a": "b"}}}},
+		{name: "mainContainer without image", extra: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Command: []string{"x"}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.ExtraPodSpec = tc.extra })
+			d, err := Deployment(dcd, nil, Options{})
+			if d != nil {
+				t.Error("a Deployment was rendered without an image")
+			}
+			wantFieldError(t, err, "spec.extraPodSpec.mainContainer.image", "Required value: set the service's image")
+		})
+	}
+}
+
+func TestDeploymentImageFromExtraContainers(t *testing.T) {
+	// A container named main in extraPodSpec.containers is merged into the
+	// main container like mainContainer is.
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Spec.ExtraPodSpec = &v1alpha1.ExtraPodSpec{PodSpec: &corev1.PodSpec{
+			Containers: []corev1.Container{{Name: MainContainerName, Image: "from-containers"}},
+		}}
+	})
+	pod, main := mustDeploy(t, dcd, nil, Options{})
+	if main.Image != "from-containers" || len(pod.Containers) != 1 {
+		t.Errorf("image %q, %d containers", main.Image, len(pod.Containers))
+	}
+}
+
+func TestDeploymentReportsAllErrors(t *testing.T) {
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Spec.ExtraPodSpec = nil
+		d.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "missing"}}
+		d.Spec.Resources = &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{CPU: "x"}}
+	})
+	_, err := Deployment(dcd, nil, Options{})
+	if n := len(fieldErrors(t, err)); n != 3 {
+		t.Errorf("%d errors, want 3: %v", n, err)
+	}
+	wantFieldError(t, err, "spec.extraPodSpec.mainContainer.image", "Required")
+	wantFieldError(t, err, "spec.volumeMounts[0].name", "not found")
+	wantFieldError(t, err, "spec.resources.requests.cpu", "x")
+}
+
+func TestDeploymentExtraPodSpecMerge(t *testing.T) {
+	affinity := &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+					Key: LabelComponentType, Operator: metav1.LabelSelectorOpIn, Values: []string{"worker"},
+				}}},
+				TopologyKey: "kubernetes.io/hostname",
+			},
+		}},
+	}}
+	tolerations := []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Spec.Resources = &v1alpha1.Resources{Claims: []corev1.ResourceClaim{{Name: "nic"}, {Name: "gpu"}}}
+		d.Spec.ExtraPodSpec = &v1alpha1.ExtraPodSpec{
+			PodSpec: &corev1.PodSpec{
+				Tolerations:                   tolerations,
+				Affinity:                      affinity,
+				NodeSelector:                  map[string]string{"nvidia.com/gpu.product": "H100"},
+				TerminationGracePeriodSeconds: ptr.To[int64](600),
+				ServiceAccountName:            "runner",
+				ImagePullSecrets:              []corev1.LocalObjectReference{{Name: "ngc"}},
+				Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{
+					ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}},
+				}}},
+				ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu-template")}},
+				InitContainers: []corev1.Container{{Name: "init", Image: "busybox"}},
+				Containers:     []corev1.Container{{Name: "logger", Image: "fluentbit"}},
+			},
+			MainContainer: &corev1.Container{
+				Name:            "ignored-name",
+				Image:           testImage,
+				Command:         []string{"python3", "-m", "dynamo.vllm"},
+				Args:            []string{"--model", "Qwen/Qwen3-0.6B"},
+				WorkingDir:      "/workspace/examples/backends/vllm",
+				ImagePullPolicy: corev1.PullIfNotPresent,
+				Resources:       corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu", Request: "one"}}},
+			},
+		}
+	})
+	pod, main := mustDeploy(t, dcd, nil, Options{})
+
+	if !reflect.DeepEqual(pod.Tolerations, tolerations) {
+		t.Errorf("tolerations %+v", pod.Tolerations)
+	}
+	if !reflect.DeepEqual(pod.Affinity, affinity) {
+		t.Errorf("affinity %+v", pod.Affinity)
+	}
+	if pod.NodeSelector["nvidia.com/gpu.product"] != "H100" {
+		t.Errorf("nodeSelector %v", pod.NodeSelector)
+	}
+	if pod.TerminationGracePeriodSeconds == nil || *pod.TerminationGracePeriodSeconds != 600 {
+		t.Errorf("terminationGracePeriodSeconds %v", pod.TerminationGracePeriodSeconds)
+	}
+	if pod.ServiceAccountName != "runner" {
+		t.Errorf("serviceAccountName %q", pod.ServiceAccountName)
+	}
+	if !reflect.DeepEqual(pod.ImagePullSecrets, []corev1.LocalObjectReference{{Name: "ngc"}}) {
+		t.Errorf("imagePullSecrets %v", pod.ImagePullSecrets)
+	}
+	var volumes []string
+	for _, v := range pod.Volumes {
+		volumes = append(volumes, v.Name)
+	}
+	if want := []string{"shared-memory", "cfg"}; !reflect.DeepEqual(volumes, want) {
+		t.Errorf("volumes %v, want %v", volumes, want)
+	}
+	if want := []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu-template")}}; !reflect.DeepEqual(pod.ResourceClaims, want) {
+		t.Errorf("resourceClaims %+v", pod.ResourceClaims)
+	}
+	if len(pod.InitContainers) != 1 || pod.InitContainers[0].Name != "init" {
+		t.Errorf("initContainers %+v", pod.InitContainers)
+	}
+	var containers []string
+	for _, c := range pod.Containers {
+		containers = append(containers, c.Name)
+	}
+	if want := []string{MainContainerName, "logger"}; !reflect.DeepEqual(containers, want) {
+		t.Errorf("containers %v, want %v", containers, want)
+	}
+
+	if main.Image != testImage || main.WorkingDir != "/workspace/examples/backends/vllm" || main.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("image %q, workingDir %q, pull policy %q", main.Image, main.WorkingDir, main.ImagePullPolicy)
+	}
+	if !reflect.DeepEqual(main.Command, []string{"python3", "-m", "dynamo.vllm"}) || !reflect.DeepEqual(main.Args, []string{"--model", "Qwen/Qwen3-0.6B"}) {
+		t.Errorf("command %q, args %q", main.Command, main.Args)
+	}
+	// Claims merge by name: the user's gpu claim replaces the spec's in place.
+	if want := []corev1.ResourceClaim{{Name: "nic"}, {Name: "gpu", Request: "one"}}; !reflect.DeepEqual(main.Resources.Claims, want) {
+		t.Errorf("claims %+v, want %+v", main.Resources.Claims, want)
+	}
+	// Generated parts the user did not touch remain.
+	if v, _ := envValue(main.Env, "DYN_COMPONENT"); v != "Worker" {
+		t.Errorf("runtime env lost in the merge: %v", main.Env)
+	}
+	if len(main.Ports) != 1 || main.Ports[0].Name != SystemPortName {
+		t.Errorf("ports %+v", main.Ports)
+	}
+}
+
+// A PodSpec with only a scalar set must not remove the generated containers:
+// its typed form marshals containers as null, which means delete in a patch.
+func TestDeploymentExtraPodSpecKeepsGeneratedLists(t *testing.T) {
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Spec.ExtraPodSpec.PodSpec = &corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](30)}
+		d.Spec.ExtraPodSpec.MainContainer = &corev1.Container{Image: testImage}
+	})
+	pod, main := mustDeploy(t, dcd, nil, Options{})
+	if len(pod.Containers) != 1 || len(pod.Volumes) != 1 || len(main.Ports) != 1 || len(main.VolumeMounts) != 1 || len(main.Env) == 0 {
+		t.Errorf("generated lists lost: %+v", pod)
+	}
+}
+
+func TestDeploymentFrontendSidecar(t *testing.T) {
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Spec.Envs = []corev1.EnvVar{{Name: "WORKER_ONLY", Value: "w"}}
+		d.Spec.FrontendSidecar = &v1alpha1.FrontendSidecar{
+			Image:         "frontend:tag",
+			Command:       []string{"python3"},
+			Args:          []string{"-m", "dynamo.frontend", "--router-mode", "direct"},
+			Envs:          []corev1.EnvVar{{Name: "DYN_COMPONENT", Value: "frontend"}, {Name: "SIDE", Value: "s"}},
+			EnvFromSecret: ptr.To("hf-token-secret"),
+		}
+	})
+	pod, _ := mustDeploy(t, dcd, nil, Options{NATSAddr: "nats://n"})
+	if len(pod.Containers) != 2 {
+		t.Fatalf("containers %+v", pod.Containers)
+	}
+	side := pod.Containers[1]
+	if side.Name != SidecarContainerName || side.Image != "frontend:tag" {
+		t.Errorf("sidecar %s image %q", side.Name, side.Image)
+	}
+	if !reflect.DeepEqual(side.Command, []string{"python3"}) || !reflect.DeepEqual(side.Args, []string{"-m", "dynamo.frontend", "--router-mode", "direct"}) {
+		t.Errorf("command %q args %q", side.Command, side.Args)
+	}
+	for name, want := range map[string]string{"DYN_COMPONENT": "frontend", "SIDE": "s", "NATS_SERVER": "nats://n", "DYN_NAMESPACE": "ns-g"} {
+		if v, _ := envValue(side.Env, name); v != want {
+			t.Errorf("sidecar %s = %q, want %q", name, v, want)
+		}
+	}
+	if _, ok := envValue(side.Env, "WORKER_ONLY"); ok {
+		t.Error("the worker's service env reached the sidecar")
+	}
+	// The main container owns the pod's system port.
+	for _, name := range []string{"DYN_SYSTEM_ENABLED", "DYN_SYSTEM_PORT"} {
+		if v, ok := envValue(side.Env, name); ok {
+			t.Errorf("sidecar %s = %q would start a second system server on the pod's port", name, v)
+		}
+	}
+	if len(side.EnvFrom) != 1 || side.EnvFrom[0].SecretRef.Name != "hf-token-secret" {
+		t.Errorf("sidecar envFrom %+v", side.EnvFrom)
+	}
+	if want := []corev1.ContainerPort{{Name: "http", ContainerPort: 8000, Protocol: corev1.ProtocolTCP}}; !reflect.DeepEqual(side.Ports, want) {
+		t.Errorf("sidecar ports %+v", side.Ports)
+	}
+
+	dcd.Spec.FrontendSidecar.Image = ""
+	_, err := Deployment(dcd, nil, Options{})
+	wantFieldError(t, err, "spec.frontendSidecar.image", "Required")
+}
+
+func TestDeploymentDoesNotChangeItsInput(t *testing.T) {
+	dcd := richDCD()
+	before := dcd.DeepCopy()
+	d, err := Deployment(dcd, []v1alpha1.GraphPVC{{Name: "models"}}, Options{NATSAddr: "n", EtcdAddr: "e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(dcd, before) {
+		t.Error("Deployment changed the component")
+	}
+	// Nor does the result share storage with it.
+	main := findContainer(d.Spec.Template.Spec.Containers, MainContainerName)
+	main.Command[0] = "changed"
+	main.LivenessProbe.PeriodSeconds = 99
+	d.Labels["team"] = "changed"
+	if !reflect.DeepEqual(dcd, before) {
+		t.Error("the rendered Deployment shares storage with the component")
+	}
+}
+
+func TestDeploymentDeterministic(t *testing.T) {
+	pvcs := []v1alpha1.GraphPVC{{Name: "models"}}
+	o := Options{NATSAddr: "nats://n:4222", EtcdAddr: "http://e:2379"}
+	first, err := Deployment(richDCD(), pvcs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstJSON := mustJSON(t, first)
+	// Map iteration order varies between runs; repeat to give it the chance.
+	for i := 0; i < 50; i++ {
+		again, err := Deployment(richDCD(), pvcs, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(first, again) {
+			t.Fatalf("render %d differs from the first", i)
+		}
+		if j := mustJSON(t, again); j != firstJSON {
+			t.Fatalf("render %d JSON differs:\n%s\n%s", i, firstJSON, j)
+		}
+	}
+	for _, s := range []string{Service(richDCD()).String(), ModelService(richDCD()).String(), Ingress(richDCD()).String()} {
+		if s == "" {
+			t.Error("empty rendering")
+		}
+	}
+	if mustJSON(t, Ingress(richDCD())) != mustJSON(t, Ingress(richDCD())) || mustJSON(t, Service(richDCD())) != mustJSON(t, Service(richDCD())) {
+		t.Error("Service or Ingress renders differ")
+	}
+}
+
+// richDCD uses every part of the spec the renderer reads, with several
+// entries in every map.
+func richDCD() *v1alpha1.DynamoComponentDeployment {
+	twoGi := resource.MustParse("2Gi")
+	return newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Labels["a"], d.Labels["b"], d.Labels["c"] = "1", "2", "3"
+		d.Annotations = map[string]string{"x": "1", "y": "2", "z": "3"}
+		d.Spec.ComponentType = v1alpha1.ComponentTypeFrontend
+		d.Spec.SubComponentType = "decode"
+		d.Spec.Labels = map[string]string{"l1": "1", "l2": "2", "l3": "3"}
+		d.Spec.Annotations = map[string]string{"a1": "1", "a2": "2", "a3": "3"}
+		d.Spec.Replicas = ptr.To[int32](2)
+		d.Spec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: 2}
+		d.Spec.ModelRef = &v1alpha1.ModelReference{Name: "Qwen/Qwen3-0.6B"}
+		d.Spec.EnvFromSecret = ptr.To("hf")
+		d.Spec.Envs = []corev1.EnvVar{{Name: "E1", Value: "1"}, {Name: "E2", Value: "2"}}
+		d.Spec.SharedMemory = &v1alpha1.SharedMemorySpec{Size: &twoGi}
+		d.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/models"}}
+		d.Spec.PVC = &v1alpha1.ServicePVC{Name: ptr.To("cache")}
+		d.Spec.Resources = &v1alpha1.Resources{
+			Requests: &v1alpha1.ResourceItem{CPU: "1", Memory: "1Gi", Custom: map[string]string{"ephemeral-storage": "2Gi", "example.com/a": "1", "example.com/b": "2"}},
+			Limits:   &v1alpha1.ResourceItem{GPU: "2", Custom: map[string]string{"example.com/c": "3", "example.com/d": "4"}},
+			Claims:   []corev1.ResourceClaim{{Name: "gpu"}},
+		}
+		d.Spec.LivenessProbe = &corev1.Probe{PeriodSeconds: 5}
+		d.Spec.ExtraPodMetadata = &v1alpha1.ExtraPodMetadata{
+			Labels:      map[string]string{"p1": "1", "p2": "2"},
+			Annotations: map[string]string{"pa1": "1", "pa2": "2"},
+		}
+		d.Spec.FrontendSidecar = &v1alpha1.FrontendSidecar{Image: "f", Envs: []corev1.EnvVar{{Name: "S", Value: "s"}}}
+		d.Spec.Ingress = &v1alpha1.IngressSpec{
+			Enabled: true, HostSuffix: ptr.To(".example.com"),
+			Labels: map[string]string{"i1": "1", "i2": "2"}, Annotations: map[string]string{"ia1": "1", "ia2": "2"},
+		}
+		d.Spec.ExtraPodSpec = &v1alpha1.ExtraPodSpec{
+			PodSpec: &corev1.PodSpec{
+				NodeSelector: map[string]string{"n1": "1", "n2": "2", "n3": "3"},
+				Tolerations:  []corev1.Toleration{{Key: "t", Operator: corev1.TolerationOpExists}},
+				Volumes:      []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			},
+			MainContainer: &corev1.Container{
+				Image:   testImage,
+				Command: []string{"python3"},
+				Args:    []string{"-m", "dynamo.frontend"},
+				Env:     []corev1.EnvVar{{Name: "M1", Value: "1"}, {Name: "E1", Value: "main"}, {Name: "M2", Value: "2"}},
+				Ports:   []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9085}},
+				Resources: corev1.ResourceRequirements{
+					Limits: quantities("memory", "4Gi", "cpu", "2", "example.com/e", "5"),
+				},
+				VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/v"}},
+			},
+		}
+	})
+}
+
+func TestDeploymentRendersEveryRichField(t *testing.T) {
+	d, err := Deployment(richDCD(), []v1alpha1.GraphPVC{{Name: "models"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := mustJSON(t, d)
+	for _, want := range []string{`"replicas":4`, `"ephemeral-storage":"2Gi"`, `"nvidia.com/gpu":"2"`, `"claimName":"cache"`,
+		`"claimName":"models"`, `"sizeLimit":"2Gi"`, `"name":"frontend-sidecar"`, `"containerPort":9085`, `"n3":"3"`} {
+		if !strings.Contains(j, want) {
+			t.Errorf("rendered Deployment lacks %s", want)
+		}
+	}
+}

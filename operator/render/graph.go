@@ -1,0 +1,145 @@
+package render
+
+import (
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+// ComponentName is the name of the DynamoComponentDeployment of a graph's
+// service, and of its workload and Service: "<graph>-<lowercased service>".
+func ComponentName(graphName, serviceName string) string {
+	return graphName + "-" + strings.ToLower(serviceName)
+}
+
+// ModelServiceName is the name of the headless Service of a component that
+// serves a model (see ModelService).
+func ModelServiceName(componentName string) string {
+	return componentName + "-model"
+}
+
+// Components returns the desired DynamoComponentDeployments of a graph, one
+// per service, sorted by name. They carry no owner reference: the controller
+// sets it. The error, an aggregate of field errors, names each service whose
+// children could not be created as named.
+func Components(dgd *v1alpha1.DynamoGraphDeployment) ([]*v1alpha1.DynamoComponentDeployment, error) {
+	servicesPath := field.NewPath("spec", "services")
+	var errs field.ErrorList
+
+	// Spec labels are the explicit request to label children, so they win
+	// over the graph's own metadata labels.
+	labels := propagated(dgd.Labels, dgd.Spec.Labels)
+	annotations := propagated(dgd.Annotations, dgd.Spec.Annotations)
+
+	out := make([]*v1alpha1.DynamoComponentDeployment, 0, len(dgd.Spec.Services))
+	serviceOf := map[string]string{} // component name -> service key
+	for _, serviceName := range sortedKeys(dgd.Spec.Services) {
+		service := dgd.Spec.Services[serviceName]
+		path := servicesPath.Child(serviceName)
+		if service == nil {
+			errs = append(errs, field.Required(path, "the service needs a spec"))
+			continue
+		}
+		name := ComponentName(dgd.Name, serviceName)
+		// The component name is also its Service's name, which must be a
+		// DNS-1035 label; that is the strictest of its children's rules.
+		if msgs := validation.IsDNS1035Label(name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(path, name,
+				"the component name <graph>-<lowercased service> is also its Service's name: "+strings.Join(msgs, "; ")))
+			continue
+		}
+		// Lowercasing can map two services to one name, and one component
+		// would silently replace the other.
+		if other, taken := serviceOf[name]; taken {
+			errs = append(errs, field.Invalid(path, name, "has the same component name as service "+other))
+			continue
+		}
+		serviceOf[name] = serviceName
+		if service.ModelRef != nil {
+			if msgs := validation.IsDNS1035Label(ModelServiceName(name)); len(msgs) > 0 {
+				errs = append(errs, field.Invalid(path.Child("modelRef"), ModelServiceName(name),
+					"the model Service name <graph>-<lowercased service>-model is invalid: "+strings.Join(msgs, "; ")))
+				continue
+			}
+		}
+
+		spec := service.DeepCopy()
+		if spec.ServiceName == "" {
+			spec.ServiceName = serviceName
+		}
+		if spec.Replicas == nil {
+			spec.Replicas = ptr.To[int32](1)
+		}
+		spec.Envs = MergeEnv(dgd.Spec.Envs, service.Envs)
+
+		dcdLabels := merged(labels, map[string]string{
+			LabelGraphName: dgd.Name,
+			LabelComponent: name,
+			LabelManagedBy: ManagedByValue,
+		})
+		out = append(out, &v1alpha1.DynamoComponentDeployment{
+			TypeMeta: metav1.TypeMeta{
+				APIVersion: v1alpha1.GroupVersion.String(),
+				Kind:       "DynamoComponentDeployment",
+			},
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        name,
+				Namespace:   dgd.Namespace,
+				Labels:      dcdLabels,
+				Annotations: merged(annotations),
+			},
+			Spec: v1alpha1.DynamoComponentDeploymentSpec{
+				DynamoComponent:                     dgd.Spec.DynamoComponent,
+				BackendFramework:                    dgd.Spec.BackendFramework,
+				DynamoComponentDeploymentSharedSpec: *spec,
+			},
+		})
+	}
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// MergeEnv returns base with each variable of the overrides, in order,
+// replacing the variable of the same name where it stands, or appended when
+// new. A name appears once in the result. Every entry is a copy. It returns
+// nil only when all inputs are empty.
+func MergeEnv(base []corev1.EnvVar, overrides ...[]corev1.EnvVar) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	index := map[string]int{}
+	add := func(e corev1.EnvVar) {
+		if i, ok := index[e.Name]; ok {
+			out[i] = *e.DeepCopy()
+			return
+		}
+		index[e.Name] = len(out)
+		out = append(out, *e.DeepCopy())
+	}
+	for _, e := range base {
+		add(e)
+	}
+	for _, list := range overrides {
+		for _, e := range list {
+			add(e)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,316 @@
+package render
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+func TestComponentName(t *testing.T) {
+	cases := []struct{ graph, service, want string }{
+		{"vllm-agg", "Frontend", "vllm-agg-frontend"},
+		{"vllm-agg", "VllmDecodeWorker", "vllm-agg-vllmdecodeworker"},
+		{"g", "prefill", "g-prefill"},
+	}
+	for _, tc := range cases {
+		if got := ComponentName(tc.graph, tc.service); got != tc.want {
+			t.Errorf("ComponentName(%q, %q) = %q, want %q", tc.graph, tc.service, got, tc.want)
+		}
+	}
+}
+
+func newGraph(services map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec) *v1alpha1.DynamoGraphDeployment {
+	return &v1alpha1.DynamoGraphDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: "ns"},
+		Spec:       v1alpha1.DynamoGraphDeploymentSpec{Services: services},
+	}
+}
+
+func TestComponents(t *testing.T) {
+	dgd := newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
+		"Worker": {
+			ComponentType: v1alpha1.ComponentTypeWorker,
+			Replicas:      ptr.To[int32](3),
+			Envs:          []corev1.EnvVar{{Name: "SHARED", Value: "service"}, {Name: "ONLY_SERVICE", Value: "s"}},
+			Labels:        map[string]string{"svc": "label"},
+		},
+		"Frontend": {ComponentType: v1alpha1.ComponentTypeFrontend, ServiceName: "custom-name"},
+	})
+	dgd.Labels = map[string]string{
+		"team": "meta", "from-meta": "yes",
+		LabelManagedBy:                   "helm",
+		"kubectl.kubernetes.io/whatever": "x",
+	}
+	dgd.Annotations = map[string]string{
+		"kubectl.kubernetes.io/last-applied-configuration": "{}",
+		"note": "meta",
+	}
+	dgd.Spec.Labels = map[string]string{"team": "spec", LabelComponent: "hijack"}
+	dgd.Spec.Annotations = map[string]string{"note": "spec", "extra": "a"}
+	dgd.Spec.Envs = []corev1.EnvVar{{Name: "SHARED", Value: "global"}, {Name: "ONLY_GLOBAL", Value: "g"}}
+	dgd.Spec.BackendFramework = v1alpha1.BackendFrameworkVLLM
+	dgd.Spec.DynamoComponent = "frontend:abc"
+	before := dgd.DeepCopy()
+
+	got, err := Components(dgd)
+	if err != nil {
+		t.Fatalf("Components: %v", err)
+	}
+	if !reflect.DeepEqual(dgd, before) {
+		t.Error("Components changed its input")
+	}
+	if len(got) != 2 || got[0].Name != "g-frontend" || got[1].Name != "g-worker" {
+		t.Fatalf("names = %v, want [g-frontend g-worker] in order", componentNames(got))
+	}
+	for _, dcd := range got {
+		if dcd.Namespace != "ns" {
+			t.Errorf("%s: namespace %q", dcd.Name, dcd.Namespace)
+		}
+		if len(dcd.OwnerReferences) != 0 {
+			t.Errorf("%s: owner references %v, want none", dcd.Name, dcd.OwnerReferences)
+		}
+		if dcd.APIVersion != "nvidia.com/v1alpha1" || dcd.Kind != "DynamoComponentDeployment" {
+			t.Errorf("%s: TypeMeta %+v", dcd.Name, dcd.TypeMeta)
+		}
+		wantLabels := map[string]string{
+			LabelGraphName: "g", LabelComponent: dcd.Name, LabelManagedBy: ManagedByValue,
+			"team": "spec", "from-meta": "yes",
+		}
+		if !reflect.DeepEqual(dcd.Labels, wantLabels) {
+			t.Errorf("%s: labels %v, want %v", dcd.Name, dcd.Labels, wantLabels)
+		}
+		wantAnnotations := map[string]string{"note": "spec", "extra": "a"}
+		if !reflect.DeepEqual(dcd.Annotations, wantAnnotations) {
+			t.Errorf("%s: annotations %v, want %v", dcd.Name, dcd.Annotations, wantAnnotations)
+		}
+		if dcd.Spec.BackendFramework != v1alpha1.BackendFrameworkVLLM || dcd.Spec.DynamoComponent != "frontend:abc" {
+			t.Errorf("%s: backend %q, dynamoComponent %q", dcd.Name, dcd.Spec.BackendFramework, dcd.Spec.DynamoComponent)
+		}
+	}
+
+	frontend, worker := got[0].Spec, got[1].Spec
+	if frontend.ServiceName != "custom-name" {
+		t.Errorf("an explicit serviceName was replaced: %q", frontend.ServiceName)
+	}
+	if worker.ServiceName != "Worker" {
+		t.Errorf("serviceName defaulted to %q, want the map key Worker", worker.ServiceName)
+	}
+	if *frontend.Replicas != 1 || *worker.Replicas != 3 {
+		t.Errorf("replicas frontend %d (want default 1), worker %d (want 3)", *frontend.Replicas, *worker.Replicas)
+	}
+	wantEnv := []corev1.EnvVar{{Name: "SHARED", Value: "service"}, {Name: "ONLY_GLOBAL", Value: "g"}, {Name: "ONLY_SERVICE", Value: "s"}}
+	if !reflect.DeepEqual(worker.Envs, wantEnv) {
+		t.Errorf("worker envs %v, want %v", worker.Envs, wantEnv)
+	}
+	if want := dgd.Spec.Envs; !reflect.DeepEqual(frontend.Envs, want) {
+		t.Errorf("frontend envs %v, want the global ones %v", frontend.Envs, want)
+	}
+	if !reflect.DeepEqual(worker.Labels, map[string]string{"svc": "label"}) {
+		t.Errorf("worker spec labels %v", worker.Labels)
+	}
+
+	// The rendered specs are copies: changing one leaves the graph alone.
+	got[1].Spec.Labels["svc"] = "changed"
+	got[1].Spec.Envs[0].Value = "changed"
+	if dgd.Spec.Services["Worker"].Labels["svc"] != "label" || dgd.Spec.Services["Worker"].Envs[0].Value != "service" {
+		t.Error("a rendered component shares storage with the graph")
+	}
+}
+
+func TestComponentsNoLabelsOrAnnotations(t *testing.T) {
+	got, err := Components(newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"a": {}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{LabelGraphName: "g", LabelComponent: "g-a", LabelManagedBy: ManagedByValue}
+	if !reflect.DeepEqual(got[0].Labels, want) {
+		t.Errorf("labels %v, want %v", got[0].Labels, want)
+	}
+	if got[0].Annotations != nil {
+		t.Errorf("annotations %v, want nil", got[0].Annotations)
+	}
+	if got[0].Spec.Envs != nil {
+		t.Errorf("envs %v, want nil", got[0].Spec.Envs)
+	}
+}
+
+func TestComponentsErrors(t *testing.T) {
+	cases := []struct {
+		name      string
+		graphName string
+		services  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec
+		wantPaths []string
+		wantText  string
+	}{
+		{
+			name:      "nil service",
+			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": nil},
+			wantPaths: []string{"spec.services.Frontend"},
+			wantText:  "Required value",
+		},
+		{
+			name:      "underscore is not a DNS label",
+			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"decode_worker": {}},
+			wantPaths: []string{"spec.services.decode_worker"},
+			wantText:  "DNS-1035",
+		},
+		{
+			name:      "too long",
+			graphName: strings.Repeat("g", 40),
+			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{strings.Repeat("s", 23): {}},
+			wantPaths: []string{"spec.services." + strings.Repeat("s", 23)},
+			wantText:  "63",
+		},
+		{
+			name:      "graph name starting with a digit",
+			graphName: "1graph",
+			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"a": {}},
+			wantPaths: []string{"spec.services.a"},
+			wantText:  "DNS-1035",
+		},
+		{
+			name: "two services lowercase to one name",
+			services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
+				"Worker": {}, "worker": {},
+			},
+			wantPaths: []string{"spec.services.worker"},
+			wantText:  "same component name as service Worker",
+		},
+		{
+			name:      "model Service name too long",
+			graphName: strings.Repeat("g", 51),
+			services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
+				"worker": {ModelRef: &v1alpha1.ModelReference{Name: "m"}},
+			},
+			wantPaths: []string{"spec.services.worker.modelRef"},
+			wantText:  "-model",
+		},
+		{
+			name: "every problem is reported at once",
+			services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
+				"a_b": {}, "c": nil, "ok": {},
+			},
+			wantPaths: []string{"spec.services.a_b", "spec.services.c"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dgd := newGraph(tc.services)
+			if tc.graphName != "" {
+				dgd.Name = tc.graphName
+			}
+			got, err := Components(dgd)
+			if err == nil {
+				t.Fatalf("no error; rendered %v", componentNames(got))
+			}
+			if got != nil {
+				t.Errorf("rendered %v along with an error", componentNames(got))
+			}
+			errs := fieldErrors(t, err)
+			var paths []string
+			for _, e := range errs {
+				paths = append(paths, e.Field)
+			}
+			if !reflect.DeepEqual(paths, tc.wantPaths) {
+				t.Errorf("paths %v, want %v (%v)", paths, tc.wantPaths, err)
+			}
+			if tc.wantText != "" && !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("error %q does not mention %q", err, tc.wantText)
+			}
+		})
+	}
+}
+
+func TestComponentsLongestValidName(t *testing.T) {
+	dgd := newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{strings.Repeat("s", 22): {}})
+	dgd.Name = strings.Repeat("g", 40)
+	got, err := Components(dgd)
+	if err != nil {
+		t.Fatalf("a 63-character name was refused: %v", err)
+	}
+	if len(got[0].Name) != 63 {
+		t.Errorf("name length %d", len(got[0].Name))
+	}
+}
+
+func TestMergeEnv(t *testing.T) {
+	secret := &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k",
+	}}
+	cases := []struct {
+		name      string
+		base      []corev1.EnvVar
+		overrides [][]corev1.EnvVar
+		want      []corev1.EnvVar
+	}{
+		{name: "all empty is nil", want: nil},
+		{name: "empty overrides are nil", overrides: [][]corev1.EnvVar{nil, {}}, want: nil},
+		{
+			name: "base alone is copied",
+			base: []corev1.EnvVar{{Name: "A", Value: "1"}},
+			want: []corev1.EnvVar{{Name: "A", Value: "1"}},
+		},
+		{
+			name:      "override replaces in place and new ones append",
+			base:      []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "1"}, {Name: "C", Value: "1"}},
+			overrides: [][]corev1.EnvVar{{{Name: "D", Value: "2"}, {Name: "B", Value: "2"}}},
+			want:      []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}, {Name: "C", Value: "1"}, {Name: "D", Value: "2"}},
+		},
+		{
+			name:      "later overrides win",
+			base:      []corev1.EnvVar{{Name: "A", Value: "runtime"}},
+			overrides: [][]corev1.EnvVar{{{Name: "A", Value: "global"}}, {{Name: "A", Value: "service"}}, {{Name: "A", Value: "main"}}},
+			want:      []corev1.EnvVar{{Name: "A", Value: "main"}},
+		},
+		{
+			name:      "valueFrom replaces value entirely",
+			base:      []corev1.EnvVar{{Name: "A", Value: "1"}},
+			overrides: [][]corev1.EnvVar{{{Name: "A", ValueFrom: secret}}},
+			want:      []corev1.EnvVar{{Name: "A", ValueFrom: secret}},
+		},
+		{
+			name: "a repeated name is kept once, last value, first position",
+			base: []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "1"}, {Name: "A", Value: "2"}},
+			want: []corev1.EnvVar{{Name: "A", Value: "2"}, {Name: "B", Value: "1"}},
+		},
+		{
+			name:      "nil base with overrides",
+			overrides: [][]corev1.EnvVar{{{Name: "A", Value: "1"}}},
+			want:      []corev1.EnvVar{{Name: "A", Value: "1"}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := MergeEnv(tc.base, tc.overrides...)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("MergeEnv = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMergeEnvCopies(t *testing.T) {
+	base := []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"},
+	}}}
+	got := MergeEnv(base)
+	got[0].ValueFrom.FieldRef.FieldPath = "changed"
+	got[0].Name = "changed"
+	if base[0].Name != "A" || base[0].ValueFrom.FieldRef.FieldPath != "metadata.name" {
+		t.Error("MergeEnv's result shares storage with its input")
+	}
+}
+
+func componentNames(dcds []*v1alpha1.DynamoComponentDeployment) []string {
+	var names []string
+	for _, d := range dcds {
+		names = append(names, d.Name)
+	}
+	return names
+}

@@ -1,0 +1,111 @@
+package render
+
+import (
+	"reflect"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+func TestIngressDisabled(t *testing.T) {
+	for _, spec := range []*v1alpha1.IngressSpec{nil, {}, {Host: "h"}} {
+		dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.Ingress = spec })
+		if ing := Ingress(dcd); ing != nil {
+			t.Errorf("Ingress %+v for %+v", ing, spec)
+		}
+	}
+}
+
+func TestIngressHost(t *testing.T) {
+	cases := []struct {
+		name string
+		spec v1alpha1.IngressSpec
+		want string
+	}{
+		{"component name", v1alpha1.IngressSpec{}, "g-worker"},
+		{"host", v1alpha1.IngressSpec{Host: "llm.example.com"}, "llm.example.com"},
+		{"prefix and suffix around the component name", v1alpha1.IngressSpec{HostPrefix: ptr.To("dev-"), HostSuffix: ptr.To(".example.com")}, "dev-g-worker.example.com"},
+		{"prefix and suffix around the host", v1alpha1.IngressSpec{Host: "llm", HostPrefix: ptr.To("dev-"), HostSuffix: ptr.To(".example.com")}, "dev-llm.example.com"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.spec.Enabled = true
+			ing := Ingress(newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.Ingress = &tc.spec }))
+			if got := ing.Spec.Rules[0].Host; got != tc.want {
+				t.Errorf("host %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIngress(t *testing.T) {
+	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Spec.ComponentType = v1alpha1.ComponentTypeFrontend
+		d.Annotations = map[string]string{"owner": "me", "shared": "dcd"}
+		d.Spec.Ingress = &v1alpha1.IngressSpec{
+			Enabled:                    true,
+			Host:                       "llm.example.com",
+			TLS:                        &v1alpha1.IngressTLSSpec{SecretName: "llm-tls"},
+			IngressControllerClassName: ptr.To("nginx"),
+			Labels:                     map[string]string{"expose": "public", LabelManagedBy: "someone-else"},
+			Annotations:                map[string]string{"nginx.ingress.kubernetes.io/proxy-body-size": "0", "shared": "ingress"},
+		}
+	})
+	ing := Ingress(dcd)
+	if ing.APIVersion != "networking.k8s.io/v1" || ing.Kind != "Ingress" {
+		t.Errorf("TypeMeta %+v", ing.TypeMeta)
+	}
+	if ing.Name != "g-worker" || ing.Namespace != "ns" {
+		t.Errorf("name %s/%s", ing.Namespace, ing.Name)
+	}
+	if ing.Spec.IngressClassName == nil || *ing.Spec.IngressClassName != "nginx" {
+		t.Errorf("class %v", ing.Spec.IngressClassName)
+	}
+	wantTLS := []networkingv1.IngressTLS{{Hosts: []string{"llm.example.com"}, SecretName: "llm-tls"}}
+	if !reflect.DeepEqual(ing.Spec.TLS, wantTLS) {
+		t.Errorf("tls %+v", ing.Spec.TLS)
+	}
+	wantRules := []networkingv1.IngressRule{{
+		Host: "llm.example.com",
+		IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+			Paths: []networkingv1.HTTPIngressPath{{
+				Path:     "/",
+				PathType: ptr.To(networkingv1.PathTypePrefix),
+				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+					Name: "g-worker", Port: networkingv1.ServiceBackendPort{Name: "http"},
+				}},
+			}},
+		}},
+	}}
+	if !reflect.DeepEqual(ing.Spec.Rules, wantRules) {
+		t.Errorf("rules %+v", ing.Spec.Rules)
+	}
+	wantLabels := map[string]string{
+		LabelGraphName: "g", LabelComponent: "g-worker", LabelManagedBy: ManagedByValue, "expose": "public",
+	}
+	if !reflect.DeepEqual(ing.Labels, wantLabels) {
+		t.Errorf("labels %v, want %v", ing.Labels, wantLabels)
+	}
+	wantAnnotations := map[string]string{"owner": "me", "shared": "ingress", "nginx.ingress.kubernetes.io/proxy-body-size": "0"}
+	if !reflect.DeepEqual(ing.Annotations, wantAnnotations) {
+		t.Errorf("annotations %v, want %v", ing.Annotations, wantAnnotations)
+	}
+}
+
+func TestIngressMinimal(t *testing.T) {
+	ing := Ingress(newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+		d.Spec.Ingress = &v1alpha1.IngressSpec{Enabled: true, TLS: &v1alpha1.IngressTLSSpec{}, IngressControllerClassName: ptr.To("")}
+	}))
+	if ing.Spec.TLS != nil {
+		t.Errorf("tls %+v without a secret", ing.Spec.TLS)
+	}
+	if ing.Spec.IngressClassName != nil {
+		t.Errorf("class %q set from an empty name", *ing.Spec.IngressClassName)
+	}
+	if ing.Annotations != nil {
+		t.Errorf("annotations %v", ing.Annotations)
+	}
+}

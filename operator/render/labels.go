@@ -1,0 +1,123 @@
+// Package render turns the operator's API objects into the Kubernetes
+// objects it applies. Every function is pure: no client, no I/O, and the same
+// input always renders byte-identical JSON, so the applier can tell from a
+// hash whether anything changed.
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+	"strings"
+)
+
+// Labels and names the operator puts on the objects it renders.
+const (
+	// LabelGraphName carries the DynamoGraphDeployment name, on every child.
+	LabelGraphName = "nvidia.com/dynamo-graph-deployment-name"
+	// LabelComponent carries the DynamoComponentDeployment name; it is the
+	// pod selector of the component's workload and Services.
+	LabelComponent        = "nvidia.com/dynamo-component"
+	LabelComponentType    = "nvidia.com/dynamo-component-type"
+	LabelSubComponentType = "nvidia.com/dynamo-sub-component-type"
+	// LabelBaseModelHash marks the headless Service of a model's pods, see
+	// BaseModelHash.
+	LabelBaseModelHash = "nvidia.com/dynamo-base-model-hash"
+	LabelManagedBy     = "app.kubernetes.io/managed-by"
+	ManagedByValue     = "dynamo-operator"
+	// LabelPVCRetained is "true" on claims the operator created; they are
+	// kept after the graph is deleted, and the label finds them for cleanup.
+	LabelPVCRetained = "nvidia.com/dynamo-pvc-retained"
+
+	MainContainerName    = "main"
+	SidecarContainerName = "frontend-sidecar"
+
+	SystemPortName = "system"
+	SystemPort     = 9090
+	HTTPPortName   = "http"
+	HTTPPort       = 8000
+)
+
+// lastAppliedHashAnnotation mirrors apply.HashAnnotation. The applier writes
+// it on each object with that object's own hash, so it must never be copied
+// from a parent to a child: the child would then never match its hash and be
+// written on every reconcile.
+const lastAppliedHashAnnotation = "nvidia.com/last-applied-hash"
+
+// kubectlPrefix marks keys kubectl keeps about the object itself, such as
+// last-applied-configuration, which mean nothing on another object.
+const kubectlPrefix = "kubectl.kubernetes.io/"
+
+// operatorKeys are the keys the operator owns; a user's value for one of
+// them is not propagated, so it cannot redirect a selector or an ownership
+// query.
+var operatorKeys = map[string]bool{
+	LabelGraphName:            true,
+	LabelComponent:            true,
+	LabelComponentType:        true,
+	LabelSubComponentType:     true,
+	LabelBaseModelHash:        true,
+	LabelManagedBy:            true,
+	LabelPVCRetained:          true,
+	lastAppliedHashAnnotation: true,
+}
+
+// BaseModelHash is a label-safe digest of a base model name (model names such
+// as Qwen/Qwen3-0.6B contain characters a label value may not): the first 10
+// hex characters of its SHA-256.
+func BaseModelHash(baseModelName string) string {
+	sum := sha256.Sum256([]byte(baseModelName))
+	return hex.EncodeToString(sum[:])[:10]
+}
+
+// propagated returns the entries of the given maps, later maps winning, that
+// may be copied from a parent object to a child: without kubectl's
+// bookkeeping and the operator's own keys. It returns nil when none remain.
+func propagated(sources ...map[string]string) map[string]string {
+	var out map[string]string
+	for _, src := range sources {
+		for k, v := range src {
+			if operatorKeys[k] || strings.HasPrefix(k, kubectlPrefix) {
+				continue
+			}
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// inheritedAnnotations returns a parent's annotations as a child rendered
+// from it carries them: without the keys that describe the parent object
+// itself (kubectl's, the applier's hash). It returns nil when none remain.
+func inheritedAnnotations(parent map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range parent {
+		if k == lastAppliedHashAnnotation || strings.HasPrefix(k, kubectlPrefix) {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(parent))
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// merged returns the union of the given maps, later maps winning, or nil
+// when all are empty.
+func merged(sources ...map[string]string) map[string]string {
+	var out map[string]string
+	for _, src := range sources {
+		if len(src) == 0 {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(src))
+		}
+		maps.Copy(out, src)
+	}
+	return out
+}

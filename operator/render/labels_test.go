@@ -1,0 +1,102 @@
+package render
+
+import (
+	"reflect"
+	"regexp"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/dynamoctl/dynamo-operator/operator/apply"
+)
+
+func TestBaseModelHash(t *testing.T) {
+	hex10 := regexp.MustCompile(`^[0-9a-f]{10}$`)
+	for _, name := range []string{"Qwen/Qwen3-0.6B", "meta-llama/Llama-3.1-8B-Instruct", "", "a b/c:d@e"} {
+		h := BaseModelHash(name)
+		if !hex10.MatchString(h) {
+			t.Errorf("BaseModelHash(%q) = %q, want 10 lowercase hex characters", name, h)
+		}
+		if msgs := validation.IsValidLabelValue(h); len(msgs) > 0 {
+			t.Errorf("BaseModelHash(%q) = %q is not a label value: %v", name, h, msgs)
+		}
+		if again := BaseModelHash(name); again != h {
+			t.Errorf("BaseModelHash(%q) is not stable: %q then %q", name, h, again)
+		}
+	}
+	// The first 10 hex characters of sha256("Qwen/Qwen3-0.6B").
+	if got, want := BaseModelHash("Qwen/Qwen3-0.6B"), "fb68f5a6d1"; got != want {
+		t.Errorf("BaseModelHash(Qwen/Qwen3-0.6B) = %q, want %q", got, want)
+	}
+	if BaseModelHash("Qwen/Qwen3-0.6B") == BaseModelHash("Qwen/Qwen3-8B") {
+		t.Error("different models share a hash")
+	}
+}
+
+func TestPropagated(t *testing.T) {
+	cases := []struct {
+		name    string
+		sources []map[string]string
+		want    map[string]string
+	}{
+		{name: "nothing", want: nil},
+		{name: "only excluded keys", sources: []map[string]string{{
+			"kubectl.kubernetes.io/last-applied-configuration": "{}",
+			LabelManagedBy: "someone-else",
+		}}, want: nil},
+		{
+			name: "user keys kept, later source wins, operator and kubectl keys dropped",
+			sources: []map[string]string{
+				{"team": "a", "tier": "gold", LabelGraphName: "other", "kubectl.kubernetes.io/restartedAt": "now"},
+				{"team": "b", LabelComponent: "x", LabelPVCRetained: "false", "nvidia.com/last-applied-hash": "h"},
+			},
+			want: map[string]string{"team": "b", "tier": "gold"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := propagated(tc.sources...); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("propagated = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestInheritedAnnotations(t *testing.T) {
+	got := inheritedAnnotations(map[string]string{
+		"kubectl.kubernetes.io/last-applied-configuration": "{}",
+		"nvidia.com/last-applied-hash":                     "abc",
+		"owner":                                            "team-a",
+		LabelGraphName:                                     "kept: only the applier's own keys are object-specific",
+	})
+	want := map[string]string{"owner": "team-a", LabelGraphName: "kept: only the applier's own keys are object-specific"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("inheritedAnnotations = %v, want %v", got, want)
+	}
+	if got := inheritedAnnotations(nil); got != nil {
+		t.Errorf("inheritedAnnotations(nil) = %v, want nil", got)
+	}
+}
+
+// The applier's hash annotation must never travel from a component to its
+// workload, or the workload would be rewritten on every reconcile.
+func TestHashAnnotationMirrorsApplier(t *testing.T) {
+	if lastAppliedHashAnnotation != apply.HashAnnotation {
+		t.Fatalf("lastAppliedHashAnnotation = %q, apply.HashAnnotation = %q", lastAppliedHashAnnotation, apply.HashAnnotation)
+	}
+}
+
+func TestMerged(t *testing.T) {
+	if got := merged(nil, map[string]string{}); got != nil {
+		t.Errorf("merged of empty maps = %v, want nil", got)
+	}
+	a := map[string]string{"x": "1", "y": "1"}
+	got := merged(a, map[string]string{"y": "2"})
+	if want := map[string]string{"x": "1", "y": "2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("merged = %v, want %v", got, want)
+	}
+	got["x"] = "changed"
+	if a["x"] != "1" {
+		t.Error("merged returned a map sharing storage with its input")
+	}
+}

@@ -1,0 +1,471 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+// Options are the operator-wide settings rendered into every component.
+type Options struct {
+	// NATSAddr is the operator's --natsAddr, given to pods as NATS_SERVER
+	// when non-empty.
+	NATSAddr string
+	// EtcdAddr is the operator's --etcdAddr, given to pods as ETCD_ENDPOINTS
+	// when non-empty.
+	EtcdAddr string
+}
+
+// Volume and mount names the operator generates.
+const (
+	sharedMemoryVolumeName = "shared-memory"
+	sharedMemoryMountPath  = "/dev/shm"
+	pvcMountRoot           = "/mnt/"
+)
+
+// defaultSharedMemorySize is /dev/shm's size when the service does not set
+// one; backends use it for NCCL and tensor transfer, far beyond Docker's 64Mi.
+var defaultSharedMemorySize = resource.MustParse("8Gi")
+
+// graphName is the graph a component belongs to, or the component itself
+// when it stands alone.
+func graphName(dcd *v1alpha1.DynamoComponentDeployment) string {
+	if g := dcd.Labels[LabelGraphName]; g != "" {
+		return g
+	}
+	return dcd.Name
+}
+
+// serviceName is the component's logical name in the Dynamo runtime.
+func serviceName(dcd *v1alpha1.DynamoComponentDeployment) string {
+	if dcd.Spec.ServiceName != "" {
+		return dcd.Spec.ServiceName
+	}
+	return dcd.Name
+}
+
+// runtimeEnv is the environment the Dynamo runtime of every container of the
+// component reads; users' envs come after it and win.
+func runtimeEnv(dcd *v1alpha1.DynamoComponentDeployment, o Options) []corev1.EnvVar {
+	graph := graphName(dcd)
+	dynamoNamespace := dcd.Namespace + "-" + graph
+	if ns := dcd.Spec.DynamoNamespace; ns != nil && *ns != "" {
+		dynamoNamespace = *ns
+	}
+	env := []corev1.EnvVar{
+		{Name: "DYN_NAMESPACE", Value: dynamoNamespace},
+		{Name: "DYN_COMPONENT", Value: serviceName(dcd)},
+		{Name: "DYN_SYSTEM_ENABLED", Value: "true"},
+		{Name: "DYN_SYSTEM_PORT", Value: strconv.Itoa(SystemPort)},
+	}
+	if o.NATSAddr != "" {
+		env = append(env, corev1.EnvVar{Name: "NATS_SERVER", Value: o.NATSAddr})
+	}
+	if o.EtcdAddr != "" {
+		env = append(env, corev1.EnvVar{Name: "ETCD_ENDPOINTS", Value: o.EtcdAddr})
+	}
+	env = append(env,
+		corev1.EnvVar{Name: "DYN_PARENT_DGD_K8S_NAME", Value: graph},
+		corev1.EnvVar{Name: "DYN_PARENT_DGD_K8S_NAMESPACE", Value: dcd.Namespace},
+	)
+	if n := nodeCount(dcd); n > 1 {
+		env = append(env, corev1.EnvVar{Name: "DYN_MULTINODE_NODE_COUNT", Value: strconv.Itoa(int(n))})
+	}
+	return env
+}
+
+// nodeCount is the number of nodes one instance of the component spans.
+func nodeCount(dcd *v1alpha1.DynamoComponentDeployment) int32 {
+	if m := dcd.Spec.Multinode; m != nil && m.NodeCount > 1 {
+		return m.NodeCount
+	}
+	return 1
+}
+
+// containerPorts are the ports of the main container: the runtime's system
+// port everywhere, and the OpenAI HTTP port first on a frontend.
+func containerPorts(componentType v1alpha1.ComponentType) []corev1.ContainerPort {
+	system := corev1.ContainerPort{Name: SystemPortName, ContainerPort: SystemPort, Protocol: corev1.ProtocolTCP}
+	if componentType == v1alpha1.ComponentTypeFrontend {
+		return []corev1.ContainerPort{httpContainerPort(), system}
+	}
+	return []corev1.ContainerPort{system}
+}
+
+func httpContainerPort() corev1.ContainerPort {
+	return corev1.ContainerPort{Name: HTTPPortName, ContainerPort: HTTPPort, Protocol: corev1.ProtocolTCP}
+}
+
+func secretEnvFrom(secret *string) []corev1.EnvFromSource {
+	if secret == nil || *secret == "" {
+		return nil
+	}
+	return []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: *secret},
+	}}}
+}
+
+// resourceRequirements turns Dynamo's short resource form into the main
+// container's requirements. A GPU count is applied as both the limit and the
+// request of its GPU type, as Kubernetes requires for extended resources.
+func resourceRequirements(res *v1alpha1.Resources, path *field.Path) (corev1.ResourceRequirements, field.ErrorList) {
+	var out corev1.ResourceRequirements
+	if res == nil {
+		return out, nil
+	}
+	var errs field.ErrorList
+	requests, reqErrs := resourceList(res.Requests, path.Child("requests"))
+	limits, limErrs := resourceList(res.Limits, path.Child("limits"))
+	errs = append(append(errs, reqErrs...), limErrs...)
+
+	limitGPUs, limitSet, err := gpuCount(res.Limits, path.Child("limits", "gpu"))
+	if err != nil {
+		errs = append(errs, err)
+	}
+	requestGPUs, requestSet, err := gpuCount(res.Requests, path.Child("requests", "gpu"))
+	if err != nil {
+		errs = append(errs, err)
+	}
+	gpus, side := limitGPUs, res.Limits
+	if !limitSet && requestSet {
+		gpus, side = requestGPUs, res.Requests
+	}
+	if gpus > 0 {
+		gpuType := corev1.ResourceName(v1alpha1.DefaultGPUType)
+		if side.GPUType != "" {
+			gpuType = corev1.ResourceName(side.GPUType)
+		}
+		if limits == nil {
+			limits = corev1.ResourceList{}
+		}
+		if requests == nil {
+			requests = corev1.ResourceList{}
+		}
+		limits[gpuType] = *resource.NewQuantity(gpus, resource.DecimalSI)
+		requests[gpuType] = *resource.NewQuantity(gpus, resource.DecimalSI)
+	}
+	out.Requests, out.Limits = requests, limits
+	for _, c := range res.Claims {
+		out.Claims = append(out.Claims, *c.DeepCopy())
+	}
+	return out, errs
+}
+
+// resourceList parses one side of the short form. Custom entries go first so
+// that the named cpu and memory fields win over a custom entry of that name.
+func resourceList(item *v1alpha1.ResourceItem, path *field.Path) (corev1.ResourceList, field.ErrorList) {
+	if item == nil {
+		return nil, nil
+	}
+	var errs field.ErrorList
+	list := corev1.ResourceList{}
+	set := func(name corev1.ResourceName, value string, p *field.Path) {
+		if value == "" {
+			return
+		}
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			errs = append(errs, field.Invalid(p, value, err.Error()))
+			return
+		}
+		list[name] = q
+	}
+	for _, name := range sortedKeys(item.Custom) {
+		set(corev1.ResourceName(name), item.Custom[name], path.Child("custom").Key(name))
+	}
+	set(corev1.ResourceCPU, item.CPU, path.Child("cpu"))
+	set(corev1.ResourceMemory, item.Memory, path.Child("memory"))
+	if len(list) == 0 {
+		return nil, errs
+	}
+	return list, errs
+}
+
+// gpuCount parses a side's GPU count; set reports whether the side has one.
+func gpuCount(item *v1alpha1.ResourceItem, path *field.Path) (count int64, set bool, err *field.Error) {
+	if item == nil || item.GPU == "" {
+		return 0, false, nil
+	}
+	// ParseUint rejects signs and fractions; 31 bits keeps the count an int32.
+	n, perr := strconv.ParseUint(item.GPU, 10, 31)
+	if perr != nil {
+		return 0, true, field.Invalid(path, item.GPU, "must be a non-negative integer")
+	}
+	return int64(n), true, nil
+}
+
+// podStorage returns the volumes of the pod and the mounts of the main
+// container: /dev/shm, the graph's claims named by volumeMounts, and the
+// older per-service pvc.
+func podStorage(spec *v1alpha1.DynamoComponentDeploymentSharedSpec, graphPVCs []v1alpha1.GraphPVC,
+	path *field.Path) ([]corev1.Volume, []corev1.VolumeMount, field.ErrorList) {
+	var (
+		volumes []corev1.Volume
+		mounts  []corev1.VolumeMount
+		errs    field.ErrorList
+	)
+	addVolume := func(v corev1.Volume) {
+		for _, have := range volumes {
+			if have.Name == v.Name {
+				return
+			}
+		}
+		volumes = append(volumes, v)
+	}
+	addMount := func(m corev1.VolumeMount) {
+		for _, have := range mounts {
+			if reflect.DeepEqual(have, m) {
+				return
+			}
+		}
+		mounts = append(mounts, m)
+	}
+	claimVolume := func(claim string) corev1.Volume {
+		return corev1.Volume{Name: claim, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
+		}}
+	}
+
+	if shm := spec.SharedMemory; shm == nil || !shm.Disabled {
+		size := defaultSharedMemorySize.DeepCopy()
+		if shm != nil && shm.Size != nil {
+			size = shm.Size.DeepCopy()
+		}
+		addVolume(corev1.Volume{Name: sharedMemoryVolumeName, VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &size},
+		}})
+		addMount(corev1.VolumeMount{Name: sharedMemoryVolumeName, MountPath: sharedMemoryMountPath})
+	}
+
+	known := make(map[string]bool, len(graphPVCs))
+	for _, p := range graphPVCs {
+		known[p.Name] = true
+	}
+	for i, vm := range spec.VolumeMounts {
+		if !known[vm.Name] {
+			errs = append(errs, field.Invalid(path.Child("volumeMounts").Index(i).Child("name"), vm.Name,
+				"not found in the graph's spec.pvcs"))
+			continue
+		}
+		mountPath := vm.MountPoint
+		if mountPath == "" {
+			mountPath = pvcMountRoot + vm.Name
+		}
+		addVolume(claimVolume(vm.Name))
+		addMount(corev1.VolumeMount{Name: vm.Name, MountPath: mountPath})
+	}
+
+	if pvc := spec.PVC; pvc != nil && pvc.Name != nil && *pvc.Name != "" {
+		mountPath := pvcMountRoot + *pvc.Name
+		if pvc.MountPath != nil && *pvc.MountPath != "" {
+			mountPath = *pvc.MountPath
+		}
+		addVolume(claimVolume(*pvc.Name))
+		addMount(corev1.VolumeMount{Name: *pvc.Name, MountPath: mountPath})
+	}
+	return volumes, mounts, errs
+}
+
+// sidecarContainer runs a frontend next to the main container. It shares the
+// runtime env so it joins the same Dynamo namespace, except the system
+// server's: both containers share the pod's network, and the main container
+// already listens on the system port.
+func sidecarContainer(s *v1alpha1.FrontendSidecar, env []corev1.EnvVar) corev1.Container {
+	var sidecarEnv []corev1.EnvVar
+	for _, e := range env {
+		if e.Name != "DYN_SYSTEM_ENABLED" && e.Name != "DYN_SYSTEM_PORT" {
+			sidecarEnv = append(sidecarEnv, e)
+		}
+	}
+	return corev1.Container{
+		Name:    SidecarContainerName,
+		Image:   s.Image,
+		Command: append([]string(nil), s.Command...),
+		Args:    append([]string(nil), s.Args...),
+		Env:     MergeEnv(sidecarEnv, s.Envs),
+		EnvFrom: secretEnvFrom(s.EnvFromSecret),
+		Ports:   []corev1.ContainerPort{httpContainerPort()},
+	}
+}
+
+// mergeExtraPodSpec merges the user's extraPodSpec into the generated pod
+// with Kubernetes' strategic merge, as kubectl would patch it: lists with a
+// merge key (containers, volumes, ports, volume mounts, resource claims) are
+// merged by key, maps by key, scalars replaced.
+//
+// Three lists of the main container are merged here instead, because the
+// strategic merge would do it wrongly: env (it merges an entry's fields, so a
+// user's valueFrom would sit next to a generated value, and the order would
+// depend on the patch), envFrom and resources.claims (no merge key: the
+// user's list would drop the generated entries).
+func mergeExtraPodSpec(pod corev1.PodSpec, extra *v1alpha1.ExtraPodSpec, path *field.Path) (corev1.PodSpec, *field.Error) {
+	if extra == nil || (extra.PodSpec == nil && extra.MainContainer == nil) {
+		return pod, nil
+	}
+	patch := corev1.PodSpec{}
+	if extra.PodSpec != nil {
+		patch = *extra.PodSpec.DeepCopy()
+	}
+	if extra.MainContainer != nil {
+		user := extra.MainContainer.DeepCopy()
+		user.Name = MainContainerName
+		if main := findContainer(pod.Containers, MainContainerName); main != nil {
+			main.Env = MergeEnv(main.Env, user.Env)
+			main.EnvFrom = appendEnvFrom(main.EnvFrom, user.EnvFrom)
+			main.Resources.Claims = mergeClaims(main.Resources.Claims, user.Resources.Claims)
+			user.Env, user.EnvFrom, user.Resources.Claims = nil, nil, nil
+		}
+		patch.Containers = append(patch.Containers, *user)
+	}
+
+	patchJSON, err := patchWithoutNulls(patch)
+	if err != nil {
+		return pod, field.InternalError(path, err)
+	}
+	out, err := patchPodSpec(pod, patchJSON)
+	if err != nil {
+		return pod, field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("cannot be merged into the generated pod: %v", err))
+	}
+	return out, nil
+}
+
+// patchPodSpec applies a strategic merge patch to pod, keeping the generated
+// elements of merged lists first (see generatedFirst).
+func patchPodSpec(pod corev1.PodSpec, patch []byte) (corev1.PodSpec, error) {
+	original, err := json.Marshal(pod)
+	if err != nil {
+		return pod, err
+	}
+	mergedJSON, err := strategicpatch.StrategicMergePatch(original, patch, corev1.PodSpec{})
+	if err != nil {
+		return pod, err
+	}
+	var out corev1.PodSpec
+	if err := json.Unmarshal(mergedJSON, &out); err != nil {
+		return pod, err
+	}
+	out.Containers = generatedFirst(out.Containers, pod.Containers, containerName)
+	out.Volumes = generatedFirst(out.Volumes, pod.Volumes, func(v corev1.Volume) string { return v.Name })
+	for _, generated := range pod.Containers {
+		c := findContainer(out.Containers, generated.Name)
+		if c == nil {
+			continue
+		}
+		c.Env = generatedFirst(c.Env, generated.Env, func(e corev1.EnvVar) string { return e.Name })
+		c.Ports = generatedFirst(c.Ports, generated.Ports, func(p corev1.ContainerPort) int32 { return p.ContainerPort })
+		c.VolumeMounts = generatedFirst(c.VolumeMounts, generated.VolumeMounts, func(m corev1.VolumeMount) string { return m.MountPath })
+	}
+	return out, nil
+}
+
+// generatedFirst orders a merged list as generated elements first, in their
+// generated order, then the user's additions in the merge's order. The
+// strategic merge puts a patch's new elements first, which would make a
+// user's extra container the pod's first one, the one kubectl logs and exec
+// pick by default.
+func generatedFirst[T any, K comparable](merged, generated []T, key func(T) K) []T {
+	rank := make(map[K]int, len(generated))
+	for i, g := range generated {
+		if _, seen := rank[key(g)]; !seen {
+			rank[key(g)] = i
+		}
+	}
+	rankOf := func(e T) int {
+		if r, ok := rank[key(e)]; ok {
+			return r
+		}
+		return len(generated)
+	}
+	slices.SortStableFunc(merged, func(a, b T) int { return rankOf(a) - rankOf(b) })
+	return merged
+}
+
+func containerName(c corev1.Container) string { return c.Name }
+
+// patchWithoutNulls marshals a typed patch without its null values. A typed
+// struct marshals unset fields without omitempty as null (PodSpec's
+// containers), which a strategic merge patch reads as "delete this field".
+func patchWithoutNulls(patch any) ([]byte, error) {
+	raw, err := json.Marshal(patch)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	dropNulls(m)
+	return json.Marshal(m)
+}
+
+func dropNulls(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if e == nil {
+				delete(v, k)
+				continue
+			}
+			dropNulls(e)
+		}
+	case []any:
+		for _, e := range v {
+			dropNulls(e)
+		}
+	}
+}
+
+func findContainer(containers []corev1.Container, name string) *corev1.Container {
+	for i := range containers {
+		if containers[i].Name == name {
+			return &containers[i]
+		}
+	}
+	return nil
+}
+
+// appendEnvFrom appends the user's sources after the generated ones, so the
+// user's win on a shared key, skipping exact repeats.
+func appendEnvFrom(base, user []corev1.EnvFromSource) []corev1.EnvFromSource {
+	out := base
+	for _, u := range user {
+		repeated := false
+		for _, have := range out {
+			if reflect.DeepEqual(have, u) {
+				repeated = true
+				break
+			}
+		}
+		if !repeated {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// mergeClaims replaces a claim of the same name in place, or appends it.
+func mergeClaims(base, user []corev1.ResourceClaim) []corev1.ResourceClaim {
+	out := base
+	for _, u := range user {
+		replaced := false
+		for i := range out {
+			if out[i].Name == u.Name {
+				out[i], replaced = u, true
+				break
+			}
+		}
+		if !replaced {
+			out = append(out, u)
+		}
+	}
+	return out
+}

@@ -1,0 +1,474 @@
+package render
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+func quantities(kv ...string) corev1.ResourceList {
+	list := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		list[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return list
+}
+
+func TestResourceRequirements(t *testing.T) {
+	cases := []struct {
+		name         string
+		res          *v1alpha1.Resources
+		wantRequests corev1.ResourceList
+		wantLimits   corev1.ResourceList
+	}{
+		{name: "none"},
+		{name: "empty sides", res: &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{}, Limits: &v1alpha1.ResourceItem{}}},
+		{
+			name: "cpu and memory on both sides",
+			res: &v1alpha1.Resources{
+				Requests: &v1alpha1.ResourceItem{CPU: "500m", Memory: "20Gi"},
+				Limits:   &v1alpha1.ResourceItem{CPU: "10", Memory: "20Gi"},
+			},
+			wantRequests: quantities("cpu", "500m", "memory", "20Gi"),
+			wantLimits:   quantities("cpu", "10", "memory", "20Gi"),
+		},
+		{
+			name:         "custom resources keep their names and side",
+			res:          &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{Custom: map[string]string{"ephemeral-storage": "2Gi", "example.com/foo": "3"}}},
+			wantRequests: quantities("ephemeral-storage", "2Gi", "example.com/foo", "3"),
+		},
+		{
+			name:         "named cpu wins over a custom cpu",
+			res:          &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{CPU: "2", Custom: map[string]string{"cpu": "1"}}},
+			wantLimits:   quantities("cpu", "2"),
+			wantRequests: nil,
+		},
+		{
+			name:         "gpu limit of the default type is also requested",
+			res:          &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "4"}},
+			wantLimits:   quantities("nvidia.com/gpu", "4"),
+			wantRequests: quantities("nvidia.com/gpu", "4"),
+		},
+		{
+			name:         "gpu limit of a custom type",
+			res:          &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "2", GPUType: "gpu.intel.com/i915"}},
+			wantLimits:   quantities("gpu.intel.com/i915", "2"),
+			wantRequests: quantities("gpu.intel.com/i915", "2"),
+		},
+		{
+			name:         "gpu only requested becomes a limit too, with the request's type",
+			res:          &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{GPU: "1", GPUType: "amd.com/gpu"}},
+			wantLimits:   quantities("amd.com/gpu", "1"),
+			wantRequests: quantities("amd.com/gpu", "1"),
+		},
+		{
+			name: "the limit's count wins over the request's",
+			res: &v1alpha1.Resources{
+				Requests: &v1alpha1.ResourceItem{GPU: "1", Memory: "200Gi"},
+				Limits:   &v1alpha1.ResourceItem{GPU: "2", Memory: "250Gi"},
+			},
+			wantLimits:   quantities("nvidia.com/gpu", "2", "memory", "250Gi"),
+			wantRequests: quantities("nvidia.com/gpu", "2", "memory", "200Gi"),
+		},
+		{
+			name: "zero gpus ask for none",
+			res: &v1alpha1.Resources{
+				Requests: &v1alpha1.ResourceItem{GPU: "1"},
+				Limits:   &v1alpha1.ResourceItem{GPU: "0"},
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, errs := resourceRequirements(tc.res, field.NewPath("spec", "resources"))
+			if len(errs) > 0 {
+				t.Fatalf("errors: %v", errs)
+			}
+			if !equality.Semantic.DeepEqual(got.Requests, tc.wantRequests) {
+				t.Errorf("requests %v, want %v", got.Requests, tc.wantRequests)
+			}
+			if !equality.Semantic.DeepEqual(got.Limits, tc.wantLimits) {
+				t.Errorf("limits %v, want %v", got.Limits, tc.wantLimits)
+			}
+		})
+	}
+}
+
+func TestResourceRequirementsClaims(t *testing.T) {
+	res := &v1alpha1.Resources{Claims: []corev1.ResourceClaim{{Name: "gpu"}, {Name: "nic", Request: "r"}}}
+	got, errs := resourceRequirements(res, field.NewPath("spec", "resources"))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if !reflect.DeepEqual(got.Claims, res.Claims) {
+		t.Errorf("claims %v, want %v", got.Claims, res.Claims)
+	}
+	got.Claims[0].Name = "changed"
+	if res.Claims[0].Name != "gpu" {
+		t.Error("claims share storage with the spec")
+	}
+}
+
+func TestResourceRequirementsErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		res  *v1alpha1.Resources
+		path string
+		text string
+	}{
+		{"bad memory limit", &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{Memory: "20 GB"}}, "spec.resources.limits.memory", "20 GB"},
+		{"bad cpu request", &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{CPU: "lots"}}, "spec.resources.requests.cpu", "lots"},
+		{"bad custom", &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{Custom: map[string]string{"ephemeral-storage": "2Gb"}}}, "spec.resources.requests.custom[ephemeral-storage]", "2Gb"},
+		{"negative gpu", &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "-1"}}, "spec.resources.limits.gpu", "non-negative integer"},
+		{"fractional gpu", &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "0.5"}}, "spec.resources.limits.gpu", "non-negative integer"},
+		{"signed gpu", &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{GPU: "+1"}}, "spec.resources.requests.gpu", "non-negative integer"},
+		{"word gpu", &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "one"}}, "spec.resources.limits.gpu", "non-negative integer"},
+		{"huge gpu", &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "99999999999"}}, "spec.resources.limits.gpu", "non-negative integer"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errs := resourceRequirements(tc.res, field.NewPath("spec", "resources"))
+			wantFieldError(t, errs.ToAggregate(), tc.path, tc.text)
+		})
+	}
+}
+
+func TestRuntimeEnv(t *testing.T) {
+	standalone := func(d *v1alpha1.DynamoComponentDeployment) { d.Name, d.Labels = "solo", nil }
+	cases := []struct {
+		name   string
+		dcd    *v1alpha1.DynamoComponentDeployment
+		o      Options
+		want   []corev1.EnvVar
+		absent []string
+	}{
+		{
+			name: "in a graph, with NATS and etcd",
+			dcd:  newDCD(),
+			o:    Options{NATSAddr: "nats://nats:4222", EtcdAddr: "http://etcd:2379"},
+			want: []corev1.EnvVar{
+				{Name: "DYN_NAMESPACE", Value: "ns-g"},
+				{Name: "DYN_COMPONENT", Value: "Worker"},
+				{Name: "DYN_SYSTEM_ENABLED", Value: "true"},
+				{Name: "DYN_SYSTEM_PORT", Value: "9090"},
+				{Name: "NATS_SERVER", Value: "nats://nats:4222"},
+				{Name: "ETCD_ENDPOINTS", Value: "http://etcd:2379"},
+				{Name: "DYN_PARENT_DGD_K8S_NAME", Value: "g"},
+				{Name: "DYN_PARENT_DGD_K8S_NAMESPACE", Value: "ns"},
+			},
+		},
+		{
+			name: "without NATS and etcd, those are not set",
+			dcd:  newDCD(),
+			want: []corev1.EnvVar{
+				{Name: "DYN_NAMESPACE", Value: "ns-g"},
+				{Name: "DYN_COMPONENT", Value: "Worker"},
+				{Name: "DYN_SYSTEM_ENABLED", Value: "true"},
+				{Name: "DYN_SYSTEM_PORT", Value: "9090"},
+				{Name: "DYN_PARENT_DGD_K8S_NAME", Value: "g"},
+				{Name: "DYN_PARENT_DGD_K8S_NAMESPACE", Value: "ns"},
+			},
+		},
+		{
+			name: "dynamoNamespace set",
+			dcd:  newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.DynamoNamespace = ptr.To("dynamo") }),
+			want: []corev1.EnvVar{{Name: "DYN_NAMESPACE", Value: "dynamo"}},
+		},
+		{
+			name: "empty dynamoNamespace counts as unset",
+			dcd:  newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.DynamoNamespace = ptr.To("") }),
+			want: []corev1.EnvVar{{Name: "DYN_NAMESPACE", Value: "ns-g"}},
+		},
+		{
+			name: "standalone component without a service name",
+			dcd: newDCD(standalone, func(d *v1alpha1.DynamoComponentDeployment) {
+				d.Spec.ServiceName = ""
+			}),
+			want: []corev1.EnvVar{
+				{Name: "DYN_NAMESPACE", Value: "ns-solo"},
+				{Name: "DYN_COMPONENT", Value: "solo"},
+				{Name: "DYN_PARENT_DGD_K8S_NAME", Value: "solo"},
+			},
+		},
+		{
+			name: "multinode",
+			dcd: newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+				d.Spec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: 4}
+			}),
+			want: []corev1.EnvVar{{Name: "DYN_MULTINODE_NODE_COUNT", Value: "4"}},
+		},
+		{
+			name:   "single node has no node count",
+			dcd:    newDCD(),
+			absent: []string{"DYN_MULTINODE_NODE_COUNT", "NATS_SERVER", "ETCD_ENDPOINTS"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := runtimeEnv(tc.dcd, tc.o)
+			if len(tc.want) == len(got) && !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("env %v, want %v", got, tc.want)
+			}
+			for _, w := range tc.want {
+				if v, ok := envValue(got, w.Name); !ok || v != w.Value {
+					t.Errorf("%s = %q (set %v), want %q", w.Name, v, ok, w.Value)
+				}
+			}
+			for _, name := range tc.absent {
+				if _, ok := envValue(got, name); ok {
+					t.Errorf("%s is set", name)
+				}
+			}
+		})
+	}
+}
+
+func TestPodStorage(t *testing.T) {
+	graphPVCs := []v1alpha1.GraphPVC{{Name: "models"}, {Name: "cache"}}
+	eightGi := resource.MustParse("8Gi")
+	twoGi := resource.MustParse("2Gi")
+	shm := func(size resource.Quantity) corev1.Volume {
+		return corev1.Volume{Name: "shared-memory", VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &size},
+		}}
+	}
+	shmMount := corev1.VolumeMount{Name: "shared-memory", MountPath: "/dev/shm"}
+	claimVol := func(name string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name},
+		}}
+	}
+	cases := []struct {
+		name        string
+		spec        v1alpha1.DynamoComponentDeploymentSharedSpec
+		wantVolumes []corev1.Volume
+		wantMounts  []corev1.VolumeMount
+	}{
+		{
+			name:        "shared memory by default",
+			wantVolumes: []corev1.Volume{shm(eightGi)},
+			wantMounts:  []corev1.VolumeMount{shmMount},
+		},
+		{
+			name:        "shared memory sized",
+			spec:        v1alpha1.DynamoComponentDeploymentSharedSpec{SharedMemory: &v1alpha1.SharedMemorySpec{Size: &twoGi}},
+			wantVolumes: []corev1.Volume{shm(twoGi)},
+			wantMounts:  []corev1.VolumeMount{shmMount},
+		},
+		{
+			name:        "shared memory section without size",
+			spec:        v1alpha1.DynamoComponentDeploymentSharedSpec{SharedMemory: &v1alpha1.SharedMemorySpec{}},
+			wantVolumes: []corev1.Volume{shm(eightGi)},
+			wantMounts:  []corev1.VolumeMount{shmMount},
+		},
+		{
+			name: "shared memory disabled",
+			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{SharedMemory: &v1alpha1.SharedMemorySpec{Disabled: true, Size: &twoGi}},
+		},
+		{
+			name: "graph claims, at the mount point or under /mnt",
+			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{
+				SharedMemory: &v1alpha1.SharedMemorySpec{Disabled: true},
+				VolumeMounts: []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/models"}, {Name: "cache", UseAsCompilationCache: true}},
+			},
+			wantVolumes: []corev1.Volume{claimVol("models"), claimVol("cache")},
+			wantMounts:  []corev1.VolumeMount{{Name: "models", MountPath: "/models"}, {Name: "cache", MountPath: "/mnt/cache"}},
+		},
+		{
+			name: "one claim at two paths is one volume",
+			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{
+				SharedMemory: &v1alpha1.SharedMemorySpec{Disabled: true},
+				VolumeMounts: []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/a"}, {Name: "models", MountPoint: "/b"}},
+			},
+			wantVolumes: []corev1.Volume{claimVol("models")},
+			wantMounts:  []corev1.VolumeMount{{Name: "models", MountPath: "/a"}, {Name: "models", MountPath: "/b"}},
+		},
+		{
+			name: "older per-service pvc, default and explicit path",
+			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{
+				SharedMemory: &v1alpha1.SharedMemorySpec{Disabled: true},
+				PVC:          &v1alpha1.ServicePVC{Name: ptr.To("weights")},
+			},
+			wantVolumes: []corev1.Volume{claimVol("weights")},
+			wantMounts:  []corev1.VolumeMount{{Name: "weights", MountPath: "/mnt/weights"}},
+		},
+		{
+			name: "older per-service pvc with a mount path, after the graph's claims",
+			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{
+				VolumeMounts: []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/models"}},
+				PVC:          &v1alpha1.ServicePVC{Name: ptr.To("weights"), MountPath: ptr.To("/data")},
+			},
+			wantVolumes: []corev1.Volume{shm(eightGi), claimVol("models"), claimVol("weights")},
+			wantMounts: []corev1.VolumeMount{shmMount, {Name: "models", MountPath: "/models"},
+				{Name: "weights", MountPath: "/data"}},
+		},
+		{
+			name: "pvc without a name mounts nothing",
+			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{
+				SharedMemory: &v1alpha1.SharedMemorySpec{Disabled: true},
+				PVC:          &v1alpha1.ServicePVC{MountPath: ptr.To("/data")},
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			volumes, mounts, errs := podStorage(&tc.spec, graphPVCs, field.NewPath("spec"))
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			if !equality.Semantic.DeepEqual(volumes, tc.wantVolumes) {
+				t.Errorf("volumes %+v, want %+v", volumes, tc.wantVolumes)
+			}
+			if !reflect.DeepEqual(mounts, tc.wantMounts) {
+				t.Errorf("mounts %+v, want %+v", mounts, tc.wantMounts)
+			}
+		})
+	}
+}
+
+func TestPodStorageUnknownClaims(t *testing.T) {
+	spec := v1alpha1.DynamoComponentDeploymentSharedSpec{VolumeMounts: []v1alpha1.VolumeMount{
+		{Name: "models"}, {Name: "typo"}, {Name: "other"},
+	}}
+	_, _, errs := podStorage(&spec, []v1alpha1.GraphPVC{{Name: "models"}}, field.NewPath("spec"))
+	if len(errs) != 2 {
+		t.Fatalf("errors %v, want two", errs)
+	}
+	wantFieldError(t, errs.ToAggregate(), "spec.volumeMounts[1].name", "not found in the graph's spec.pvcs")
+	wantFieldError(t, errs.ToAggregate(), "spec.volumeMounts[2].name", `"other"`)
+
+	// A standalone component has no graph claims to name.
+	_, _, errs = podStorage(&spec, nil, field.NewPath("spec"))
+	wantFieldError(t, errs.ToAggregate(), "spec.volumeMounts[0].name", "not found")
+}
+
+func TestPatchWithoutNulls(t *testing.T) {
+	// A typed PodSpec marshals its unset containers as null, which a
+	// strategic merge patch would read as "delete the containers".
+	got, err := patchWithoutNulls(corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](600)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(got), "null") {
+		t.Errorf("patch %s has nulls", got)
+	}
+	if want := `{"containers":`; strings.Contains(string(got), want) {
+		t.Errorf("patch %s names containers", got)
+	}
+
+	nested := map[string]any{
+		"a": nil,
+		"b": map[string]any{"c": nil, "d": 1},
+		"e": []any{map[string]any{"f": nil, "g": "x"}},
+	}
+	dropNulls(nested)
+	want := map[string]any{"b": map[string]any{"d": 1}, "e": []any{map[string]any{"g": "x"}}}
+	if !reflect.DeepEqual(nested, want) {
+		t.Errorf("dropNulls = %v, want %v", nested, want)
+	}
+}
+
+func TestMergeExtraPodSpecNothingToMerge(t *testing.T) {
+	pod := corev1.PodSpec{Containers: []corev1.Container{{Name: MainContainerName, Image: "x"}}}
+	for _, extra := range []*v1alpha1.ExtraPodSpec{nil, {}} {
+		got, err := mergeExtraPodSpec(pod, extra, field.NewPath("spec", "extraPodSpec"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, pod) {
+			t.Errorf("merge of %+v changed the pod: %+v", extra, got)
+		}
+	}
+}
+
+func TestAppendEnvFromAndMergeClaims(t *testing.T) {
+	secret := corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}}}
+	config := corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}}}
+	if got, want := appendEnvFrom([]corev1.EnvFromSource{secret}, []corev1.EnvFromSource{secret, config}), []corev1.EnvFromSource{secret, config}; !reflect.DeepEqual(got, want) {
+		t.Errorf("appendEnvFrom = %v, want %v", got, want)
+	}
+	got := mergeClaims([]corev1.ResourceClaim{{Name: "a"}, {Name: "b"}}, []corev1.ResourceClaim{{Name: "b", Request: "r"}, {Name: "c"}})
+	want := []corev1.ResourceClaim{{Name: "a"}, {Name: "b", Request: "r"}, {Name: "c"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("mergeClaims = %v, want %v", got, want)
+	}
+}
+
+func TestPatchPodSpec(t *testing.T) {
+	pod := corev1.PodSpec{
+		Containers: []corev1.Container{{
+			Name:  MainContainerName,
+			Image: "i",
+			Env:   []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "1"}},
+			Ports: []corev1.ContainerPort{{Name: "system", ContainerPort: 9090}},
+			VolumeMounts: []corev1.VolumeMount{
+				{Name: "shm", MountPath: "/dev/shm"},
+			},
+		}, {Name: "sidecar", Image: "s"}},
+		Volumes: []corev1.Volume{{Name: "shm"}},
+	}
+	patch := `{
+		"containers": [
+			{"name": "extra", "image": "e"},
+			{"name": "main", "env": [{"name": "C", "value": "2"}, {"name": "A", "value": "2"}],
+			 "ports": [{"containerPort": 1234}], "volumeMounts": [{"name": "u", "mountPath": "/u"}]}
+		],
+		"volumes": [{"name": "u"}]
+	}`
+	got, err := patchPodSpec(pod, []byte(patch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var containers []string
+	for _, c := range got.Containers {
+		containers = append(containers, c.Name)
+	}
+	if want := []string{MainContainerName, "sidecar", "extra"}; !reflect.DeepEqual(containers, want) {
+		t.Errorf("containers %v, want %v", containers, want)
+	}
+	if got.Volumes[0].Name != "shm" || got.Volumes[1].Name != "u" {
+		t.Errorf("volumes %+v", got.Volumes)
+	}
+	main := got.Containers[0]
+	if names := envNames(main.Env); !reflect.DeepEqual(names, []string{"A", "B", "C"}) {
+		t.Errorf("env order %v, want the generated A, B first", names)
+	}
+	if v, _ := envValue(main.Env, "A"); v != "2" {
+		t.Errorf("A = %q, want the patch's 2", v)
+	}
+	if main.Ports[0].ContainerPort != 9090 || main.Ports[1].ContainerPort != 1234 {
+		t.Errorf("ports %+v", main.Ports)
+	}
+	if main.VolumeMounts[0].MountPath != "/dev/shm" || main.VolumeMounts[1].MountPath != "/u" {
+		t.Errorf("mounts %+v", main.VolumeMounts)
+	}
+
+	if _, err := patchPodSpec(pod, []byte(`{"containers": [{"image": "no-name"}]}`)); err == nil {
+		t.Error("a container without its merge key was merged")
+	}
+}
+
+func TestGeneratedFirst(t *testing.T) {
+	id := func(s string) string { return s }
+	cases := []struct {
+		merged, generated, want []string
+	}{
+		{merged: nil, generated: []string{"a"}, want: nil},
+		{merged: []string{"x", "a", "y", "b"}, generated: []string{"a", "b"}, want: []string{"a", "b", "x", "y"}},
+		{merged: []string{"b", "a"}, generated: []string{"a", "b"}, want: []string{"a", "b"}},
+		{merged: []string{"y", "x"}, generated: nil, want: []string{"y", "x"}},
+	}
+	for _, tc := range cases {
+		if got := generatedFirst(append([]string(nil), tc.merged...), tc.generated, id); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("generatedFirst(%v, %v) = %v, want %v", tc.merged, tc.generated, got, tc.want)
+		}
+	}
+}

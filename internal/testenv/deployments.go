@@ -9,8 +9,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -34,7 +36,10 @@ func (e *Env) StartDeploymentDriver(ctx context.Context, stepDelay time.Duration
 		return err
 	}
 	d := &deploymentDriver{client: mgr.GetClient(), step: stepDelay}
+	// As many workers as the Deployment controller runs by default, and a
+	// few more for the kubelets.
 	if err := builder.ControllerManagedBy(mgr).Named("test-deployment-driver").
+		WithOptions(controller.Options{MaxConcurrentReconciles: 16, SkipNameValidation: ptr.To(true)}).
 		For(&appsv1.Deployment{}).Complete(d); err != nil {
 		return err
 	}

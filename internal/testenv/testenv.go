@@ -90,6 +90,8 @@ func StartWith(o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	// envtest's default Service range is a /24: 254 Services in all.
+	te.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
 	var auditLog string
 	if o.Audit {
 		policy, log, err := auditFiles(tmpDir)

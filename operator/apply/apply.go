@@ -9,9 +9,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -24,31 +27,75 @@ const HashAnnotation = "nvidia.com/last-applied-hash"
 type Applier struct {
 	Client     client.Client
 	FieldOwner string
+	// Clock ages the memory of recent writes; the real clock when nil.
+	Clock clock.PassiveClock
+
+	// recent remembers what this Applier wrote lately, because the cache a
+	// reconcile reads from may not show its own writes yet: a child created
+	// a moment ago still looks absent, and applying it again would be a
+	// second write and a second "Created" event.
+	recent sync.Map // key -> recentWrite
+}
+
+// CacheLag bounds how long a write of ours may be missing from the cache.
+// Past it, the cache is the truth again, so drift is still corrected; a
+// caller that was told Assumed reconciles again after it.
+const CacheLag = 10 * time.Second
+
+// Outcome says what Apply did.
+type Outcome int
+
+const (
+	// Unchanged: the object already held the desired configuration.
+	Unchanged Outcome = iota
+	// Applied: the desired configuration was written.
+	Applied
+	// Assumed: nothing was written because this Applier wrote the same
+	// configuration moments ago and the cache does not show it yet. If the
+	// object was changed or deleted meanwhile, only a reconcile after
+	// CacheLag will notice.
+	Assumed
+)
+
+type recentWrite struct {
+	hash   string
+	at     time.Time
+	stored map[string]any // the object as the API server returned it
 }
 
 // Apply makes the cluster hold desired. live is the object as last seen
 // (from the cache), or nil when it does not exist. When live already carries
 // desired's hash and every desired field, nothing is written and changed is
-// false. Otherwise desired is applied, forcing ownership of its fields, and
-// on return desired holds the object as the API server stored it.
+// false; likewise when the cache does not yet show what this Applier itself
+// applied moments ago. Otherwise desired is applied, forcing ownership of
+// its fields. Either way, on return desired holds the object as stored,
+// status included.
 //
 // desired must have its apiVersion and kind set.
-func (a *Applier) Apply(ctx context.Context, desired, live client.Object) (changed bool, err error) {
+func (a *Applier) Apply(ctx context.Context, desired, live client.Object) (Outcome, error) {
 	want, err := toApplyMap(desired)
 	if err != nil {
-		return false, err
+		return Unchanged, err
 	}
 	hash, err := Hash(want)
 	if err != nil {
-		return false, err
+		return Unchanged, err
 	}
+	key := recentKey(want)
 	if live != nil && live.GetAnnotations()[HashAnnotation] == hash {
 		have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
 		if err != nil {
-			return false, err
+			return Unchanged, err
 		}
 		if Contains(have, want) {
-			return false, nil
+			a.recent.Delete(key) // the cache has caught up
+			return Unchanged, runtime.DefaultUnstructuredConverter.FromUnstructured(have, desired)
+		}
+	} else if r, ok := a.recent.Load(key); ok {
+		rw := r.(recentWrite)
+		if rw.hash == hash && a.now().Sub(rw.at) < CacheLag {
+			// The cache lags behind our own write of this very configuration.
+			return Assumed, runtime.DefaultUnstructuredConverter.FromUnstructured(rw.stored, desired)
 		}
 	}
 	u := &unstructured.Unstructured{Object: want}
@@ -60,12 +107,35 @@ func (a *Applier) Apply(ctx context.Context, desired, live client.Object) (chang
 	u.SetAnnotations(annotations)
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(a.FieldOwner), client.ForceOwnership); err != nil {
-		return false, err
+		return Unchanged, err
 	}
+	a.recent.Store(key, recentWrite{hash: hash, at: a.now(), stored: u.Object})
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, desired); err != nil {
-		return true, fmt.Errorf("reading back applied %s %s: %w", u.GetKind(), u.GetName(), err)
+		return Applied, fmt.Errorf("reading back applied %s %s: %w", u.GetKind(), u.GetName(), err)
 	}
-	return true, nil
+	return Applied, nil
+}
+
+// Forget drops the memory of writes to an object, for when it is deleted.
+func (a *Applier) Forget(obj client.Object) {
+	// Typed objects from the cache carry no apiVersion and kind.
+	gvk, err := a.Client.GroupVersionKindFor(obj)
+	if err != nil {
+		return
+	}
+	a.recent.Delete(gvk.GroupKind().String() + "/" + obj.GetNamespace() + "/" + obj.GetName())
+}
+
+func (a *Applier) now() time.Time {
+	if a.Clock == nil {
+		return time.Now()
+	}
+	return a.Clock.Now()
+}
+
+func recentKey(m map[string]any) string {
+	u := unstructured.Unstructured{Object: m}
+	return u.GroupVersionKind().GroupKind().String() + "/" + u.GetNamespace() + "/" + u.GetName()
 }
 
 // toApplyMap turns a typed object into the map to apply: without status

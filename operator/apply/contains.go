@@ -32,7 +32,11 @@ func diff(have, want any, path string, diffs *[]string) {
 		for k, wv := range w {
 			hv, present := h[k]
 			if !present {
-				*diffs = append(*diffs, fmt.Sprintf("%s.%s: missing", path, k))
+				// The API server drops empty objects and lists it is given
+				// (resources: {}); they ask for nothing, so nothing is missing.
+				if !isEmpty(wv) {
+					*diffs = append(*diffs, fmt.Sprintf("%s.%s: missing", path, k))
+				}
 				continue
 			}
 			diff(hv, wv, path+"."+k, diffs)
@@ -51,6 +55,16 @@ func diff(have, want any, path string, diffs *[]string) {
 			*diffs = append(*diffs, fmt.Sprintf("%s: expected %v, got %v", root(path), want, have))
 		}
 	}
+}
+
+func isEmpty(v any) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		return len(t) == 0
+	case []any:
+		return len(t) == 0
+	}
+	return false
 }
 
 func root(path string) string {

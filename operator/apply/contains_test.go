@@ -21,6 +21,11 @@ func TestDiff(t *testing.T) {
 			want: map[string]any{"spec": map[string]any{"replicas": float64(2)}},
 		},
 		{
+			name: "empty objects and lists the server dropped are not missing",
+			have: map[string]any{"spec": map[string]any{"image": "a"}},
+			want: map[string]any{"spec": map[string]any{"image": "a", "resources": map[string]any{}, "args": []any{}}},
+		},
+		{
 			name:  "a changed value",
 			have:  map[string]any{"spec": map[string]any{"image": "a"}},
 			want:  map[string]any{"spec": map[string]any{"image": "b"}},

@@ -15,7 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
@@ -37,7 +39,11 @@ type ComponentReconciler struct {
 // SetupWithManager registers the controller.
 func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	return builder.ControllerManagedBy(mgr).
-		For(&v1alpha1.DynamoComponentDeployment{}).
+		For(&v1alpha1.DynamoComponentDeployment{}, builder.WithPredicates(specOrMetadataChanged())).
+		// A component's volumeMounts name its graph's spec.pvcs, which
+		// live on the graph, not on the component.
+		Watches(&v1alpha1.DynamoGraphDeployment{}, handler.EnqueueRequestsFromMapFunc(r.componentsOfGraph),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).
@@ -90,9 +96,26 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	}
 	changes.emit(r.Recorder, dcd)
 
-	return reconcile.Result{}, patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
+	_, err = patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
 		c.Status = componentStatus(c, deploy, metav1.NewTime(r.Clock.Now()))
 	})
+	return changes.result(), err
+}
+
+// componentsOfGraph maps a graph to the components it owns.
+func (r *ComponentReconciler) componentsOfGraph(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list v1alpha1.DynamoComponentDeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabels{render.LabelGraphName: obj.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		if metav1.IsControlledBy(&list.Items[i], obj) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // graphPVCs returns the claims of the graph that owns dcd, which its
@@ -121,14 +144,14 @@ func (r *ComponentReconciler) applyChild(ctx context.Context, dcd *v1alpha1.Dyna
 	if err != nil {
 		return err
 	}
-	changed, err := r.Applier.Apply(ctx, desired, asObject(current))
+	outcome, err := r.Applier.Apply(ctx, desired, asObject(current))
 	if err != nil {
 		return fmt.Errorf("applying %s %s: %w", kind, desired.GetName(), err)
 	}
 	switch {
-	case !changed:
-		// Hand the caller the stored object, status included.
-		return copyInto(current, desired)
+	case outcome == apply.Assumed:
+		changes.assumed = true
+	case outcome == apply.Unchanged:
 	case asObject(current) == nil:
 		changes.created = append(changes.created, kind+"/"+desired.GetName())
 	default:
@@ -151,6 +174,7 @@ func (r *ComponentReconciler) applyOrDelete(ctx context.Context, dcd *v1alpha1.D
 	if err := r.Client.Delete(ctx, current); client.IgnoreNotFound(err) != nil {
 		return err
 	}
+	r.Applier.Forget(current)
 	gvk, _ := r.Client.GroupVersionKindFor(current)
 	changes.deleted = append(changes.deleted, gvk.Kind+"/"+name)
 	return nil
@@ -159,7 +183,7 @@ func (r *ComponentReconciler) applyOrDelete(ctx context.Context, dcd *v1alpha1.D
 // fail records a spec the user must fix; see GraphReconciler.fail.
 func (r *ComponentReconciler) fail(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment, cause error) error {
 	var changed bool
-	err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
+	_, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
 		before := c.Status.DeepCopy()
 		c.Status = invalidComponentStatus(c, cause, metav1.NewTime(r.Clock.Now()))
 		changed = !conditionsEqual(before.Conditions, c.Status.Conditions)

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -31,13 +31,15 @@ type GraphReconciler struct {
 	Applier  *apply.Applier
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
+
+	progress progressThrottle
 }
 
-// SetupWithManager registers the controller. Every change of a graph is
-// reconciled, not only spec changes: labels and annotations flow to children.
+// SetupWithManager registers the controller. Changes of a graph's labels and
+// annotations are reconciled as well as spec changes: they flow to children.
 func (r *GraphReconciler) SetupWithManager(mgr manager.Manager, workers int) error {
-	return ctrl.ControllerManagedBy(mgr).
-		For(&v1alpha1.DynamoGraphDeployment{}).
+	return builder.ControllerManagedBy(mgr).
+		For(&v1alpha1.DynamoGraphDeployment{}, builder.WithPredicates(specOrMetadataChanged())).
 		Owns(&v1alpha1.DynamoComponentDeployment{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
@@ -55,6 +57,9 @@ func (r *GraphReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	dgd := &v1alpha1.DynamoGraphDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, dgd); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.progress.forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !dgd.DeletionTimestamp.IsZero() {
@@ -82,9 +87,16 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	changes.emit(r.Recorder, dgd)
 
-	return reconcile.Result{}, patchStatus(ctx, r.Client, dgd, func(g *v1alpha1.DynamoGraphDeployment) {
-		g.Status = graphStatus(g, components, metav1.NewTime(r.Clock.Now()))
-	})
+	now := r.Clock.Now()
+	next := graphStatus(dgd, components, metav1.NewTime(now))
+	if wait := r.progress.wait(req.NamespacedName, &dgd.Status, &next, now); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	wrote, err := patchStatus(ctx, r.Client, dgd, func(g *v1alpha1.DynamoGraphDeployment) { g.Status = next })
+	if wrote && err == nil {
+		r.progress.wrote(req.NamespacedName, now)
+	}
+	return changes.result(), err
 }
 
 // applyComponents makes each desired component exist as rendered and
@@ -101,14 +113,14 @@ func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.Dyn
 		if err != nil {
 			return nil, changes, err
 		}
-		changed, err := r.Applier.Apply(ctx, dcd, asObject(live))
+		outcome, err := r.Applier.Apply(ctx, dcd, asObject(live))
 		if err != nil {
 			return nil, changes, fmt.Errorf("applying DynamoComponentDeployment %s: %w", dcd.Name, err)
 		}
 		switch {
-		case !changed:
-			out = append(out, live)
-			continue
+		case outcome == apply.Assumed:
+			changes.assumed = true
+		case outcome == apply.Unchanged:
 		case live == nil:
 			changes.created = append(changes.created, "DynamoComponentDeployment/"+dcd.Name)
 		default:
@@ -162,6 +174,7 @@ func (r *GraphReconciler) deleteRemovedComponents(ctx context.Context, dgd *v1al
 		if err := r.Client.Delete(ctx, dcd, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting DynamoComponentDeployment %s of a removed service: %w", dcd.Name, err)
 		}
+		r.Applier.Forget(dcd)
 		changes.deleted = append(changes.deleted, "DynamoComponentDeployment/"+dcd.Name)
 	}
 	return nil
@@ -171,7 +184,7 @@ func (r *GraphReconciler) deleteRemovedComponents(ctx context.Context, dgd *v1al
 // retrying cannot help until the spec changes, which triggers a reconcile.
 func (r *GraphReconciler) fail(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, cause error) error {
 	var changed bool
-	err := patchStatus(ctx, r.Client, dgd, func(g *v1alpha1.DynamoGraphDeployment) {
+	_, err := patchStatus(ctx, r.Client, dgd, func(g *v1alpha1.DynamoGraphDeployment) {
 		before := g.Status.State
 		g.Status = invalidGraphStatus(g, cause, metav1.NewTime(r.Clock.Now()))
 		changed = before != g.Status.State
@@ -186,6 +199,16 @@ func (r *GraphReconciler) fail(ctx context.Context, dgd *v1alpha1.DynamoGraphDep
 // change rather than one per object.
 type changeSet struct {
 	created, updated, deleted []string
+	// assumed is set when a child was taken to be as this operator wrote it
+	// moments ago, before the cache showed it; a later look confirms it.
+	assumed bool
+}
+
+func (c changeSet) result() reconcile.Result {
+	if c.assumed {
+		return reconcile.Result{RequeueAfter: apply.CacheLag}
+	}
+	return reconcile.Result{}
 }
 
 func (c changeSet) emit(rec events.EventRecorder, obj client.Object) {

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"strings"
 
@@ -11,7 +10,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
+
+// specOrMetadataChanged passes creations, deletions and updates that change
+// the spec (generation), labels or annotations: not the status writes a
+// controller makes itself, which would only wake it to find nothing to do,
+// and sometimes before its cache shows what it just created.
+func specOrMetadataChanged() predicate.Predicate {
+	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
+		predicate.AnnotationChangedPredicate{})
+}
 
 // FieldOwner is the field manager of every write the operator makes.
 const FieldOwner = "dynamo-operator"
@@ -41,16 +50,17 @@ func asObject(obj client.Object) client.Object {
 }
 
 // patchStatus applies mutate to obj and patches the status subresource with
-// the difference. A status that did not change is not written at all. The
+// the difference, saying whether it wrote. A status that did not change is
+// not written at all. The
 // merge patch carries no resourceVersion: status has one writer, this
 // controller, so there is nothing to conflict with.
-func patchStatus[T client.Object](ctx context.Context, c client.Client, obj T, mutate func(T)) error {
+func patchStatus[T client.Object](ctx context.Context, c client.Client, obj T, mutate func(T)) (wrote bool, err error) {
 	orig := obj.DeepCopyObject().(T)
 	mutate(obj)
 	if equality.Semantic.DeepEqual(orig, obj) {
-		return nil
+		return false, nil
 	}
-	return c.Status().Patch(ctx, obj, client.MergeFrom(orig), client.FieldOwner(FieldOwner))
+	return true, c.Status().Patch(ctx, obj, client.MergeFrom(orig), client.FieldOwner(FieldOwner))
 }
 
 // isNamespaceTerminating reports a write refused because its namespace is
@@ -71,16 +81,6 @@ func isUserError(err error) bool {
 func isWebhookDenial(err error) bool {
 	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "admission webhook") &&
 		strings.Contains(err.Error(), "denied the request")
-}
-
-// copyInto overwrites dst with src; both are pointers to the same type.
-func copyInto(src, dst client.Object) error {
-	s, d := reflect.ValueOf(src), reflect.ValueOf(dst)
-	if s.Type() != d.Type() {
-		return fmt.Errorf("copyInto: %T into %T", src, dst)
-	}
-	d.Elem().Set(s.Elem())
-	return nil
 }
 
 func conditionsEqual(a, b []metav1.Condition) bool {

@@ -2,12 +2,9 @@ package steps
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,80 +36,6 @@ func ParseManifests(data []byte) ([]*unstructured.Unstructured, error) {
 		}
 		out = append(out, u)
 	}
-}
-
-// SubsetDiff lists every value present in want that is missing from got or
-// differs there, by field path. Fields only in got (defaults, status,
-// server-set metadata) are not differences. Numbers compare by value.
-func SubsetDiff(want, got map[string]any) []string {
-	var diffs []string
-	subsetDiff(normalize(want), normalize(got), "", &diffs)
-	sort.Strings(diffs)
-	return diffs
-}
-
-func subsetDiff(want, got any, path string, diffs *[]string) {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			*diffs = append(*diffs, fmt.Sprintf("%s: expected an object, got %s", orRoot(path), describe(got)))
-			return
-		}
-		for k, wv := range w {
-			gv, present := g[k]
-			if !present {
-				*diffs = append(*diffs, fmt.Sprintf("%s.%s: missing (pruned or dropped)", path, k))
-				continue
-			}
-			subsetDiff(wv, gv, path+"."+k, diffs)
-		}
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			*diffs = append(*diffs, fmt.Sprintf("%s: expected %d items, got %s", orRoot(path), len(w), describe(got)))
-			return
-		}
-		for i := range w {
-			subsetDiff(w[i], g[i], fmt.Sprintf("%s[%d]", path, i), diffs)
-		}
-	default:
-		if !reflect.DeepEqual(want, got) {
-			*diffs = append(*diffs, fmt.Sprintf("%s: expected %v, got %s", orRoot(path), want, describe(got)))
-		}
-	}
-}
-
-func orRoot(path string) string {
-	if path == "" {
-		return "."
-	}
-	return path
-}
-
-func describe(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%v", v)
-	}
-	if len(b) > 120 {
-		return string(b[:117]) + "..."
-	}
-	return string(b)
-}
-
-// normalize round-trips a value through JSON so that int64 and float64 of
-// the same number compare equal.
-func normalize(v map[string]any) any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return v
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		return v
-	}
-	return out
 }
 
 // shortNames are the kubectl short names of this project's kinds.

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -16,46 +15,6 @@ func TestParseManifestsSkipsEmptyDocumentsAndNeedsKind(t *testing.T) {
 	}
 	if _, err := ParseManifests([]byte("metadata:\n  name: x\n")); err == nil || !strings.Contains(err.Error(), "apiVersion and kind") {
 		t.Fatalf("expected a missing-kind error, got %v", err)
-	}
-}
-
-func TestSubsetDiff(t *testing.T) {
-	cases := []struct {
-		name      string
-		want, got map[string]any
-		diffs     []string
-	}{
-		{
-			name: "extra server fields are not differences",
-			want: map[string]any{"spec": map[string]any{"replicas": int64(1)}},
-			got:  map[string]any{"spec": map[string]any{"replicas": float64(1), "defaulted": "x"}, "status": map[string]any{}},
-		},
-		{
-			name:  "a pruned field is reported by path",
-			want:  map[string]any{"spec": map[string]any{"services": map[string]any{"A": map[string]any{"foo": "bar"}}}},
-			got:   map[string]any{"spec": map[string]any{"services": map[string]any{"A": map[string]any{}}}},
-			diffs: []string{".spec.services.A.foo: missing (pruned or dropped)"},
-		},
-		{
-			name:  "a changed value and a shortened list",
-			want:  map[string]any{"a": "x", "l": []any{"1", "2"}},
-			got:   map[string]any{"a": "y", "l": []any{"1"}},
-			diffs: []string{`.a: expected x, got "y"`, `.l: expected 2 items, got ["1"]`},
-		},
-		{
-			name:  "list items compare in order",
-			want:  map[string]any{"l": []any{map[string]any{"name": "a"}}},
-			got:   map[string]any{"l": []any{map[string]any{"name": "b"}}},
-			diffs: []string{`.l[0].name: expected a, got "b"`},
-		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got := SubsetDiff(tc.want, tc.got)
-			if !reflect.DeepEqual(got, tc.diffs) && !(len(got) == 0 && len(tc.diffs) == 0) {
-				t.Fatalf("SubsetDiff = %q, want %q", got, tc.diffs)
-			}
-		})
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dynamoctl/dynamo-operator/operator/apply"
 )
 
 // Cluster is what the steps need of a cluster.
@@ -239,7 +241,7 @@ func (w *world) compareWithStored(ctx context.Context, objs []*unstructured.Unst
 			problems = append(problems, fmt.Sprintf("%s %q: %v", want.GetKind(), want.GetName(), err))
 			continue
 		}
-		for _, d := range SubsetDiff(stripNamespace(want.Object), got.Object) {
+		for _, d := range apply.Diff(got.Object, stripNamespace(want.Object)) {
 			problems = append(problems, fmt.Sprintf("%s %q: %s", want.GetKind(), want.GetName(), d))
 		}
 	}

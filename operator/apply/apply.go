@@ -87,6 +87,9 @@ func (a *Applier) Apply(ctx context.Context, desired, live client.Object) (Outco
 		if err != nil {
 			return Unchanged, err
 		}
+		// Typed objects read through a client often carry no apiVersion and
+		// kind; live is of desired's kind by construction.
+		have["apiVersion"], have["kind"] = want["apiVersion"], want["kind"]
 		if Contains(have, want) {
 			a.recent.Delete(key) // the cache has caught up
 			return Unchanged, runtime.DefaultUnstructuredConverter.FromUnstructured(have, desired)

@@ -1,0 +1,85 @@
+package apply_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
+	"github.com/dynamoctl/dynamo-operator/operator/apply"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, func(e *testenv.Env) { env = e }))
+}
+
+func configMap(ns, value string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"},
+		Data:       map[string]string{"key": value},
+	}
+}
+
+// Apply writes only what would change, and does not write again what it
+// wrote itself while the caller's cache has not caught up.
+func TestApplyWritesOnlyWhatChanges(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, t.Name())
+	clock := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	a := &apply.Applier{Client: env.Client, FieldOwner: "test", Clock: clock}
+
+	first := configMap(ns, "a")
+	if outcome, err := a.Apply(ctx, first, nil); err != nil || outcome != apply.Applied {
+		t.Fatalf("creating: %v %v", outcome, err)
+	}
+	if first.ResourceVersion == "" || first.Annotations[apply.HashAnnotation] == "" {
+		t.Fatalf("desired must hold the stored object, got %+v", first.ObjectMeta)
+	}
+
+	// A cache that has not seen the create yet: no second write.
+	again := configMap(ns, "a")
+	if outcome, err := a.Apply(ctx, again, nil); err != nil || outcome != apply.Assumed {
+		t.Fatalf("re-applying before the cache caught up: %v %v", outcome, err)
+	}
+	if again.ResourceVersion != first.ResourceVersion {
+		t.Errorf("an assumed apply hands back the stored object")
+	}
+
+	// The cache caught up: unchanged, nothing written.
+	live := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(first), live); err != nil {
+		t.Fatal(err)
+	}
+	if outcome, err := a.Apply(ctx, configMap(ns, "a"), live); err != nil || outcome != apply.Unchanged {
+		t.Fatalf("applying what is stored: %v %v", outcome, err)
+	}
+
+	// Someone else changed our field: drift is corrected.
+	live.Data["key"] = "edited"
+	if err := env.Client.Update(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	fixed := configMap(ns, "a")
+	if outcome, err := a.Apply(ctx, fixed, live); err != nil || outcome != apply.Applied || fixed.Data["key"] != "a" {
+		t.Fatalf("correcting drift: %v %v %v", outcome, err, fixed.Data)
+	}
+
+	// Past the cache lag, the memory of our own writes is not trusted.
+	changed := configMap(ns, "b")
+	if outcome, err := a.Apply(ctx, changed, nil); err != nil || outcome != apply.Applied {
+		t.Fatalf("a new configuration: %v %v", outcome, err)
+	}
+	clock.SetTime(clock.Now().Add(apply.CacheLag + time.Second))
+	if outcome, err := a.Apply(ctx, configMap(ns, "b"), nil); err != nil || outcome != apply.Applied {
+		t.Fatalf("after the cache lag an absent object is applied again: %v %v", outcome, err)
+	}
+}

@@ -128,6 +128,7 @@ func StartWith(o Options) (*Env, error) {
 	}
 	if e.kcm, err = startControllerManager(e, assets); err != nil {
 		_ = te.Stop()
+		_ = os.RemoveAll(tmpDir)
 		return nil, err
 	}
 	return e, nil

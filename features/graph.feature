@@ -186,6 +186,20 @@ Feature: A DynamoGraphDeployment runs as one component per service, and its stat
     And the Deployment "llm-frontend" is eventually gone
     And the Service "llm-frontend" is eventually gone
 
+  Scenario: Fields the operator accepts but does not act on are reported, not silently ignored
+    Given the dgd "llm" eventually has ".status.state" equal to "successful"
+    Then the dgd "llm" has ".status.conditions[?(@.type=="FieldsNotActedOn")].status" equal to ""
+    When I patch the dgd "llm" with:
+      """
+      spec:
+        services:
+          VllmWorker:
+            failover:
+              enabled: true
+      """
+    Then the dgd "llm" eventually has ".status.conditions[?(@.type=="FieldsNotActedOn")].status" equal to "True"
+    And the dgd "llm" has ".status.conditions[?(@.type=="FieldsNotActedOn")].message" containing "spec.services.VllmWorker.failover (not acted on yet)"
+
   @compat
   Scenario: Every graph users run gets Deployments carrying exactly what they wrote, and becomes Ready
     Then every graph under "../shared/compat" runs with the images, commands, args, GPU limits and env as written

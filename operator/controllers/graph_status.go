@@ -65,6 +65,7 @@ func graphStatus(dgd *v1alpha1.DynamoGraphDeployment, components []*v1alpha1.Dyn
 		cond.Message = fmt.Sprintf("all %d components are available", len(components))
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
+	setIgnoredFieldsCondition(&st, dgd, now)
 	return st
 }
 

@@ -33,6 +33,13 @@ k8s-bins: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler
 $(CONTROLLER_GEN): tools/go.mod tools/go.sum
 	cd tools && $(GO) build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
+HELM := $(TOOLS_BIN)/helm
+$(HELM): tools/helm/go.mod tools/helm/go.sum
+	cd tools/helm && $(GO) build -o $(HELM) helm.sh/helm/v3/cmd/helm
+
+.PHONY: helm
+helm: $(HELM) ## Build the pinned helm CLI into .cache/bin (tools/helm/go.mod).
+
 $(CRDFIX): tools/go.mod tools/go.sum $(wildcard tools/crdfix/*.go)
 	cd tools && $(GO) build -o $(CRDFIX) ./crdfix
 

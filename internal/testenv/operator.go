@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
-	"sync/atomic"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -18,7 +16,7 @@ import (
 )
 
 // Operator runs the operator's controllers in the test process against the
-// Env, and counts every request they make, so tests can assert that a
+// Env, and records every write they make, so tests can assert that a
 // reconcile with nothing to do writes nothing.
 type Operator struct {
 	env  *Env
@@ -28,13 +26,8 @@ type Operator struct {
 	cancel  context.CancelFunc
 	stopped chan struct{}
 
-	// Counters of requests since the Env started, across restarts.
-	writes    atomic.Int64 // create, update, patch, delete (events included)
-	events    atomic.Int64 // event creations and updates
-	conflicts atomic.Int64 // 409 responses
-
 	logMu sync.Mutex
-	log   []string // "METHOD path" of every write, in order
+	log   []string // "METHOD path" of every write (events included), across restarts
 }
 
 // NewOperator prepares an operator; Start runs it.
@@ -96,7 +89,11 @@ func (o *Operator) Stop() {
 }
 
 // Writes is the number of write requests the operator has made.
-func (o *Operator) Writes() int64 { return o.writes.Load() }
+func (o *Operator) Writes() int64 {
+	o.logMu.Lock()
+	defer o.logMu.Unlock()
+	return int64(len(o.log))
+}
 
 // WritesSince lists the writes after the first n, as "METHOD path".
 func (o *Operator) WritesSince(n int64) []string {
@@ -108,12 +105,6 @@ func (o *Operator) WritesSince(n int64) []string {
 	return append([]string(nil), o.log[n:]...)
 }
 
-// Events is the number of event writes among Writes.
-func (o *Operator) Events() int64 { return o.events.Load() }
-
-// Conflicts is the number of 409 Conflict responses the operator received.
-func (o *Operator) Conflicts() int64 { return o.conflicts.Load() }
-
 type countingTransport struct {
 	next http.RoundTripper
 	op   *Operator
@@ -122,20 +113,9 @@ type countingTransport struct {
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
-		t.op.writes.Add(1)
 		t.op.logMu.Lock()
 		t.op.log = append(t.op.log, req.Method+" "+req.URL.Path)
 		t.op.logMu.Unlock()
-		if isEventPath(req.URL.Path) {
-			t.op.events.Add(1)
-		}
-	}
-	if err == nil && resp.StatusCode == http.StatusConflict {
-		t.op.conflicts.Add(1)
 	}
 	return resp, err
-}
-
-func isEventPath(path string) bool {
-	return strings.HasSuffix(path, "/events") || strings.Contains(path, "/events/")
 }

@@ -53,11 +53,7 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int)
 
 // Reconcile brings one component's children in line with its spec.
 func (r *ComponentReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	res, err := r.reconcile(ctx, req)
-	if isNamespaceTerminating(err) {
-		return reconcile.Result{}, nil
-	}
-	return res, err
+	return quietWhenTerminating(r.reconcile(ctx, req))
 }
 
 func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -88,7 +84,7 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	if err := r.applyChild(ctx, dcd, render.Service(dcd), &corev1.Service{}, &changes); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.applyOrDelete(ctx, dcd, render.ModelService(dcd), dcd.Name+"-model", &corev1.Service{}, &changes); err != nil {
+	if err := r.applyOrDelete(ctx, dcd, render.ModelService(dcd), render.ModelServiceName(dcd.Name), &corev1.Service{}, &changes); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.applyOrDelete(ctx, dcd, render.Ingress(dcd), dcd.Name, &networkingv1.Ingress{}, &changes); err != nil {

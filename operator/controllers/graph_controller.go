@@ -47,11 +47,7 @@ func (r *GraphReconciler) SetupWithManager(mgr manager.Manager, workers int) err
 
 // Reconcile brings one graph's children in line with its spec.
 func (r *GraphReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	res, err := r.reconcile(ctx, req)
-	if isNamespaceTerminating(err) {
-		return reconcile.Result{}, nil
-	}
-	return res, err
+	return quietWhenTerminating(r.reconcile(ctx, req))
 }
 
 func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -185,9 +181,9 @@ func (r *GraphReconciler) deleteRemovedComponents(ctx context.Context, dgd *v1al
 func (r *GraphReconciler) fail(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, cause error) error {
 	var changed bool
 	_, err := patchStatus(ctx, r.Client, dgd, func(g *v1alpha1.DynamoGraphDeployment) {
-		before := g.Status.State
+		before := g.Status.DeepCopy()
 		g.Status = invalidGraphStatus(g, cause, metav1.NewTime(r.Clock.Now()))
-		changed = before != g.Status.State
+		changed = !conditionsEqual(before.Conditions, g.Status.Conditions)
 	})
 	if changed {
 		r.Recorder.Eventf(dgd, nil, corev1.EventTypeWarning, "Failed", "Reconcile", "%v", cause)

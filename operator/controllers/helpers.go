@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // specOrMetadataChanged passes creations, deletions and updates that change
@@ -63,10 +64,14 @@ func patchStatus[T client.Object](ctx context.Context, c client.Client, obj T, m
 	return true, c.Status().Patch(ctx, obj, client.MergeFrom(orig), client.FieldOwner(FieldOwner))
 }
 
-// isNamespaceTerminating reports a write refused because its namespace is
-// being deleted: the objects are going away, there is nothing to retry.
-func isNamespaceTerminating(err error) bool {
-	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+// quietWhenTerminating drops an error of a write refused because its
+// namespace is being deleted: the objects are going away, there is nothing
+// to retry and nothing to report.
+func quietWhenTerminating(res reconcile.Result, err error) (reconcile.Result, error) {
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		return reconcile.Result{}, nil
+	}
+	return res, err
 }
 
 // isUserError reports whether the API server refused a write for a reason

@@ -18,7 +18,7 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
-	"github.com/dynamoctl/dynamo-operator/operator/controllers"
+	"github.com/dynamoctl/dynamo-operator/operator/app"
 )
 
 var env *testenv.Env
@@ -54,7 +54,10 @@ func TestFeatures(t *testing.T) {
 	if err := env.StartDeploymentDriver(ctx, 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	op := env.NewOperator(controllers.Options{Workers: 4})
+	op, err := env.NewOperator(nil, app.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := op.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

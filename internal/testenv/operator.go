@@ -8,19 +8,19 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/dynamoctl/dynamo-operator/operator/controllers"
+	"github.com/dynamoctl/dynamo-operator/operator/app"
+	"github.com/dynamoctl/dynamo-operator/operator/config"
 )
 
-// Operator runs the operator's controllers in the test process against the
-// Env, and records every write they make, so tests can assert that a
-// reconcile with nothing to do writes nothing.
+// Operator runs the operator, as app.New assembles it for the binary, in
+// the test process against the Env, and records every write it makes, so
+// tests can assert that a reconcile with nothing to do writes nothing.
 type Operator struct {
 	env  *Env
-	opts controllers.Options
+	opts *config.Options
+	deps app.Deps
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -30,10 +30,29 @@ type Operator struct {
 	log   []string // "METHOD path" of every write (events included), across restarts
 }
 
-// NewOperator prepares an operator; Start runs it.
-func (e *Env) NewOperator(opts controllers.Options) *Operator {
-	return &Operator{env: e, opts: opts}
+// operatorTestDefaults keep in-process operators from opening ports that
+// several operators in one test process would fight over; args given to
+// NewOperator come after them and win.
+var operatorTestDefaults = []string{
+	"--metrics-bind-address=0",
+	"--health-probe-bind-address=0",
+	"--enable-webhooks=false",
+	"--max-concurrent-reconciles=4",
 }
+
+// NewOperator prepares an operator configured with the manager's own
+// command-line flags; Start runs it.
+func (e *Env) NewOperator(args []string, deps app.Deps) (*Operator, error) {
+	o, err := config.Parse(append(append([]string(nil), operatorTestDefaults...), args...),
+		func(string) (string, bool) { return "", false })
+	if err != nil {
+		return nil, err
+	}
+	return &Operator{env: e, opts: o, deps: deps}, nil
+}
+
+// Options is the operator's configuration.
+func (o *Operator) Options() *config.Options { return o.opts }
 
 // Start runs the controllers until Stop or until ctx ends, and waits for
 // their caches to sync.
@@ -45,18 +64,17 @@ func (o *Operator) Start(ctx context.Context) error {
 	}
 	cfg := rest.CopyConfig(o.env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, op: o} })
-	mgr, err := manager.New(cfg, manager.Options{
-		Scheme:                 o.env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  controllers.CacheOptions(),
-		// A restart registers the same controllers again in this process.
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		return err
+	deps := o.deps
+	deps.Customize = func(mo *manager.Options) {
+		// Restarts and second operators register the same controllers
+		// again in this process.
+		mo.Controller.SkipNameValidation = ptr.To(true)
+		if o.deps.Customize != nil {
+			o.deps.Customize(mo)
+		}
 	}
-	if err := controllers.Setup(mgr, o.opts); err != nil {
+	mgr, err := app.New(cfg, o.opts, deps)
+	if err != nil {
 		return err
 	}
 	runCtx, cancel := context.WithCancel(ctx)

@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/config"
 )
 
@@ -55,7 +56,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stderr io.Writer)
 		printError(stderr, fmt.Errorf("loading Kubernetes client configuration: %w", err))
 		return exitFailure
 	}
-	mgr, err := newManager(restConfig, o)
+	mgr, err := app.New(restConfig, o, app.Deps{})
 	if err != nil {
 		printError(stderr, fmt.Errorf("creating manager: %w", err))
 		return exitFailure

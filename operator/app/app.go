@@ -1,4 +1,8 @@
-package main
+// Package app assembles the operator: a controller-runtime manager with the
+// controllers, caches and servers that the configuration asks for. The
+// manager binary and the tests' in-process operators both build it here, so
+// tests run the operator users run.
+package app
 
 import (
 	"crypto/tls"
@@ -7,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -21,9 +26,20 @@ import (
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
 
-// newScheme returns the types the operator reads and writes: the built-in
+// Deps are what the environment injects into the operator; the zero value
+// is what the manager binary uses.
+type Deps struct {
+	// Clock drives lease expiry, renewals and condition timestamps; the real
+	// clock when nil.
+	Clock clock.WithTicker
+	// Customize adjusts the manager options before the manager is created,
+	// e.g. so a test can register the same controllers again on restart.
+	Customize func(*manager.Options)
+}
+
+// NewScheme returns the types the operator reads and writes: the built-in
 // Kubernetes kinds and the nvidia.com/v1alpha1 kinds.
-func newScheme() (*runtime.Scheme, error) {
+func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("registering Kubernetes types: %w", err)
@@ -34,13 +50,19 @@ func newScheme() (*runtime.Scheme, error) {
 	return scheme, nil
 }
 
-// newManager builds the controller-runtime manager described by o. It does
-// not contact the API server; controllers are added to the returned manager
-// before it is started.
-func newManager(cfg *rest.Config, o *config.Options) (manager.Manager, error) {
-	cfg, opts, err := managerOptions(cfg, o)
+// New builds the controller-runtime manager described by o. It does not
+// contact the API server; everything the operator runs is added to the
+// returned manager, which the caller starts.
+func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
+	if d.Clock == nil {
+		d.Clock = clock.RealClock{}
+	}
+	cfg, opts, err := ManagerOptions(cfg, o)
 	if err != nil {
 		return nil, err
+	}
+	if d.Customize != nil {
+		d.Customize(&opts)
 	}
 	mgr, err := manager.New(cfg, opts)
 	if err != nil {
@@ -49,6 +71,7 @@ func newManager(cfg *rest.Config, o *config.Options) (manager.Manager, error) {
 	if err := controllers.Setup(mgr, controllers.Options{
 		Workers: o.MaxConcurrentReconciles,
 		Render:  render.Options{NATSAddr: o.NATSAddr, EtcdAddr: o.EtcdAddr},
+		Clock:   d.Clock,
 	}); err != nil {
 		return nil, fmt.Errorf("setting up controllers: %w", err)
 	}
@@ -61,10 +84,10 @@ func newManager(cfg *rest.Config, o *config.Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// managerOptions derives the client configuration and manager options from
+// ManagerOptions derives the client configuration and manager options from
 // the operator's options, without contacting the API server.
-func managerOptions(cfg *rest.Config, o *config.Options) (*rest.Config, manager.Options, error) {
-	scheme, err := newScheme()
+func ManagerOptions(cfg *rest.Config, o *config.Options) (*rest.Config, manager.Options, error) {
+	scheme, err := NewScheme()
 	if err != nil {
 		return nil, manager.Options{}, err
 	}

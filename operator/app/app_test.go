@@ -1,0 +1,94 @@
+package app_test
+
+import (
+	"os"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
+	"github.com/dynamoctl/dynamo-operator/operator/app"
+	"github.com/dynamoctl/dynamo-operator/operator/config"
+)
+
+var env *testenv.Env
+
+func noEnv(string) (string, bool) { return "", false }
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, func(e *testenv.Env) { env = e }))
+}
+
+func TestManagerOptions(t *testing.T) {
+	base := &rest.Config{Host: "https://127.0.0.1:1"}
+	tests := []struct {
+		name string
+		args []string
+		// wantWebhookPort is 0 when no custom webhook server should be set.
+		wantWebhookPort int
+		wantNamespace   string
+	}{
+		{
+			name:            "cluster-wide with webhooks",
+			args:            []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-port=10250"},
+			wantWebhookPort: 10250,
+		},
+		{
+			name: "namespace-scoped with leader election and insecure metrics",
+			args: []string{
+				"--metrics-bind-address=0", "--metrics-secure=false", "--health-probe-bind-address=0",
+				"--restrict-namespace=team-a", "--leader-elect", "--enable-webhooks=false",
+			},
+			wantNamespace: "team-a",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := config.Parse(tt.args, noEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, opts, err := app.ManagerOptions(base, o)
+			if err != nil {
+				t.Fatalf("ManagerOptions: %v", err)
+			}
+			if cfg.QPS != o.KubeAPIQPS || cfg.Burst != o.KubeAPIBurst {
+				t.Errorf("QPS/Burst = %v/%v, want %v/%v", cfg.QPS, cfg.Burst, o.KubeAPIQPS, o.KubeAPIBurst)
+			}
+			if base.QPS != 0 {
+				t.Errorf("ManagerOptions modified the caller's rest.Config")
+			}
+			if opts.LeaderElection != o.LeaderElection.Enabled || opts.LeaderElectionID != o.LeaderElection.ID {
+				t.Errorf("leader election %v %q", opts.LeaderElection, opts.LeaderElectionID)
+			}
+			if _, scoped := opts.Cache.DefaultNamespaces[tt.wantNamespace]; (tt.wantNamespace != "") != scoped {
+				t.Errorf("cache namespaces = %v, want %q", opts.Cache.DefaultNamespaces, tt.wantNamespace)
+			}
+			if tt.wantWebhookPort != 0 {
+				srv, ok := opts.WebhookServer.(*webhook.DefaultServer)
+				if !ok || srv.Options.Port != tt.wantWebhookPort || srv.Options.CertDir != o.Webhook.CertDir {
+					t.Errorf("webhook server = %#v, want port %d and cert dir %s",
+						opts.WebhookServer, tt.wantWebhookPort, o.Webhook.CertDir)
+				}
+			} else if opts.WebhookServer != nil {
+				t.Errorf("no webhook server expected with --enable-webhooks=false")
+			}
+		})
+	}
+}
+
+// New registers the controllers against a real API server.
+func TestNewRegistersControllers(t *testing.T) {
+	o, err := config.Parse([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := app.New(env.Config, o, app.Deps{})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if got := mgr.GetConfig().QPS; got != o.KubeAPIQPS {
+		t.Errorf("manager QPS = %v, want %v", got, o.KubeAPIQPS)
+	}
+}

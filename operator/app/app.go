@@ -24,6 +24,7 @@ import (
 	"github.com/dynamoctl/dynamo-operator/operator/config"
 	"github.com/dynamoctl/dynamo-operator/operator/controllers"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
+	"github.com/dynamoctl/dynamo-operator/operator/scope"
 )
 
 // Deps are what the environment injects into the operator; the zero value
@@ -31,7 +32,7 @@ import (
 type Deps struct {
 	// Clock drives lease expiry, renewals and condition timestamps; the real
 	// clock when nil.
-	Clock clock.WithTicker
+	Clock scope.Clock
 	// Customize adjusts the manager options before the manager is created,
 	// e.g. so a test can register the same controllers again on restart.
 	Customize func(*manager.Options)
@@ -68,12 +69,18 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := controllers.Setup(mgr, controllers.Options{
+	gate := newGate(o, d.Clock)
+	resync, err := controllers.Setup(mgr, controllers.Options{
 		Workers: o.MaxConcurrentReconciles,
 		Render:  render.Options{NATSAddr: o.NATSAddr, EtcdAddr: o.EtcdAddr},
 		Clock:   d.Clock,
-	}); err != nil {
+		Gate:    gate,
+	})
+	if err != nil {
 		return nil, fmt.Errorf("setting up controllers: %w", err)
+	}
+	if err := addScope(mgr, o, d.Clock, gate, resync); err != nil {
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding health check: %w", err)
@@ -140,6 +147,8 @@ func ManagerOptions(cfg *rest.Config, o *config.Options) (*rest.Config, manager.
 		// Namespace-scoped RBAC cannot list cluster-wide, so the cache must
 		// not try to.
 		opts.Cache.DefaultNamespaces = map[string]cache.Config{o.RestrictNamespace: {}}
+	} else {
+		markerLeasesOnly(&opts.Cache)
 	}
 	if o.Webhook.Enabled {
 		// controller-runtime starts this server only once something calls

@@ -385,8 +385,10 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 		checkDNS1123Label(p, "--"+flagRestrictNamespace, o.RestrictNamespace)
 	}
 
-	if o.NamespaceLease.Duration <= 0 {
-		p.flag(flagNamespaceLeaseDuration, "must be greater than 0, got %s", o.NamespaceLease.Duration)
+	// The Lease stores whole seconds; a fraction would make the holder and
+	// the cluster-wide operator disagree about the expiry.
+	if d := o.NamespaceLease.Duration; d < time.Second || d%time.Second != 0 {
+		p.flag(flagNamespaceLeaseDuration, "must be a whole number of seconds, at least 1s, got %s", d)
 	}
 	if ri := o.NamespaceLease.RenewInterval; ri <= 0 || ri >= o.NamespaceLease.Duration {
 		p.flag(flagNamespaceLeaseRenewInterval, "must be greater than 0 and less than --%s (%s), got %s",

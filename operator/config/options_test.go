@@ -343,9 +343,14 @@ func TestParseInvalid(t *testing.T) {
 			name: "namespace lease durations not positive",
 			args: []string{"--namespace-lease-duration=0s", "--namespace-lease-renew-interval=-1s"},
 			want: []string{
-				`--namespace-lease-duration: must be greater than 0, got 0s`,
+				`--namespace-lease-duration: must be a whole number of seconds, at least 1s, got 0s`,
 				`--namespace-lease-renew-interval: must be greater than 0`,
 			},
+		},
+		{
+			name: "namespace lease duration in fractions of a second",
+			args: []string{"--namespace-lease-duration=2500ms", "--namespace-lease-renew-interval=1s"},
+			want: []string{`--namespace-lease-duration: must be a whole number of seconds, at least 1s, got 2.5s`},
 		},
 		{
 			name: "leader election renew deadline not below lease duration",

@@ -23,6 +23,7 @@ import (
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
+	"github.com/dynamoctl/dynamo-operator/operator/scope"
 )
 
 // ComponentReconciler turns a DynamoComponentDeployment into its workload,
@@ -37,7 +38,9 @@ type ComponentReconciler struct {
 }
 
 // SetupWithManager registers the controller.
-func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int) error {
+// Only namespaces the gate allows are reconciled; resync brings back those
+// handed over by another operator.
+func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int, gate *scope.Gate, resync *Resync) error {
 	return builder.ControllerManagedBy(mgr).
 		For(&v1alpha1.DynamoComponentDeployment{}, builder.WithPredicates(specOrMetadataChanged())).
 		// A component's volumeMounts name its graph's spec.pvcs, which
@@ -47,8 +50,9 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int)
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).
+		WatchesRawSource(resync.componentSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
+		Complete(owned{gate: gate, next: r})
 }
 
 // Reconcile brings one component's children in line with its spec.

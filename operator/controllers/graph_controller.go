@@ -21,6 +21,7 @@ import (
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
+	"github.com/dynamoctl/dynamo-operator/operator/scope"
 )
 
 // GraphReconciler turns a DynamoGraphDeployment into one
@@ -37,12 +38,15 @@ type GraphReconciler struct {
 
 // SetupWithManager registers the controller. Changes of a graph's labels and
 // annotations are reconciled as well as spec changes: they flow to children.
-func (r *GraphReconciler) SetupWithManager(mgr manager.Manager, workers int) error {
+// Only namespaces the gate allows are reconciled; resync brings back those
+// handed over by another operator.
+func (r *GraphReconciler) SetupWithManager(mgr manager.Manager, workers int, gate *scope.Gate, resync *Resync) error {
 	return builder.ControllerManagedBy(mgr).
 		For(&v1alpha1.DynamoGraphDeployment{}, builder.WithPredicates(specOrMetadataChanged())).
 		Owns(&v1alpha1.DynamoComponentDeployment{}).
+		WatchesRawSource(resync.graphSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
+		Complete(owned{gate: gate, next: r})
 }
 
 // Reconcile brings one graph's children in line with its spec.

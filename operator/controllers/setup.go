@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
+	"github.com/dynamoctl/dynamo-operator/operator/scope"
 )
 
 // Options configure the controllers.
@@ -25,34 +27,52 @@ type Options struct {
 	Render render.Options
 	// Clock stamps condition transitions; the real clock when nil.
 	Clock clock.PassiveClock
+	// Gate says which namespaces this operator owns (deployment modes);
+	// nil means all of them.
+	Gate *scope.Gate
 }
 
-// Setup registers every controller with the manager.
-func Setup(mgr manager.Manager, o Options) error {
+// Setup registers every controller with the manager. The returned Resync
+// re-enqueues a namespace's objects when this operator (re)gains it.
+func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
 	if o.Workers < 1 {
 		o.Workers = 1
 	}
-	applier := &apply.Applier{Client: mgr.GetClient(), FieldOwner: FieldOwner}
+	c := mgr.GetClient()
+	var graphEvents, componentEvents events.EventRecorder = mgr.GetEventRecorder("dynamo-graph-controller"),
+		mgr.GetEventRecorder("dynamo-component-controller")
+	if o.Gate != nil {
+		// Every write, events included, asks the gate first, so work in
+		// flight when a namespace changes hands stops there.
+		c = scope.GatedClient(c, o.Gate)
+		graphEvents = scope.GatedRecorder(graphEvents, o.Gate)
+		componentEvents = scope.GatedRecorder(componentEvents, o.Gate)
+	}
+	resync := newResync(mgr.GetClient())
+	applier := &apply.Applier{Client: c, FieldOwner: FieldOwner}
 	graphs := &GraphReconciler{
-		Client:   mgr.GetClient(),
+		Client:   c,
 		Applier:  applier,
-		Recorder: mgr.GetEventRecorder("dynamo-graph-controller"),
+		Recorder: graphEvents,
 		Clock:    o.Clock,
 	}
-	if err := graphs.SetupWithManager(mgr, o.Workers); err != nil {
-		return err
+	if err := graphs.SetupWithManager(mgr, o.Workers, o.Gate, resync); err != nil {
+		return nil, err
 	}
 	components := &ComponentReconciler{
-		Client:   mgr.GetClient(),
+		Client:   c,
 		Applier:  applier,
-		Recorder: mgr.GetEventRecorder("dynamo-component-controller"),
+		Recorder: componentEvents,
 		Clock:    o.Clock,
 		Render:   o.Render,
 	}
-	return components.SetupWithManager(mgr, o.Workers)
+	if err := components.SetupWithManager(mgr, o.Workers, o.Gate, resync); err != nil {
+		return nil, err
+	}
+	return resync, nil
 }
 
 // CacheOptions keeps only the operator's own children of the built-in kinds

@@ -1,0 +1,70 @@
+package app
+
+import (
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/dynamoctl/dynamo-operator/operator/config"
+	"github.com/dynamoctl/dynamo-operator/operator/controllers"
+	"github.com/dynamoctl/dynamo-operator/operator/scope"
+)
+
+// newGate returns who owns what for the operator's mode: a namespace-scoped
+// operator owns its namespace while it holds the marker Lease; a
+// cluster-wide one owns every namespace without an unexpired marker Lease.
+func newGate(o *config.Options, c scope.Clock) *scope.Gate {
+	if o.RestrictNamespace != "" {
+		return scope.NewNamespaceGate(c, o.RestrictNamespace)
+	}
+	return scope.NewClusterGate(c)
+}
+
+// addScope adds the runnable that keeps the gate current: the Lease holder
+// of a namespace-scoped operator, or the marker Lease tracker of a
+// cluster-wide one.
+func addScope(mgr manager.Manager, o *config.Options, c scope.Clock, gate *scope.Gate, resync *controllers.Resync) error {
+	log := mgr.GetLogger().WithName("scope")
+	var r manager.Runnable
+	if o.RestrictNamespace != "" {
+		r = &scope.Holder{
+			Client:        mgr.GetClient(),
+			Reader:        mgr.GetAPIReader(),
+			Gate:          gate,
+			Namespace:     o.RestrictNamespace,
+			Identity:      o.OperatorVersion,
+			Duration:      o.NamespaceLease.Duration,
+			RenewInterval: o.NamespaceLease.RenewInterval,
+			Clock:         c,
+			Acquired:      resync.Namespace,
+			Log:           log,
+		}
+	} else {
+		r = &scope.Tracker{
+			Gate:   gate,
+			Cache:  mgr.GetCache(),
+			Clock:  c,
+			Resume: resync.Namespace,
+			Log:    log,
+		}
+	}
+	if err := mgr.Add(r); err != nil {
+		return fmt.Errorf("adding namespace scope: %w", err)
+	}
+	return nil
+}
+
+// markerLeasesOnly makes a cluster-wide operator watch the marker Leases
+// and no other Lease of the cluster.
+func markerLeasesOnly(opts *cache.Options) {
+	if opts.ByObject == nil {
+		opts.ByObject = map[client.Object]cache.ByObject{}
+	}
+	opts.ByObject[&coordinationv1.Lease{}] = cache.ByObject{
+		Field: fields.OneTermEqualSelector("metadata.name", scope.LeaseName),
+	}
+}

@@ -1,0 +1,100 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/scope"
+)
+
+// owned runs a reconcile only in namespaces this operator owns. Work queued
+// for a namespace that another operator has taken is dropped rather than
+// retried: whoever hands the namespace back re-enqueues all of it (Resync).
+type owned struct {
+	gate *scope.Gate
+	next reconcile.Reconciler
+}
+
+func (o owned) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if o.gate == nil {
+		return o.next.Reconcile(ctx, req)
+	}
+	// Until the marker Leases are known, nobody can say who owns what.
+	if err := o.gate.WaitReady(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	if !o.gate.Allowed(req.Namespace) {
+		return reconcile.Result{}, nil
+	}
+	res, err := o.next.Reconcile(ctx, req)
+	if errors.Is(err, scope.ErrNotOwned) {
+		// The namespace changed hands during this reconcile; its gated
+		// client refused the write.
+		return reconcile.Result{}, nil
+	}
+	return res, err
+}
+
+// Resync re-enqueues every graph and component of a namespace, for when
+// this operator (re)gains it: objects changed while another operator owned
+// it must be acted on, though their events were dropped back then.
+type Resync struct {
+	reader     client.Reader
+	graphs     chan event.TypedGenericEvent[*v1alpha1.DynamoGraphDeployment]
+	components chan event.TypedGenericEvent[*v1alpha1.DynamoComponentDeployment]
+}
+
+func newResync(reader client.Reader) *Resync {
+	return &Resync{
+		reader:     reader,
+		graphs:     make(chan event.TypedGenericEvent[*v1alpha1.DynamoGraphDeployment], 1024),
+		components: make(chan event.TypedGenericEvent[*v1alpha1.DynamoComponentDeployment], 1024),
+	}
+}
+
+func (r *Resync) graphSource() source.Source {
+	return source.Channel(r.graphs, &handler.TypedEnqueueRequestForObject[*v1alpha1.DynamoGraphDeployment]{})
+}
+
+func (r *Resync) componentSource() source.Source {
+	return source.Channel(r.components, &handler.TypedEnqueueRequestForObject[*v1alpha1.DynamoComponentDeployment]{})
+}
+
+// Namespace re-enqueues everything in namespace. It returns at once; the
+// listing and enqueueing happen in the background until ctx ends, so that
+// callers on a watch or timer goroutine are never blocked.
+func (r *Resync) Namespace(ctx context.Context, namespace string) {
+	go func() {
+		log := logf.FromContext(ctx).WithValues("namespace", namespace)
+		graphs := &v1alpha1.DynamoGraphDeploymentList{}
+		if err := r.reader.List(ctx, graphs, client.InNamespace(namespace)); err != nil {
+			log.Error(err, "listing graphs to re-enqueue")
+		}
+		for i := range graphs.Items {
+			select {
+			case r.graphs <- event.TypedGenericEvent[*v1alpha1.DynamoGraphDeployment]{Object: &graphs.Items[i]}:
+			case <-ctx.Done():
+				return
+			}
+		}
+		components := &v1alpha1.DynamoComponentDeploymentList{}
+		if err := r.reader.List(ctx, components, client.InNamespace(namespace)); err != nil {
+			log.Error(err, "listing components to re-enqueue")
+		}
+		for i := range components.Items {
+			select {
+			case r.components <- event.TypedGenericEvent[*v1alpha1.DynamoComponentDeployment]{Object: &components.Items[i]}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"path/filepath"
 )
@@ -36,6 +37,9 @@ type AuditEvent struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
 	Stage string `json:"stage"`
+	// StageTimestamp is when the response was complete: the write had
+	// happened.
+	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
 }
 
 func auditFiles(dir string) (policy, log string, err error) {

@@ -2,9 +2,12 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -21,6 +24,11 @@ type Operator struct {
 	env  *Env
 	opts *config.Options
 	deps app.Deps
+	// config authenticates the operator, as its own user when one was named.
+	config *rest.Config
+	// partitioned makes every request fail as if the network were gone,
+	// so Kill can stop the operator without its goodbyes reaching the API.
+	partitioned atomic.Bool
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -43,12 +51,27 @@ var operatorTestDefaults = []string{
 // NewOperator prepares an operator configured with the manager's own
 // command-line flags; Start runs it.
 func (e *Env) NewOperator(args []string, deps app.Deps) (*Operator, error) {
+	return e.NewOperatorAs("", args, deps)
+}
+
+// NewOperatorAs is NewOperator authenticating as user (a cluster admin), so
+// that the audit log tells this operator's writes from others'. An empty
+// user is the Env's own administrator.
+func (e *Env) NewOperatorAs(user string, args []string, deps app.Deps) (*Operator, error) {
 	o, err := config.Parse(append(append([]string(nil), operatorTestDefaults...), args...),
 		func(string) (string, bool) { return "", false })
 	if err != nil {
 		return nil, err
 	}
-	return &Operator{env: e, opts: o, deps: deps}, nil
+	cfg := e.Config
+	if user != "" {
+		u, err := e.env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+		if err != nil {
+			return nil, err
+		}
+		cfg = u.Config()
+	}
+	return &Operator{env: e, opts: o, deps: deps, config: cfg}, nil
 }
 
 // Options is the operator's configuration.
@@ -62,7 +85,8 @@ func (o *Operator) Start(ctx context.Context) error {
 	if o.cancel != nil {
 		return fmt.Errorf("operator already running")
 	}
-	cfg := rest.CopyConfig(o.env.Config)
+	o.partitioned.Store(false)
+	cfg := rest.CopyConfig(o.config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, op: o} })
 	deps := o.deps
 	deps.Customize = func(mo *manager.Options) {
@@ -106,6 +130,13 @@ func (o *Operator) Stop() {
 	o.cancel, o.stopped = nil, nil
 }
 
+// Kill stops the operator as if its process died: nothing it would say on
+// the way out (releasing leases) reaches the API server.
+func (o *Operator) Kill() {
+	o.partitioned.Store(true)
+	o.Stop()
+}
+
 // Writes is the number of write requests the operator has made.
 func (o *Operator) Writes() int64 {
 	o.logMu.Lock()
@@ -129,6 +160,9 @@ type countingTransport struct {
 }
 
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.op.partitioned.Load() {
+		return nil, errors.New("testenv: operator killed")
+	}
 	resp, err := t.next.RoundTrip(req)
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		t.op.logMu.Lock()

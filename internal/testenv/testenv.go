@@ -245,8 +245,11 @@ func BinaryAssets(root string) (string, error) {
 // Run is a TestMain body: it starts one Env for the test binary, hands it to
 // use, runs the tests and stops the Env whatever they did. It returns the
 // exit code for os.Exit.
-func Run(m *testing.M, use func(*Env)) int {
-	env, err := Start()
+func Run(m *testing.M, use func(*Env)) int { return RunWith(m, Options{}, use) }
+
+// RunWith is Run with an Env started with o.
+func RunWith(m *testing.M, o Options, use func(*Env)) int {
+	env, err := StartWith(o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		return 1

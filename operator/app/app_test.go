@@ -1,7 +1,10 @@
 package app_test
 
 import (
+	"go.uber.org/zap/zapcore"
 	"os"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"testing"
 
 	"k8s.io/client-go/rest"
@@ -17,7 +20,11 @@ var env *testenv.Env
 func noEnv(string) (string, bool) { return "", false }
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, func(e *testenv.Env) { env = e }))
+	// Operators killed by tests complain about the API they can no longer
+	// reach; only errors are worth reading.
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	// The audit log tells the writes of two operators apart (modes tests).
+	os.Exit(testenv.RunWith(m, testenv.Options{Audit: true}, func(e *testenv.Env) { env = e }))
 }
 
 func TestManagerOptions(t *testing.T) {

@@ -146,18 +146,26 @@ func (h *Holder) write(ctx context.Context, now metav1.MicroTime) error {
 	if err != nil {
 		return err
 	}
+	expiry, expires := LeaseExpiry(l)
+	live := !expires || h.Clock.Now().Before(expiry)
+	cur := holder(l)
 	// Another version's operator may hold the namespace; wait it out
 	// rather than have two owners.
-	if cur := holder(l); cur != h.Identity {
-		if expiry, expires := LeaseExpiry(l); !expires || h.Clock.Now().Before(expiry) {
-			if h.waited != cur {
-				h.waited = cur
-				h.Log.Info("waiting for the namespace lease: another operator holds it",
-					"namespace", h.Namespace, "holder", cur, "until", expiry)
-			}
-			return blockedError{holder: cur}
+	if cur != h.Identity && live {
+		if h.waited != cur {
+			h.waited = cur
+			h.Log.Info("waiting for the namespace lease: another operator holds it",
+				"namespace", h.Namespace, "holder", cur, "until", expiry)
 		}
+		return blockedError{holder: cur}
+	}
+	// An expired Lease is a new acquisition, even by the same version:
+	// the cluster-wide operator may have acted in between. A live one of
+	// our own identity is a restart within the Lease, a renewal.
+	if !live {
 		l.Spec.AcquireTime = &now
+	}
+	if cur != h.Identity {
 		l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
 	}
 	h.waited = ""

@@ -1,0 +1,329 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
+	"github.com/dynamoctl/dynamo-operator/operator/app"
+	"github.com/dynamoctl/dynamo-operator/operator/scope"
+)
+
+const graphYAML = `apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: llm
+spec:
+  services:
+    Frontend:
+      componentType: frontend
+      replicas: 1
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1
+`
+
+func createGraph(t *testing.T, ns string) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(graphYAML), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	u.SetNamespace(ns)
+	if err := env.Client.Create(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func scaleFrontend(t *testing.T, ns string, replicas int) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"services":{"Frontend":{"replicas":%d}}}}`, replicas)
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("nvidia.com/v1alpha1")
+	u.SetKind("DynamoGraphDeployment")
+	u.SetNamespace(ns)
+	u.SetName("llm")
+	if err := env.Client.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// frontend returns the graph's frontend Deployment: its replicas and its
+// NATS_SERVER, which tells which operator rendered it.
+func frontend(t *testing.T, ns string) (replicas int32, nats string, ok bool) {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "llm-frontend"}, d)
+	if apierrors.IsNotFound(err) {
+		return 0, "", false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == "NATS_SERVER" {
+				nats = e.Value
+			}
+		}
+	}
+	return ptr.Deref(d.Spec.Replicas, 0), nats, true
+}
+
+func markerLease(t *testing.T, ns string) (*coordinationv1.Lease, bool) {
+	t.Helper()
+	l := &coordinationv1.Lease{}
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: scope.LeaseName}, l)
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, true
+}
+
+// writesBy lists the audited writes of user in namespace, in time order.
+func writesBy(t *testing.T, user, ns string) []testenv.AuditEvent {
+	t.Helper()
+	events, err := env.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []testenv.AuditEvent
+	for _, ev := range events {
+		if ev.User.Username == user && ev.ObjectRef.Namespace == ns {
+			out = append(out, ev)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].StageTimestamp.Before(&out[j].StageTimestamp) })
+	return out
+}
+
+func writesBetween(evs []testenv.AuditEvent, from, to time.Time) []string {
+	var out []string
+	for _, ev := range evs {
+		at := ev.StageTimestamp.Time
+		if !at.Before(from) && at.Before(to) {
+			out = append(out, fmt.Sprintf("%s %s %s/%s at %s", ev.Verb, ev.ObjectRef.Resource, ev.ObjectRef.Subresource,
+				ev.ObjectRef.Name, at.Format(time.RFC3339Nano)))
+		}
+	}
+	return out
+}
+
+func firstWriteAfter(evs []testenv.AuditEvent, t time.Time) (time.Time, bool) {
+	for _, ev := range evs {
+		if !ev.StageTimestamp.Time.Before(t) {
+			return ev.StageTimestamp.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// quiet waits until user has not written in ns for a second. The hand-over
+// checks start from a quiet operator: a request already sent when the Lease
+// appears cannot be called back (the benchmark measures that tail), so it
+// would blur what these tests assert, that no new write starts.
+func quiet(t *testing.T, user, ns string) {
+	t.Helper()
+	waitFor(t, user+" is quiet in "+ns, func() bool {
+		evs := writesBy(t, user, ns)
+		return len(evs) > 0 && time.Since(evs[len(evs)-1].StageTimestamp.Time) > time.Second
+	})
+}
+
+func startOperator(t *testing.T, user string, args ...string) *testenv.Operator {
+	t.Helper()
+	op, err := env.NewOperatorAs(user, args, app.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(op.Stop)
+	return op
+}
+
+// A cluster-wide and a namespace-scoped operator share one API server. The
+// cluster-wide one writes nothing in the scoped namespace while the marker
+// Lease lives, and converges what changed there once the scoped operator
+// dies (the Lease expires) or stops cleanly (the Lease is deleted).
+func TestHybridHandover(t *testing.T) {
+	const clusterUser, scopedUser = "cluster-wide-operator", "scoped-operator"
+	a, b := env.Namespace(t, "hybrid-a"), env.Namespace(t, "hybrid-b")
+	startOperator(t, clusterUser)
+	createGraph(t, a)
+	createGraph(t, b)
+	waitFor(t, "the cluster-wide operator runs both graphs", func() bool {
+		_, _, okA := frontend(t, a)
+		_, _, okB := frontend(t, b)
+		return okA && okB
+	})
+
+	scopedArgs := []string{
+		"--restrict-namespace=" + a, "--operator-version=v2.0.0-beta",
+		"--namespace-lease-duration=2s", "--namespace-lease-renew-interval=500ms",
+		// The scoped version renders differently, so its hand is visible.
+		"--natsAddr=nats://scoped:4222",
+	}
+	quiet(t, clusterUser, a)
+	scoped := startOperator(t, scopedUser, scopedArgs...)
+	var owned time.Time
+	waitFor(t, "the scoped operator holds its lease", func() bool {
+		l, ok := markerLease(t, a)
+		if ok {
+			owned = l.Spec.AcquireTime.Time
+		}
+		return ok
+	})
+	waitFor(t, "the scoped operator re-renders namespace a", func() bool {
+		_, nats, _ := frontend(t, a)
+		return nats == "nats://scoped:4222"
+	})
+	scaleFrontend(t, a, 2)
+	scaleFrontend(t, b, 2)
+	waitFor(t, "each operator scales the graph it owns", func() bool {
+		ra, _, _ := frontend(t, a)
+		rb, nats, _ := frontend(t, b)
+		return ra == 2 && rb == 2 && nats == ""
+	})
+
+	// The scoped operator dies: its Lease stays until it expires, and a
+	// change made meanwhile waits for the cluster-wide operator.
+	scoped.Kill()
+	l, _ := markerLease(t, a)
+	expiry, _ := scope.LeaseExpiry(l)
+	scaleFrontend(t, a, 3)
+	waitFor(t, "the cluster-wide operator converges namespace a after the lease expired", func() bool {
+		r, nats, _ := frontend(t, a)
+		return r == 3 && nats == ""
+	})
+	clusterA := writesBy(t, clusterUser, a)
+	if w := writesBetween(clusterA, owned, expiry); len(w) > 0 {
+		t.Errorf("the cluster-wide operator wrote in %s while the lease lived (%s to %s):\n%s",
+			a, owned.Format(time.RFC3339Nano), expiry.Format(time.RFC3339Nano), strings.Join(w, "\n"))
+	}
+	first, ok := firstWriteAfter(clusterA, expiry)
+	if !ok {
+		t.Fatal("no resumed write by the cluster-wide operator in the audit log")
+	}
+	t.Logf("lease expired at %s; first resumed write %v later", expiry.Format(time.RFC3339Nano), first.Sub(expiry))
+	if len(writesBetween(writesBy(t, scopedUser, b), owned, time.Now())) > 0 {
+		t.Error("the scoped operator wrote outside its namespace")
+	}
+
+	// A new scoped operator takes the namespace again, then stops
+	// cleanly: its Lease goes at once and so does its claim.
+	quiet(t, clusterUser, a)
+	scoped = startOperator(t, scopedUser, scopedArgs...)
+	var ownedAgain time.Time
+	waitFor(t, "the new scoped operator holds the lease", func() bool {
+		l, ok := markerLease(t, a)
+		if ok && l.Spec.AcquireTime.After(expiry) {
+			ownedAgain = l.Spec.AcquireTime.Time
+			return true
+		}
+		return false
+	})
+	scaleFrontend(t, a, 4)
+	waitFor(t, "the scoped operator acts on the change", func() bool {
+		r, nats, _ := frontend(t, a)
+		return r == 4 && nats == "nats://scoped:4222"
+	})
+	scoped.Stop()
+	if _, ok := markerLease(t, a); ok {
+		t.Fatal("a clean stop must delete the lease")
+	}
+	var released time.Time
+	for _, ev := range writesBy(t, scopedUser, a) {
+		if ev.Verb == "delete" && ev.ObjectRef.Resource == "leases" {
+			released = ev.StageTimestamp.Time
+		}
+	}
+	waitFor(t, "the cluster-wide operator converges namespace a after the clean hand-back", func() bool {
+		r, nats, _ := frontend(t, a)
+		return r == 4 && nats == ""
+	})
+	clusterA = writesBy(t, clusterUser, a)
+	if w := writesBetween(clusterA, ownedAgain, released); len(w) > 0 {
+		t.Errorf("the cluster-wide operator wrote in %s while the second lease lived:\n%s", a, strings.Join(w, "\n"))
+	}
+	if scopedAfter := writesBetween(writesBy(t, scopedUser, a), released.Add(time.Nanosecond), time.Now()); len(scopedAfter) > 0 {
+		t.Errorf("the scoped operator wrote after deleting its lease:\n%s", strings.Join(scopedAfter, "\n"))
+	}
+	first, _ = firstWriteAfter(clusterA, released)
+	t.Logf("lease deleted at %s; first resumed write %v later", released.Format(time.RFC3339Nano), first.Sub(released))
+}
+
+// Two replicas of one install: only the leader reconciles, and when it dies
+// the other takes over within the lease duration plus a retry.
+func TestLeaderElectionFailover(t *testing.T) {
+	ns := env.Namespace(t, "leader")
+	args := []string{
+		"--leader-elect", "--leader-election-id=dynamo-operator-test", "--leader-election-namespace=" + ns,
+		"--leader-election-lease-duration=2s", "--leader-election-renew-deadline=1500ms",
+		"--leader-election-retry-period=200ms",
+	}
+	ops := map[string]*testenv.Operator{
+		"replica-1": startOperator(t, "replica-1", args...),
+		"replica-2": startOperator(t, "replica-2", args...),
+	}
+	work := env.Namespace(t, "leader-work")
+	createGraph(t, work)
+	waitFor(t, "the leader runs the graph", func() bool { _, _, ok := frontend(t, work); return ok })
+	var leader string
+	for user := range ops {
+		if len(writesBy(t, user, work)) > 0 {
+			if leader != "" {
+				t.Fatal("both replicas reconciled")
+			}
+			leader = user
+		}
+	}
+	if leader == "" {
+		t.Fatal("no replica reconciled")
+	}
+	follower := "replica-1"
+	if leader == follower {
+		follower = "replica-2"
+	}
+
+	ops[leader].Kill()
+	killed := time.Now()
+	scaleFrontend(t, work, 2)
+	waitFor(t, "the other replica takes over", func() bool { r, _, _ := frontend(t, work); return r == 2 })
+	first, ok := firstWriteAfter(writesBy(t, follower, work), killed)
+	if !ok {
+		t.Fatal("the follower did not write after the leader died")
+	}
+	if after := writesBetween(writesBy(t, leader, work), killed, time.Now()); len(after) > 0 {
+		t.Errorf("the dead leader still wrote:\n%s", strings.Join(after, "\n"))
+	}
+	t.Logf("leader killed; the follower's first write %v later (lease 2s, retry 200ms)", first.Sub(killed))
+}

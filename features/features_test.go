@@ -39,6 +39,23 @@ func (r restartable) Restart(context.Context) error {
 	return r.Start(r.suite)
 }
 
+// StartLocal runs a namespace-scoped operator in process beside the
+// cluster-wide one, with lease timings short enough for scenarios to watch
+// a lease expire.
+func (r restartable) StartLocal(_ context.Context, namespace, version string) (steps.LocalOperator, error) {
+	op, err := env.NewOperator([]string{
+		"--restrict-namespace=" + namespace, "--operator-version=" + version,
+		"--namespace-lease-duration=2s", "--namespace-lease-renew-interval=500ms",
+	}, app.Deps{})
+	if err != nil {
+		return nil, err
+	}
+	if err := op.Start(r.suite); err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
 func TestFeatures(t *testing.T) {
 	// Only the operator's errors reach the test output.
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))

@@ -52,6 +52,7 @@ type world struct {
 	lastErr error
 	// writesMark is the operator's write count when a quiet period began.
 	writesMark int64
+	modes      modes
 }
 
 // InitializeScenario registers every step and gives each scenario a
@@ -73,6 +74,7 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 		return ctx, nil
 	})
 
+	registerModeSteps(sc, w)
 	sc.Step(`^I apply (?:the )?manifest:$`, w.applyManifest)
 	sc.Step(`^I create (?:the )?manifest:$`, w.createManifest)
 	sc.Step(`^I apply the file `+quoted+`$`, unquote1(w.applyFile))
@@ -109,6 +111,10 @@ func unescape(s string) string { return strings.ReplaceAll(s, `\"`, `"`) }
 
 func unquote1(f func(context.Context, string) error) func(context.Context, string) error {
 	return func(ctx context.Context, a string) error { return f(ctx, unescape(a)) }
+}
+
+func unquote2(f func(context.Context, string, string) error) func(context.Context, string, string) error {
+	return func(ctx context.Context, a, b string) error { return f(ctx, unescape(a), unescape(b)) }
 }
 
 func unquote4(f func(context.Context, string, string, string, string) error) func(context.Context, string, string, string, string) error {

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -35,7 +37,7 @@ type Operator struct {
 	stopped chan struct{}
 
 	logMu sync.Mutex
-	log   []string // "METHOD path" of every write (events included), across restarts
+	log   []write // every write (events included), across restarts
 }
 
 // operatorTestDefaults keep in-process operators from opening ports that
@@ -151,8 +153,34 @@ func (o *Operator) WritesSince(n int64) []string {
 	if n >= int64(len(o.log)) {
 		return nil
 	}
-	return append([]string(nil), o.log[n:]...)
+	out := make([]string, 0, len(o.log)-int(n))
+	for _, w := range o.log[n:] {
+		out = append(out, w.String())
+	}
+	return out
 }
+
+// WritesIn lists the writes in namespace that completed in [from, to), as
+// "METHOD path at time".
+func (o *Operator) WritesIn(namespace string, from, to time.Time) []string {
+	o.logMu.Lock()
+	defer o.logMu.Unlock()
+	var out []string
+	for _, w := range o.log {
+		if strings.Contains(w.path, "/namespaces/"+namespace+"/") && !w.at.Before(from) && w.at.Before(to) {
+			out = append(out, w.String()+" at "+w.at.Format(time.RFC3339Nano))
+		}
+	}
+	return out
+}
+
+// write is one write request, recorded when its response arrived.
+type write struct {
+	method, path string
+	at           time.Time
+}
+
+func (w write) String() string { return w.method + " " + w.path }
 
 type countingTransport struct {
 	next http.RoundTripper
@@ -166,7 +194,7 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	resp, err := t.next.RoundTrip(req)
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		t.op.logMu.Lock()
-		t.op.log = append(t.op.log, req.Method+" "+req.URL.Path)
+		t.op.log = append(t.op.log, write{method: req.Method, path: req.URL.Path, at: time.Now()})
 		t.op.logMu.Unlock()
 	}
 	return resp, err

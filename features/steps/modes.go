@@ -1,0 +1,245 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dynamoctl/dynamo-operator/operator/scope"
+)
+
+// Steps about deployment modes: namespace-scoped operators beside the
+// suite's cluster-wide one, and the marker Lease between them.
+
+// LocalOperator is a namespace-scoped operator a scenario started.
+type LocalOperator interface {
+	// Stop shuts it down cleanly: it releases its Lease.
+	Stop()
+	// Kill ends it as if its process died: its Lease stays until it expires.
+	Kill()
+}
+
+// LocalOperators starts namespace-scoped operators, with short lease
+// timings so that expiry takes seconds.
+type LocalOperators interface {
+	StartLocal(ctx context.Context, namespace, version string) (LocalOperator, error)
+}
+
+// TimedWrites is implemented by an OperatorControl that can tell when each
+// write happened.
+type TimedWrites interface {
+	// WritesIn lists the writes in namespace completed in [from, to).
+	WritesIn(namespace string, from, to time.Time) []string
+}
+
+// modes is the scenario state of the mode steps.
+type modes struct {
+	local LocalOperator
+	// owned and released bound the time the local operator owned the
+	// scenario's namespace: from its Lease's acquisition to its deletion or
+	// expiry (released is zero while it may still own it).
+	owned, released time.Time
+}
+
+func registerModeSteps(sc *godog.ScenarioContext, w *world) {
+	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
+		if w.modes.local != nil {
+			w.modes.local.Stop()
+		}
+		w.modes = modes{}
+		return ctx, nil
+	})
+	sc.Step(`^a namespace-scoped operator of version `+quoted+` (?:starts|runs) in this namespace$`, unquote1(w.localOperatorStarts))
+	sc.Step(`^listing the leases named `+quoted+` in all namespaces shows this namespace held by `+quoted+`$`, unquote2(w.leasesListShow))
+	sc.Step(`^the version of the operator that owns this namespace is `+quoted+`$`, unquote1(w.ownerVersionIs))
+	sc.Step(`^the namespace lease is renewed within (\d+) seconds?$`, w.leaseRenewedWithin)
+	sc.Step(`^the namespace-scoped operator stops cleanly$`, w.localOperatorStops)
+	sc.Step(`^the namespace-scoped operator dies$`, w.localOperatorDies)
+	sc.Step(`^the namespace lease still exists$`, w.leaseStillExists)
+	sc.Step(`^the (\S+) `+quoted+` does not exist$`, w.doesNotExist)
+	sc.Step(`^the namespace lease is gone$`, w.leaseGone)
+	sc.Step(`^the namespace lease eventually expires$`, w.leaseExpires)
+	sc.Step(`^the cluster-wide operator wrote nothing in this namespace while the namespace-scoped operator owned it$`, w.clusterWroteNothingWhileOwned)
+}
+
+func (w *world) localOperatorStarts(ctx context.Context, version string) error {
+	starter, ok := w.cluster.Operator.(LocalOperators)
+	if !ok {
+		return fmt.Errorf("this suite cannot start namespace-scoped operators")
+	}
+	if w.modes.local != nil {
+		return fmt.Errorf("a namespace-scoped operator already runs in this scenario")
+	}
+	op, err := starter.StartLocal(ctx, w.namespace, version)
+	if err != nil {
+		return err
+	}
+	w.modes.local = op
+	return w.eventually(ctx, func() error {
+		l, err := w.lease(ctx)
+		if err != nil {
+			return err
+		}
+		if l.Spec.AcquireTime == nil {
+			return fmt.Errorf("the lease has no acquireTime")
+		}
+		w.modes.owned = l.Spec.AcquireTime.Time
+		return nil
+	})
+}
+
+func (w *world) lease(ctx context.Context) (*coordinationv1.Lease, error) {
+	l := &coordinationv1.Lease{}
+	err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: scope.LeaseName}, l)
+	return l, err
+}
+
+// leasesListShow is `kubectl get lease -A --field-selector
+// metadata.name=<name>`, the seed's way to list local operators.
+func (w *world) leasesListShow(ctx context.Context, name, holder string) error {
+	leases := &coordinationv1.LeaseList{}
+	if err := w.cluster.Client.List(ctx, leases, client.MatchingFieldsSelector{
+		Selector: fields.OneTermEqualSelector("metadata.name", name),
+	}); err != nil {
+		return err
+	}
+	var seen []string
+	for _, l := range leases.Items {
+		got := ptr.Deref(l.Spec.HolderIdentity, "")
+		if l.Namespace == w.namespace && got == holder {
+			return nil
+		}
+		seen = append(seen, l.Namespace+"="+got)
+	}
+	return fmt.Errorf("no lease %q in %s held by %q; the list shows %v", name, w.namespace, holder, seen)
+}
+
+// ownerVersionIs is `kubectl get lease -n NS dynamo-operator-namespace-scope
+// -o jsonpath='{.spec.holderIdentity}'`.
+func (w *world) ownerVersionIs(ctx context.Context, version string) error {
+	l, err := w.lease(ctx)
+	if err != nil {
+		return err
+	}
+	if got := ptr.Deref(l.Spec.HolderIdentity, ""); got != version {
+		return fmt.Errorf("holderIdentity is %q, want %q", got, version)
+	}
+	if l.Spec.RenewTime == nil {
+		return fmt.Errorf("the lease has no renewTime: a cluster-wide operator could not time it")
+	}
+	return nil
+}
+
+func (w *world) leaseRenewedWithin(ctx context.Context, seconds int) error {
+	l, err := w.lease(ctx)
+	if err != nil {
+		return err
+	}
+	before := l.Spec.RenewTime.DeepCopy()
+	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
+	for time.Now().Before(deadline) {
+		if l, err = w.lease(ctx); err != nil {
+			return err
+		}
+		if l.Spec.RenewTime.After(before.Time) {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("renewTime stayed %v for %d seconds", before, seconds)
+}
+
+func (w *world) localOperatorStops(ctx context.Context) error {
+	if w.modes.local == nil {
+		return fmt.Errorf("no namespace-scoped operator runs in this scenario")
+	}
+	w.modes.local.Stop()
+	w.modes.local = nil
+	w.modes.released = time.Now()
+	return nil
+}
+
+func (w *world) localOperatorDies(ctx context.Context) error {
+	if w.modes.local == nil {
+		return fmt.Errorf("no namespace-scoped operator runs in this scenario")
+	}
+	w.modes.local.Kill()
+	w.modes.local = nil
+	l, err := w.lease(ctx)
+	if err != nil {
+		return fmt.Errorf("a dead operator's lease must stay until it expires: %w", err)
+	}
+	expiry, _ := scope.LeaseExpiry(l)
+	w.modes.released = expiry
+	return nil
+}
+
+func (w *world) leaseStillExists(ctx context.Context) error {
+	_, err := w.lease(ctx)
+	return err
+}
+
+func (w *world) doesNotExist(ctx context.Context, kind, name string) error {
+	err := w.exists(ctx, kind, name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s %q exists", kind, name)
+}
+
+func (w *world) leaseGone(ctx context.Context) error {
+	_, err := w.lease(ctx)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("the lease %s/%s still exists", w.namespace, scope.LeaseName)
+}
+
+func (w *world) leaseExpires(ctx context.Context) error {
+	return w.eventually(ctx, func() error {
+		l, err := w.lease(ctx)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if expiry, expires := scope.LeaseExpiry(l); !expires || time.Now().Before(expiry) {
+			return fmt.Errorf("the lease lives until %v", expiry)
+		}
+		return nil
+	})
+}
+
+func (w *world) clusterWroteNothingWhileOwned(ctx context.Context) error {
+	timed, ok := w.cluster.Operator.(TimedWrites)
+	if !ok {
+		return fmt.Errorf("this suite cannot time the operator's writes")
+	}
+	if w.modes.owned.IsZero() {
+		return fmt.Errorf("no namespace-scoped operator owned this namespace in this scenario")
+	}
+	until := w.modes.released
+	if until.IsZero() {
+		until = time.Now()
+	}
+	if writes := timed.WritesIn(w.namespace, w.modes.owned, until); len(writes) > 0 {
+		return fmt.Errorf("the cluster-wide operator wrote %d times in %s while the namespace-scoped operator owned it:\n  %s",
+			len(writes), w.namespace, strings.Join(writes, "\n  "))
+	}
+	return nil
+}

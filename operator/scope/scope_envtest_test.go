@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -231,7 +232,9 @@ type trackerRun struct {
 	resumed chan string
 }
 
-func startTracker(t *testing.T, clk *clocktesting.FakeClock) *trackerRun {
+// startTracker reports resumed namespaces among mine only: leases of other
+// tests (and earlier runs with -count) linger while their namespaces go.
+func startTracker(t *testing.T, clk *clocktesting.FakeClock, mine ...string) *trackerRun {
 	t.Helper()
 	c, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme, ByObject: map[client.Object]cache.ByObject{
 		&coordinationv1.Lease{}: {Field: fields.OneTermEqualSelector("metadata.name", scope.LeaseName)},
@@ -242,7 +245,11 @@ func startTracker(t *testing.T, clk *clocktesting.FakeClock) *trackerRun {
 	r := &trackerRun{gate: scope.NewClusterGate(clk), resumed: make(chan string, 10)}
 	tr := &scope.Tracker{
 		Gate: r.gate, Cache: c, Clock: clk, Log: logr.Discard(),
-		Resume: func(_ context.Context, ns string) { r.resumed <- ns },
+		Resume: func(_ context.Context, ns string) {
+			if slices.Contains(mine, ns) {
+				r.resumed <- ns
+			}
+		},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
@@ -276,15 +283,15 @@ func TestTrackerExcludesUntilExpiryAndResumes(t *testing.T) {
 	existing := env.Namespace(t, "tracked-existing")
 	createLease(t, existing, scope.LeaseName, &start)
 
-	r := startTracker(t, clk)
+	ns := env.Namespace(t, "tracked")
+	other := env.Namespace(t, "tracked-other-lease")
+	r := startTracker(t, clk, existing, ns, other)
 	// Leases that existed before the start are known once the gate is
 	// ready: no reconcile may slip into their namespaces.
 	if !r.gate.Excluded(existing) {
 		t.Fatal("a namespace whose lease existed at start must be excluded when the gate is ready")
 	}
 
-	ns := env.Namespace(t, "tracked")
-	other := env.Namespace(t, "tracked-other-lease")
 	createLease(t, other, "some-other-lease", &start)
 	l := createLease(t, ns, scope.LeaseName, &start)
 	eventually(t, "the new lease excludes its namespace", func() bool { return r.gate.Excluded(ns) })
@@ -325,8 +332,8 @@ func TestTrackerExcludesUntilExpiryAndResumes(t *testing.T) {
 
 func TestTrackerResumesWhenTheLeaseIsDeleted(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
-	r := startTracker(t, clk)
 	ns := env.Namespace(t, "tracked-deleted")
+	r := startTracker(t, clk, ns)
 	// No renewTime: older operators leave it empty; the lease still
 	// excludes from its creation on.
 	l := createLease(t, ns, scope.LeaseName, nil)

@@ -94,3 +94,8 @@ BENCH_FLAGS ?=
 bench: k8s-bins ## Scale benchmark: 500 graphs x 4 services against the raw-write floor (BENCH_FLAGS='-graphs=100 -steady=10s').
 	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GO) test -run '^$$' -bench BenchmarkGraphs -benchtime 1x -timeout 60m \
 	  ./operator/controllers/benchmarks/ -args $(BENCH_FLAGS)
+
+.PHONY: bench-handover
+bench-handover: k8s-bins ## Hand-over latency between a cluster-wide and a namespace-scoped operator (BENCH_FLAGS='-handovers=20 -graphs=20').
+	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GO) test -run '^$$' -bench BenchmarkHandover -benchtime 1x -timeout 30m \
+	  ./operator/scope/benchmarks/ -args $(BENCH_FLAGS)

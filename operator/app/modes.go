@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -39,6 +40,7 @@ func addScope(mgr manager.Manager, o *config.Options, c scope.Clock, gate *scope
 			Identity:      o.OperatorVersion,
 			Duration:      o.NamespaceLease.Duration,
 			RenewInterval: o.NamespaceLease.RenewInterval,
+			Settle:        min(time.Second, o.NamespaceLease.RenewInterval/2),
 			Clock:         c,
 			Acquired:      resync.Namespace,
 			Log:           log,

@@ -84,7 +84,7 @@ type holderRun struct {
 	done     chan struct{}
 }
 
-func startHolder(t *testing.T, ns, identity string, clk *clocktesting.FakeClock) *holderRun {
+func startHolder(t *testing.T, ns, identity string, clk *clocktesting.FakeClock, adjust ...func(*scope.Holder)) *holderRun {
 	t.Helper()
 	r := &holderRun{clk: clk, c: &flakyClient{Client: env.Client}, acquired: make(chan string, 10), done: make(chan struct{})}
 	r.gate = scope.NewNamespaceGate(clk, ns)
@@ -95,6 +95,9 @@ func startHolder(t *testing.T, ns, identity string, clk *clocktesting.FakeClock)
 		Clock:    clk,
 		Acquired: func(_ context.Context, ns string) { r.acquired <- ns },
 		Log:      logr.Discard(),
+	}
+	for _, f := range adjust {
+		f(r.h)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
@@ -149,6 +152,22 @@ func TestHolderOwnsFromCreationRenewsAndReleases(t *testing.T) {
 	}
 	if r.gate.Allowed(ns) {
 		t.Error("a stopped holder must not own the namespace")
+	}
+}
+
+func TestHolderSettlesBeforeItWrites(t *testing.T) {
+	ns := env.Namespace(t, "holder-settle")
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	r := startHolder(t, ns, "v2", clk, func(h *scope.Holder) { h.Settle = time.Second })
+	eventually(t, "the lease exists", func() bool { _, ok := getLease(t, ns); return ok })
+	waitForTimer(t, clk)
+	if r.gate.Allowed(ns) {
+		t.Fatal("the holder must not write while a cluster-wide operator may still finish its writes")
+	}
+	clk.Step(time.Second)
+	<-r.acquired
+	if !r.gate.Allowed(ns) {
+		t.Error("after settling the holder owns its namespace")
 	}
 }
 

@@ -14,17 +14,24 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
@@ -41,6 +48,7 @@ var (
 const operatorUser = "cluster-wide-operator"
 
 func BenchmarkHandover(b *testing.B) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	env, err := testenv.StartWith(testenv.Options{Audit: true})
 	if err != nil {
 		b.Fatal(err)
@@ -60,6 +68,7 @@ func BenchmarkHandover(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	seen := watchLeases(ctx, b, env, ns)
 	for i := range *graphs {
 		if err := env.Client.Create(ctx, graph(ns, i)); err != nil {
 			b.Fatal(err)
@@ -68,13 +77,19 @@ func BenchmarkHandover(b *testing.B) {
 	replicas := int32(1)
 	waitConverged(ctx, b, env, ns, replicas)
 
-	var stopLags, resumeLags []time.Duration
+	var stopLags, resumeLags, watchLags []time.Duration
 	var tail []int
 	for h := range *handovers {
 		// Busy: every graph changes, then the Lease appears at once.
 		replicas = int32(1 + (2*h+1)%3)
 		scaleAll(ctx, b, env, ns, replicas)
 		created := createLease(ctx, b, env, ns)
+		select {
+		case at := <-seen:
+			watchLags = append(watchLags, at.Sub(created))
+		case <-time.After(time.Minute):
+			b.Fatal("the baseline watch did not see the lease")
+		}
 		expiry := created.Add(time.Duration(*leaseSecs) * time.Second)
 		// Changed while excluded: only a resumed operator acts on this.
 		replicas = int32(1 + (2*h+2)%3)
@@ -106,10 +121,37 @@ func BenchmarkHandover(b *testing.B) {
 		}
 	}
 	fmt.Printf("\nhand-overs: %d, graphs in the namespace: %d, lease %ds\n", *handovers, *graphs, *leaseSecs)
+	fmt.Printf("baseline: lease created -> a bare watch in this process sees it: median %v, max %v\n",
+		median(watchLags), slices.Max(watchLags))
 	fmt.Printf("lease created -> last cluster-wide write (negative: it was already idle): median %v, max %v\n",
 		median(stopLags), slices.Max(stopLags))
 	fmt.Printf("cluster-wide writes completed after the lease was created: %v (total %d)\n", tail, sum(tail))
 	fmt.Printf("lease expired -> first resumed write: median %v, max %v\n", median(resumeLags), slices.Max(resumeLags))
+}
+
+// watchLeases is the baseline: a bare watch of the marker Lease, as fast as
+// any operator could learn of it. It sends the time it sees each creation.
+func watchLeases(ctx context.Context, b *testing.B, env *testenv.Env, ns string) <-chan time.Time {
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := cs.CoordinationV1().Leases(ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", scope.LeaseName).String(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	seen := make(chan time.Time, 1)
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Added {
+				seen <- time.Now()
+			}
+		}
+	}()
+	b.Cleanup(w.Stop)
+	return seen
 }
 
 func graph(ns string, i int) *v1alpha1.DynamoGraphDeployment {

@@ -37,9 +37,10 @@ type AuditEvent struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
 	Stage string `json:"stage"`
-	// StageTimestamp is when the response was complete: the write had
-	// happened.
-	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
+	// RequestReceivedTimestamp is when the API server got the request;
+	// StageTimestamp when the response was complete: the write had happened.
+	RequestReceivedTimestamp metav1.MicroTime `json:"requestReceivedTimestamp"`
+	StageTimestamp           metav1.MicroTime `json:"stageTimestamp"`
 }
 
 func auditFiles(dir string) (policy, log string, err error) {

@@ -67,7 +67,10 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 	if err := op.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(op.Stop)
+	t.Cleanup(func() {
+		op.Stop()
+		deleteConfigurations(t)
+	})
 	ns := env.Namespace(t, "rotation")
 	waitForWebhook(t, ns)
 
@@ -227,4 +230,3 @@ func webhookPort(t *testing.T, args []string) string {
 	t.Fatal("no --webhook-port")
 	return ""
 }
-

@@ -50,10 +50,12 @@ func graph(ns, name string, services map[string]*v1alpha1.DynamoComponentDeploym
 // verified against the bundle the configuration holds at that moment, to
 // check the new certificate is served without a restart.
 func TestRotationLosesNoAdmission(t *testing.T) {
+	// Renewal is due 2s before expiry and a new CA waits 1.5s in the bundle:
+	// margins a loaded CI machine running -race still keeps.
 	const (
-		certValidity = 4 * time.Second
-		caValidity   = 12 * time.Second
-		duration     = 16 * time.Second
+		certValidity = 6 * time.Second
+		caValidity   = 18 * time.Second
+		duration     = 20 * time.Second
 		interval     = 20 * time.Millisecond
 	)
 	args := append(env.WebhookArgs(t),

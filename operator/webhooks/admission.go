@@ -19,21 +19,23 @@ type validator[T client.Object] struct {
 	excluded func(namespace string) bool
 }
 
-func (v *validator[T]) ValidateCreate(_ context.Context, obj T) (admission.Warnings, error) {
+func (v *validator[T]) ValidateCreate(ctx context.Context, obj T) (admission.Warnings, error) {
 	if v.skip(obj) {
 		return nil, nil
 	}
 	errs, warnings := v.create(obj)
+	recordReasons(ctx, errs)
 	return warnings, v.invalid(obj, errs)
 }
 
-func (v *validator[T]) ValidateUpdate(_ context.Context, old, cur T) (admission.Warnings, error) {
+func (v *validator[T]) ValidateUpdate(ctx context.Context, old, cur T) (admission.Warnings, error) {
 	// Removing the last finalizer of an object being deleted must never be
 	// blocked, whatever the object holds.
 	if v.skip(cur) || cur.GetDeletionTimestamp() != nil {
 		return nil, nil
 	}
 	errs, warnings := v.update(old, cur)
+	recordReasons(ctx, errs)
 	return warnings, v.invalid(cur, errs)
 }
 

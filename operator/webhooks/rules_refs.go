@@ -50,14 +50,14 @@ func componentBuild(spec *v1alpha1.DynamoComponentSpec) field.ErrorList {
 	path := field.NewPath("spec")
 	var errs field.ErrorList
 	if spec.DockerConfigJSONSecretName != "" {
-		errs = append(errs, objectName(path.Child("dockerConfigJsonSecretName"), spec.DockerConfigJSONSecretName, "Secret")...)
+		errs = append(errs, objectName(path.Child("dockerConfigJsonSecretName"), spec.DockerConfigJSONSecretName, "Secret").WithOrigin(ReasonReference)...)
 	}
 	for i, s := range spec.ImagePullSecrets {
-		errs = append(errs, objectName(path.Child("imagePullSecrets").Index(i).Child("name"), s.Name, "Secret")...)
+		errs = append(errs, objectName(path.Child("imagePullSecrets").Index(i).Child("name"), s.Name, "Secret").WithOrigin(ReasonReference)...)
 	}
 	if t := spec.ImageBuildTimeout; t != nil && t.Duration <= 0 {
 		errs = append(errs, field.Invalid(path.Child("imageBuildTimeout"), t.Duration.String(),
-			"must be greater than 0, e.g. 1h"))
+			"must be greater than 0, e.g. 1h").WithOrigin(ReasonBuildTimeout))
 	}
 	return errs
 }

@@ -18,15 +18,15 @@ import (
 func serviceRules(spec *v1alpha1.DynamoComponentDeploymentSharedSpec, path *field.Path,
 	graphPVCs []v1alpha1.GraphPVC, checkMounts bool) (field.ErrorList, []string) {
 	var errs field.ErrorList
-	errs = append(errs, serviceResources(spec, path)...)
-	errs = append(errs, serviceResourceNames(spec, path)...)
+	errs = append(errs, serviceResources(spec, path).WithOrigin(ReasonResources)...)
+	errs = append(errs, serviceResourceNames(spec, path).WithOrigin(ReasonResources)...)
 	if checkMounts {
-		errs = append(errs, serviceVolumeMounts(spec, graphPVCs, path)...)
+		errs = append(errs, serviceVolumeMounts(spec, graphPVCs, path).WithOrigin(ReasonVolumeMount)...)
 	}
-	errs = append(errs, serviceExtraPodSpec(spec, path)...)
-	errs = append(errs, serviceSharedMemory(spec, path)...)
-	errs = append(errs, serviceMetadata(spec, path)...)
-	errs = append(errs, serviceReferences(spec, path)...)
+	errs = append(errs, serviceExtraPodSpec(spec, path).WithOrigin(ReasonExtraPodSpec)...)
+	errs = append(errs, serviceSharedMemory(spec, path).WithOrigin(ReasonSharedMemory)...)
+	errs = append(errs, serviceMetadata(spec, path).WithOrigin(ReasonMetadata)...)
+	errs = append(errs, serviceReferences(spec, path).WithOrigin(ReasonReference)...)
 	return errs, serviceDeprecations(spec, path)
 }
 

@@ -36,21 +36,24 @@ func Setup(mgr manager.Manager, o Options) error {
 	gk := func(kind string) schema.GroupKind { return v1alpha1.GroupVersion.WithKind(kind).GroupKind() }
 	srv := mgr.GetWebhookServer()
 
-	srv.Register(PathValidateGraph, admission.WithValidator(scheme, &validator[*v1alpha1.DynamoGraphDeployment]{
+	register := func(path, kind string, h admission.Handler) {
+		srv.Register(path, &webhook.Admission{Handler: instrumented{resource: kind, next: h}})
+	}
+	register(PathValidateGraph, "DynamoGraphDeployment", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoGraphDeployment]{
 		kind: gk("DynamoGraphDeployment"), create: ValidateGraph, update: ValidateGraphUpdate, excluded: o.NamespaceExcluded,
-	}))
-	srv.Register(PathValidateComponentDeployment, admission.WithValidator(scheme, &validator[*v1alpha1.DynamoComponentDeployment]{
+	}).Handler)
+	register(PathValidateComponentDeployment, "DynamoComponentDeployment", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoComponentDeployment]{
 		kind: gk("DynamoComponentDeployment"), create: ValidateComponentDeployment, update: ValidateComponentDeploymentUpdate,
 		excluded: o.NamespaceExcluded,
-	}))
-	srv.Register(PathValidateModel, admission.WithValidator(scheme, &validator[*v1alpha1.DynamoModel]{
+	}).Handler)
+	register(PathValidateModel, "DynamoModel", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoModel]{
 		kind: gk("DynamoModel"), create: ValidateModel, update: ValidateModelUpdate, excluded: o.NamespaceExcluded,
-	}))
-	srv.Register(PathValidateComponent, admission.WithValidator(scheme, &validator[*v1alpha1.DynamoComponent]{
+	}).Handler)
+	register(PathValidateComponent, "DynamoComponent", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoComponent]{
 		kind: gk("DynamoComponent"), create: ValidateComponent, update: ValidateComponentUpdate, excluded: o.NamespaceExcluded,
-	}))
-	srv.Register(PathMutateGraph, &webhook.Admission{Handler: &graphDefaulter{
+	}).Handler)
+	register(PathMutateGraph, "DynamoGraphDeployment", &graphDefaulter{
 		decoder: admission.NewDecoder(scheme), version: o.OperatorVersion, excluded: o.NamespaceExcluded,
-	}})
+	})
 	return nil
 }

@@ -12,10 +12,10 @@ import (
 
 // ValidateGraph applies the rules of a DynamoGraphDeployment.
 func ValidateGraph(dgd *v1alpha1.DynamoGraphDeployment) (field.ErrorList, []string) {
-	errs := graphChildNames(dgd)
-	errs = append(errs, graphMetadata(&dgd.Spec)...)
-	errs = append(errs, graphClaims(&dgd.Spec)...)
-	errs = append(errs, componentRef(dgd.Spec.DynamoComponent, field.NewPath("spec", "dynamoComponent"))...)
+	errs := graphChildNames(dgd).WithOrigin(ReasonChildName)
+	errs = append(errs, graphMetadata(&dgd.Spec).WithOrigin(ReasonMetadata)...)
+	errs = append(errs, graphClaims(&dgd.Spec).WithOrigin(ReasonReference)...)
+	errs = append(errs, componentRef(dgd.Spec.DynamoComponent, field.NewPath("spec", "dynamoComponent")).WithOrigin(ReasonComponentRef)...)
 	var warnings []string
 	for _, name := range sortedKeys(dgd.Spec.Services) {
 		svc := dgd.Spec.Services[name]
@@ -34,13 +34,13 @@ func ValidateGraph(dgd *v1alpha1.DynamoGraphDeployment) (field.ErrorList, []stri
 func ValidateGraphUpdate(old, cur *v1alpha1.DynamoGraphDeployment) (field.ErrorList, []string) {
 	errs, warnings := ValidateGraph(cur)
 	oldErrs, _ := ValidateGraph(old)
-	return append(graphImmutable(old, cur), ratchet(errs, oldErrs)...), warnings
+	return append(graphImmutable(old, cur).WithOrigin(ReasonImmutable), ratchet(errs, oldErrs)...), warnings
 }
 
 // ValidateComponentDeployment applies the rules of a DynamoComponentDeployment.
 func ValidateComponentDeployment(dcd *v1alpha1.DynamoComponentDeployment) (field.ErrorList, []string) {
-	errs := componentChildNames(dcd)
-	errs = append(errs, componentRef(dcd.Spec.DynamoComponent, field.NewPath("spec", "dynamoComponent"))...)
+	errs := componentChildNames(dcd).WithOrigin(ReasonChildName)
+	errs = append(errs, componentRef(dcd.Spec.DynamoComponent, field.NewPath("spec", "dynamoComponent")).WithOrigin(ReasonComponentRef)...)
 	// Its graph's claims are not visible here; the graph's webhook checks
 	// volumeMounts against them.
 	e, warnings := serviceRules(&dcd.Spec.DynamoComponentDeploymentSharedSpec, field.NewPath("spec"), nil, false)
@@ -52,7 +52,7 @@ func ValidateComponentDeployment(dcd *v1alpha1.DynamoComponentDeployment) (field
 func ValidateComponentDeploymentUpdate(old, cur *v1alpha1.DynamoComponentDeployment) (field.ErrorList, []string) {
 	errs, warnings := ValidateComponentDeployment(cur)
 	oldErrs, _ := ValidateComponentDeployment(old)
-	return append(componentImmutable(old, cur), ratchet(errs, oldErrs)...), warnings
+	return append(componentImmutable(old, cur).WithOrigin(ReasonImmutable), ratchet(errs, oldErrs)...), warnings
 }
 
 // ValidateModel applies the rules of a DynamoModel. Its create-time rules
@@ -63,7 +63,7 @@ func ValidateModel(*v1alpha1.DynamoModel) (field.ErrorList, []string) { return n
 func ValidateModelUpdate(old, cur *v1alpha1.DynamoModel) (field.ErrorList, []string) {
 	errs, warnings := ValidateModel(cur)
 	oldErrs, _ := ValidateModel(old)
-	return append(modelImmutable(old, cur), ratchet(errs, oldErrs)...), warnings
+	return append(modelImmutable(old, cur).WithOrigin(ReasonImmutable), ratchet(errs, oldErrs)...), warnings
 }
 
 // ValidateComponent applies the rules of a DynamoComponent.
@@ -77,6 +77,21 @@ func ValidateComponentUpdate(old, cur *v1alpha1.DynamoComponent) (field.ErrorLis
 	oldErrs, _ := ValidateComponent(old)
 	return ratchet(errs, oldErrs), warnings
 }
+
+// Reasons name the rule a violation breaks, as errors' Origin and as the
+// reason label of the denial metric.
+const (
+	ReasonChildName    = "child_name_invalid"
+	ReasonResources    = "resource_invalid"
+	ReasonVolumeMount  = "volume_mount_unknown_pvc"
+	ReasonExtraPodSpec = "extra_pod_spec_unmergeable"
+	ReasonSharedMemory = "shared_memory_size_invalid"
+	ReasonMetadata     = "propagated_metadata_invalid"
+	ReasonReference    = "reference_name_invalid"
+	ReasonComponentRef = "component_ref_invalid"
+	ReasonBuildTimeout = "build_timeout_invalid"
+	ReasonImmutable    = "immutable_field_changed"
+)
 
 // ratchet drops the violations the old object already had, so an object
 // stored before a rule existed can still be updated (labels, finalizers, a

@@ -73,11 +73,6 @@ type Manager struct {
 	written     *corev1.Secret
 	replacedRV  string
 	writtenOnce bool
-
-	// SecretWrites counts writes of the Secret, for tests and logs.
-	SecretWrites atomic.Int64
-	// Rotations counts serving certificates issued after the first.
-	Rotations atomic.Int64
 }
 
 // Setup adds the certificate manager to mgr and a readiness check that
@@ -142,10 +137,8 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	watched := []client.Object{&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{}}
-	if m.o.Mode == config.WebhookCertModeAuto || m.o.SecretName != "" {
-		watched = append(watched, &corev1.Secret{})
-	}
+	watched := []client.Object{&corev1.Secret{},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{}}
 	poke := func(any) { m.Poke() }
 	for _, obj := range watched {
 		inf, err := c.GetInformer(ctx, obj)
@@ -214,7 +207,6 @@ func (m *Manager) reconcile(ctx context.Context) (time.Time, error) {
 			data = secret.Data
 		}
 		a := loadAuthority(data)
-		hadServing := a.serving
 		changed, w, err := plan(a, now, m.o.Timing, m.o.Hosts, m.trustedSince)
 		if err != nil {
 			return now, err
@@ -223,9 +215,6 @@ func (m *Manager) reconcile(ctx context.Context) (time.Time, error) {
 		if changed {
 			if err := m.writeSecret(ctx, secret, a.data()); err != nil {
 				return now, err
-			}
-			if hadServing != nil && hadServing.cert.SerialNumber.Cmp(a.serving.cert.SerialNumber) != 0 {
-				m.Rotations.Add(1)
 			}
 			m.log.Info("Wrote the webhook certificate", "secret", m.o.Namespace+"/"+m.o.SecretName,
 				"notAfter", a.serving.cert.NotAfter, "trustedCAs", len(a.bundle), "nextCAPending", a.next != nil)
@@ -298,7 +287,6 @@ func (m *Manager) writeSecret(ctx context.Context, current *corev1.Secret, data 
 			return fmt.Errorf("updating Secret %s/%s: %w", m.o.Namespace, m.o.SecretName, err)
 		}
 	}
-	m.SecretWrites.Add(1)
 	m.written, m.replacedRV, m.writtenOnce = s.DeepCopy(), replaced, true
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -211,32 +212,40 @@ func (w *world) eventuallyTrustSecret(ctx context.Context, name, ns string) erro
 
 func (w *world) removeCABundle(ctx context.Context) error {
 	for _, proto := range webhookConfigurations {
-		obj := proto.DeepCopyObject().(client.Object)
-		if err := w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		switch c := obj.(type) {
-		case *admissionregistrationv1.ValidatingWebhookConfiguration:
-			for i := range c.Webhooks {
-				c.Webhooks[i].ClientConfig.CABundle = nil
-			}
-		case *admissionregistrationv1.MutatingWebhookConfiguration:
-			for i := range c.Webhooks {
-				c.Webhooks[i].ClientConfig.CABundle = nil
-			}
-		}
-		// An update, as kubectl edit would send.
-		if err := w.cluster.Client.Update(ctx, obj); err != nil {
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return w.removeCABundleOf(ctx, proto) }); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+func (w *world) removeCABundleOf(ctx context.Context, proto client.Object) error {
+	obj := proto.DeepCopyObject().(client.Object)
+	if err := w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return err
+	}
+	switch c := obj.(type) {
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for i := range c.Webhooks {
+			c.Webhooks[i].ClientConfig.CABundle = nil
+		}
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for i := range c.Webhooks {
+			c.Webhooks[i].ClientConfig.CABundle = nil
+		}
+	}
+	// An update, as kubectl edit would send.
+	return w.cluster.Client.Update(ctx, obj)
+}
+
 // certificateAboutToExpire replaces the Secret's serving certificate with
 // one of the same CA and names that expires in a minute, as if its time had
 // come, without waiting for it.
 func (w *world) certificateAboutToExpire(ctx context.Context, name, ns string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return w.shortenCertificate(ctx, name, ns) })
+}
+
+func (w *world) shortenCertificate(ctx context.Context, name, ns string) error {
 	s, err := w.secret(ctx, ns, name)
 	if err != nil {
 		return err

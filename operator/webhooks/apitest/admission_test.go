@@ -12,15 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
@@ -184,9 +184,11 @@ func TestValidGraphIsDefaultedAndDeprecatedFieldsWarn(t *testing.T) {
 		t.Errorf("warnings %q lack the autoscaling deprecation", got)
 	}
 
-	// The origin version is the creator's, not the last updater's.
+	// The origin version is the creator's, not the last updater's. (Patches,
+	// not updates, here and below: the controllers write these objects too.)
+	patch := client.MergeFrom(dgd.DeepCopy())
 	dgd.Annotations[webhooks.OriginVersionAnnotation] = "0.1.0"
-	if err := c.Update(context.Background(), dgd); err != nil {
+	if err := c.Patch(context.Background(), dgd, patch); err != nil {
 		t.Fatal(err)
 	}
 	if v := dgd.Annotations[webhooks.OriginVersionAnnotation]; v != "0.1.0" {
@@ -210,9 +212,10 @@ func TestImmutableFieldsAreRejectedOnUpdate(t *testing.T) {
 	if err := env.Client.Create(ctx, dgd); err != nil {
 		t.Fatal(err)
 	}
+	patch := client.MergeFrom(dgd.DeepCopy())
 	dgd.Spec.BackendFramework = v1alpha1.BackendFrameworkSGLang
 	dgd.Spec.Services["Frontend"].Multinode = &v1alpha1.MultinodeSpec{NodeCount: 2}
-	err := env.Client.Update(ctx, dgd)
+	err := env.Client.Patch(ctx, dgd, patch)
 	for _, want := range []string{
 		`spec.backendFramework: Invalid value: "sglang": field is immutable; delete and recreate the DynamoGraphDeployment to change it`,
 		`spec.services.Frontend.multinode: Invalid value: field is immutable: the service was single-node and would become multinode`,
@@ -229,8 +232,9 @@ func TestImmutableFieldsAreRejectedOnUpdate(t *testing.T) {
 	if err := env.Client.Create(ctx, dm); err != nil {
 		t.Fatal(err)
 	}
+	patch = client.MergeFrom(dm.DeepCopy())
 	dm.Spec.BaseModelName = "Qwen/Qwen3-8B"
-	if err := env.Client.Update(ctx, dm); err == nil || !strings.Contains(err.Error(), "spec.baseModelName") ||
+	if err := env.Client.Patch(ctx, dm, patch); err == nil || !strings.Contains(err.Error(), "spec.baseModelName") ||
 		!strings.Contains(err.Error(), "delete and recreate the DynamoModel") {
 		t.Errorf("DynamoModel baseModelName change: %v", err)
 	}
@@ -242,8 +246,7 @@ func TestImmutableFieldsAreRejectedOnUpdate(t *testing.T) {
 	if err := env.Client.Create(ctx, dcd); err != nil {
 		t.Fatal(err)
 	}
-	// A patch, not an update: the component controller writes the object too.
-	patch := client.MergeFrom(dcd.DeepCopy())
+	patch = client.MergeFrom(dcd.DeepCopy())
 	dcd.Spec.DynamoComponent = "decode:v2"
 	if err := env.Client.Patch(ctx, dcd, patch); err == nil || !strings.Contains(err.Error(), "spec.dynamoComponent: Invalid value: \"decode:v2\": field is immutable") {
 		t.Errorf("DCD dynamoComponent change: %v", err)
@@ -291,10 +294,16 @@ func TestCABundleIsRestoredAndNotRewritten(t *testing.T) {
 		}
 	}
 
-	for i := range vwc.Webhooks {
-		vwc.Webhooks[i].ClientConfig.CABundle = nil
-	}
-	if err := env.Client.Update(ctx, vwc); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, vwc); err != nil {
+			return err
+		}
+		for i := range vwc.Webhooks {
+			vwc.Webhooks[i].ClientConfig.CABundle = nil
+		}
+		return env.Client.Update(ctx, vwc)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)

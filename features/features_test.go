@@ -64,6 +64,10 @@ func TestFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(op.Stop)
+	// The first scenario must already meet the webhooks.
+	if err := env.WaitForWebhooks(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
 
 	cluster := &steps.Cluster{
 		Client:          env.Client,

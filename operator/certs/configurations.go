@@ -68,6 +68,18 @@ func (m *Manager) ensureConfigurations(ctx context.Context, bundle []byte, now t
 		case err != nil:
 			return err
 		}
+		key := desired.GetObjectKind().GroupVersionKind().Kind + "/" + desired.GetName()
+		currentRV := ""
+		if current != nil {
+			currentRV = current.GetResourceVersion()
+		}
+		// The cache may not show our own write yet; until it does, what we
+		// wrote stands, and applying again would be a second, useless write.
+		if w, ok := m.applied[key]; ok && w.replacedRV == currentRV {
+			live = append(live, w.stored)
+			continue
+		}
+		delete(m.applied, key)
 		if current != nil {
 			have, err := toMap(current)
 			if err != nil {
@@ -90,9 +102,19 @@ func (m *Manager) ensureConfigurations(ctx context.Context, bundle []byte, now t
 			return err
 		}
 		live = append(live, stored)
+		if stored.GetResourceVersion() != "" {
+			m.applied[key] = appliedConfiguration{replacedRV: currentRV, stored: stored}
+		}
 	}
 	m.recordTrust(live, now)
 	return nil
+}
+
+// appliedConfiguration is a configuration this manager wrote, and the
+// resourceVersion (empty: none) the cache showed before.
+type appliedConfiguration struct {
+	replacedRV string
+	stored     client.Object
 }
 
 // recordTrust notes, per CA fingerprint, since when every webhook of every

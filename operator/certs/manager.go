@@ -73,6 +73,7 @@ type Manager struct {
 	written     *corev1.Secret
 	replacedRV  string
 	writtenOnce bool
+	applied     map[string]appliedConfiguration // by kind/name, see ensureConfigurations
 }
 
 // Setup adds the certificate manager to mgr and a readiness check that
@@ -97,6 +98,7 @@ func Setup(mgr manager.Manager, o Options) (*Manager, error) {
 		log:     mgr.GetLogger().WithName("webhook-certs"),
 		poke:    make(chan struct{}, 1),
 		trusted: map[string]time.Time{},
+		applied: map[string]appliedConfiguration{},
 	}
 	if err := mgr.Add(m); err != nil {
 		return nil, err

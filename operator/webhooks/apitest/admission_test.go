@@ -285,6 +285,18 @@ func TestCABundleIsRestoredAndNotRewritten(t *testing.T) {
 		t.Fatal("no CA bundle injected")
 	}
 
+	// One write per configuration since the operator started: none repeated
+	// while its cache caught up with its own writes.
+	configWrites := 0
+	for _, w := range o.WritesSince(0) {
+		if strings.Contains(w, "webhookconfigurations") {
+			configWrites++
+		}
+	}
+	if configWrites != 2 {
+		t.Errorf("%d writes of the webhook configurations since start, want 2: %v", configWrites, o.WritesSince(0))
+	}
+
 	// Quiet: no writes to configurations or the Secret for two seconds.
 	mark := o.Writes()
 	time.Sleep(2 * time.Second)

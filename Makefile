@@ -70,12 +70,24 @@ lint: ## gofmt and go vet, for the main module and the tools module.
 	cd tools && $(GO) vet ./...
 
 .PHONY: test
-test: lint verify-generate test-go ## Everything CI runs: lint, generated-code drift, then every Go test with -race.
+test: lint verify-generate test-go fuzz ## Everything CI runs: lint, generated-code drift, every Go test with -race, brief fuzzing.
 
 .PHONY: test-go
 test-go: k8s-bins ## Every Go test: unit, envtest and the feature files against a real kube-apiserver.
 	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./...
 	cd tools && $(GOTEST) ./...
+
+# Each fuzz target of the webhook validators runs FUZZTIME; CI keeps it short,
+# a longer local run is FUZZTIME=5m make fuzz.
+FUZZTIME ?= 10s
+FUZZ_PKG := ./operator/webhooks
+
+.PHONY: fuzz
+fuzz: ## Fuzz each webhook validator for FUZZTIME (default 10s): no input may panic.
+	@for target in $$($(GO) test -list '^Fuzz' $(FUZZ_PKG) | grep '^Fuzz'); do \
+	  echo "fuzzing $$target for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $(FUZZ_PKG) || exit 1; \
+	done
 
 .PHONY: features
 features: k8s-bins ## Only the feature files; GODOG_TAGS=@api or GODOG_PATHS=api.feature narrows them.

@@ -71,7 +71,9 @@ func TestFeatures(t *testing.T) {
 	if err := env.StartDeploymentDriver(ctx, 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	op, err := env.NewOperator(nil, app.Deps{})
+	// Admission webhooks are on, as in a real install: every scenario's
+	// objects pass the operator's own webhooks, called by the API server.
+	op, err := env.NewOperator(env.WebhookArgs(t), app.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +81,10 @@ func TestFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(op.Stop)
+	// The first scenario must already meet the webhooks.
+	if err := env.WaitForWebhooks(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
 
 	cluster := &steps.Cluster{
 		Client:          env.Client,

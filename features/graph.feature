@@ -133,23 +133,29 @@ Feature: A DynamoGraphDeployment runs as one component per service, and its stat
     Then the operator makes no writes in this namespace within 3 seconds
 
   Scenario: A spec the user must fix marks the graph failed, naming the problem, until it is fixed
+    # Admission accepts a service without an image (users add it later); only
+    # rendering the workload finds it missing. Invalid specs the webhook can
+    # judge never get this far (webhooks.feature).
     When I patch the dgd "llm" with:
       """
       spec:
         services:
           VllmWorker:
-            volumeMounts:
-            - name: model-cache
-              mountPoint: /models
+            extraPodSpec:
+              mainContainer:
+                image: null
       """
     Then the dgd "llm" eventually has ".status.state" equal to "failed"
-    And the dgd "llm" has ".status.conditions[?(@.type=="Ready")].message" containing "fix the spec of VllmWorker: spec.volumeMounts[0].name"
-    And the dgd "llm" has ".status.conditions[?(@.type=="Ready")].message" containing "model-cache"
+    And the dgd "llm" has ".status.conditions[?(@.type=="Ready")].message" containing "fix the spec of VllmWorker: spec.extraPodSpec.mainContainer.image"
+    And the dgd "llm" has ".status.conditions[?(@.type=="Ready")].message" containing "set the service's image"
     When I patch the dgd "llm" with:
       """
       spec:
-        pvcs:
-        - name: model-cache
+        services:
+          VllmWorker:
+            extraPodSpec:
+              mainContainer:
+                image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0
       """
     Then the dgd "llm" eventually has ".status.state" equal to "successful"
 

@@ -97,6 +97,7 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 	sc.Step(`^the (\S+) `+quoted+` is eventually gone$`, w.eventuallyGone)
 	sc.Step(`^every graph under `+quoted+` runs with the images, commands, args, GPU limits and env as written$`, unquote1(w.everyGraphRunsAsWritten))
 	sc.Step(`^the (\S+) `+quoted+` eventually has `+anything+` equal to `+anything+`$`, unquote4(w.fieldEventuallyEquals))
+	w.registerWebhookSteps(sc)
 }
 
 // quoted matches a double-quoted step argument in which \" stands for a quote.

@@ -60,10 +60,20 @@ func run(operator, dir string, operatorArgs []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "devcluster: API server at %s\ndevcluster: kubectl --kubeconfig %s get dgd -A\n", env.Config.Host, kcPath)
 
-	// Local runs serve plain-HTTP metrics and no webhooks: there is no
-	// TokenReview-capable authenticator or webhook Service to call back to.
+	// Local runs serve plain-HTTP metrics: there is no TokenReview-capable
+	// authenticator. The webhooks run as in a cluster, except that the API
+	// server calls them by URL on 127.0.0.1 instead of through a Service;
+	// their certificate Secret lives in the operator's namespace.
+	if err := env.EnsureNamespace(ctx, testenv.OperatorNamespace); err != nil {
+		return err
+	}
+	certDir, err := filepath.Abs(filepath.Join(dir, "webhook-certs"))
+	if err != nil {
+		return err
+	}
 	args := append([]string{"--metrics-secure=false", "--metrics-bind-address=127.0.0.1:8080",
-		"--health-probe-bind-address=127.0.0.1:8081", "--enable-webhooks=false"}, operatorArgs...)
+		"--health-probe-bind-address=127.0.0.1:8081",
+		"--webhook-url-host=127.0.0.1", "--webhook-port=9443", "--webhook-cert-dir=" + certDir}, operatorArgs...)
 	cmd := exec.CommandContext(ctx, operator, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kcPath)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

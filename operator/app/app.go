@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/certs"
 	"github.com/dynamoctl/dynamo-operator/operator/config"
 	"github.com/dynamoctl/dynamo-operator/operator/controllers"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
@@ -81,6 +82,11 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	}
 	if err := addScope(mgr, o, d.Clock, gate, resync); err != nil {
 		return nil, err
+	}
+	if o.Webhook.Enabled {
+		if err := setupWebhooks(mgr, o, d, gate); err != nil {
+			return nil, fmt.Errorf("setting up webhooks: %w", err)
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding health check: %w", err)
@@ -152,15 +158,14 @@ func ManagerOptions(cfg *rest.Config, o *config.Options) (*rest.Config, manager.
 	}
 	if o.Webhook.Enabled {
 		// controller-runtime starts this server only once something calls
-		// mgr.GetWebhookServer(). No webhooks exist yet, so nothing does and
-		// no port is opened; the admission webhooks issue registers its
-		// handlers on mgr.GetWebhookServer() and thereby starts it. With
-		// --enable-webhooks=false that code must not call GetWebhookServer,
-		// which would otherwise start a default server.
+		// mgr.GetWebhookServer(); setupWebhooks does, and only when webhooks
+		// are enabled, so --enable-webhooks=false opens no port. The serving
+		// pair is read from the cert dir on each handshake whose files
+		// changed (certs.ServeFromDir), so renewals need no restart.
 		opts.WebhookServer = webhook.NewServer(webhook.Options{
 			Port:    o.Webhook.Port,
 			CertDir: o.Webhook.CertDir,
-			TLSOpts: tlsOpts,
+			TLSOpts: append(append([]func(*tls.Config){}, tlsOpts...), certs.ServeFromDir(o.Webhook.CertDir)),
 		})
 	}
 

@@ -125,6 +125,11 @@ type WebhookOptions struct {
 	CertDir     string
 	CertSecret  string
 	ServiceName string
+	// CertValidity and CAValidity are the lifetimes of the serving
+	// certificate and of its CA in the auto cert mode; the operator renews
+	// each well before it expires.
+	CertValidity time.Duration
+	CAValidity   time.Duration
 	// URLHost, when set, makes webhook configurations call
 	// https://<URLHost>:<Port> instead of the Service, for running the
 	// operator outside the cluster.
@@ -206,6 +211,8 @@ const (
 	flagWebhookCertSecret           = "webhook-cert-secret"
 	flagWebhookServiceName          = "webhook-service-name"
 	flagWebhookURLHost              = "webhook-url-host"
+	flagWebhookCertValidity         = "webhook-cert-validity"
+	flagWebhookCAValidity           = "webhook-ca-validity"
 	flagOperatorVersion             = "operator-version"
 	flagMaxConcurrentReconciles     = "max-concurrent-reconciles"
 	flagKubeAPIQPS                  = "kube-api-qps"
@@ -295,6 +302,10 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		"Service that fronts the webhook server.")
 	fs.StringVar(&o.Webhook.URLHost, flagWebhookURLHost, "",
 		"If set, webhook configurations call https://<host>:<webhook-port> instead of the Service (for local runs).")
+	fs.DurationVar(&o.Webhook.CertValidity, flagWebhookCertValidity, 90*24*time.Hour,
+		"Lifetime of the webhook serving certificate in the auto cert mode; renewed when a third is left.")
+	fs.DurationVar(&o.Webhook.CAValidity, flagWebhookCAValidity, 10*365*24*time.Hour,
+		"Lifetime of the webhook CA in the auto cert mode; at least twice --"+flagWebhookCertValidity+" plus margins.")
 
 	fs.StringVar(&o.OperatorVersion, flagOperatorVersion, Version, "Operator version reported in logs and Leases.")
 	fs.IntVar(&o.MaxConcurrentReconciles, flagMaxConcurrentReconciles, 8,
@@ -435,6 +446,12 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 		p.flag(flagWebhookCertDir, "must be non-empty")
 	}
 	checkDNS1123Subdomain(p, "--"+flagWebhookCertSecret, w.CertSecret)
+	if w.CertValidity <= 0 {
+		p.flag(flagWebhookCertValidity, "must be greater than 0, got %s", w.CertValidity)
+	}
+	if w.CAValidity <= 2*w.CertValidity {
+		p.flag(flagWebhookCAValidity, "must be more than twice --%s (%s), got %s", flagWebhookCertValidity, w.CertValidity, w.CAValidity)
+	}
 	checkDNS1035Label(p, "--"+flagWebhookServiceName, w.ServiceName)
 	if w.URLHost != "" && !validHost(w.URLHost) {
 		p.flag(flagWebhookURLHost, "must be a hostname or IP address without scheme or port, got %q", w.URLHost)

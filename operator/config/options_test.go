@@ -33,12 +33,14 @@ func defaultOptions() Options {
 		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",
 		Webhook: WebhookOptions{
-			Enabled:     true,
-			Port:        9443,
-			CertMode:    WebhookCertModeAuto,
-			CertDir:     "/tmp/k8s-webhook-server/serving-certs",
-			CertSecret:  "dynamo-operator-webhook-cert",
-			ServiceName: "dynamo-operator-webhook",
+			Enabled:      true,
+			Port:         9443,
+			CertMode:     WebhookCertModeAuto,
+			CertDir:      "/tmp/k8s-webhook-server/serving-certs",
+			CertSecret:   "dynamo-operator-webhook-cert",
+			ServiceName:  "dynamo-operator-webhook",
+			CertValidity: 90 * 24 * time.Hour,
+			CAValidity:   10 * 365 * 24 * time.Hour,
 		},
 		OperatorVersion:         Version,
 		MaxConcurrentReconciles: 8,
@@ -177,19 +179,22 @@ func TestParseValid(t *testing.T) {
 				"--webhook-cert-secret=my.cert",
 				"--webhook-service-name=my-webhook",
 				"--webhook-url-host=host.docker.internal",
+				"--webhook-cert-validity=4s", "--webhook-ca-validity=12s",
 			},
 			edit: func(o *Options) {
 				o.MetricsBindAddress = "0"
 				o.MetricsSecure = false
 				o.HealthProbeBindAddress = "127.0.0.1:0"
 				o.Webhook = WebhookOptions{
-					Enabled:     false,
-					Port:        10250,
-					CertMode:    WebhookCertModeCertManager,
-					CertDir:     "/certs",
-					CertSecret:  "my.cert",
-					ServiceName: "my-webhook",
-					URLHost:     "host.docker.internal",
+					Enabled:      false,
+					Port:         10250,
+					CertMode:     WebhookCertModeCertManager,
+					CertDir:      "/certs",
+					CertSecret:   "my.cert",
+					ServiceName:  "my-webhook",
+					URLHost:      "host.docker.internal",
+					CertValidity: 4 * time.Second,
+					CAValidity:   12 * time.Second,
 				}
 			},
 		},
@@ -303,6 +308,16 @@ func TestParseInvalid(t *testing.T) {
 			args: []string{"--webhook-port=70000"},
 			env:  map[string]string{"LOG_LEVEL": "loud"},
 			want: []string{`invalid configuration: --webhook-port: must be between 1 and 65535, got 70000; LOG_LEVEL: must be one of debug, info, warn, error or a verbosity number, got "loud"`},
+		},
+		{
+			name: "webhook certificate lifetimes",
+			args: []string{"--webhook-cert-validity=0s", "--webhook-ca-validity=1h"},
+			want: []string{`--webhook-cert-validity: must be greater than 0, got 0s`},
+		},
+		{
+			name: "webhook CA shorter than two certificate lifetimes",
+			args: []string{"--webhook-cert-validity=1h", "--webhook-ca-validity=2h"},
+			want: []string{`--webhook-ca-validity: must be more than twice --webhook-cert-validity (1h0m0s), got 2h0m0s`},
 		},
 		{
 			name: "nats address without port",

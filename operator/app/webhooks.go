@@ -1,0 +1,58 @@
+package app
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/dynamoctl/dynamo-operator/operator/certs"
+	"github.com/dynamoctl/dynamo-operator/operator/config"
+	"github.com/dynamoctl/dynamo-operator/operator/scope"
+	"github.com/dynamoctl/dynamo-operator/operator/webhooks"
+)
+
+// setupWebhooks registers the admission handlers on the manager's webhook
+// server and the certificate manager that keeps the serving certificate and
+// the webhook configurations right. Only called with webhooks enabled:
+// asking the manager for its webhook server starts one.
+//
+// A cluster-wide operator's webhooks let objects in namespaces that a
+// namespace-scoped operator owns through unjudged: that operator's own
+// webhook, selected by namespace, judges them.
+func setupWebhooks(mgr manager.Manager, o *config.Options, d Deps, gate *scope.Gate) error {
+	if err := webhooks.Setup(mgr, webhooks.Options{
+		OperatorVersion:   o.OperatorVersion,
+		NamespaceExcluded: gate.Excluded,
+	}); err != nil {
+		return err
+	}
+	validating, mutating := webhooks.Configurations(webhooks.ConfigurationOptions{
+		RestrictNamespace: o.RestrictNamespace,
+		ServiceNamespace:  o.OperatorNamespace,
+		ServiceName:       o.Webhook.ServiceName,
+		URL:               o.Webhook.URL(),
+	})
+	_, err := certs.Setup(mgr, certs.Options{
+		Mode:       o.Webhook.CertMode,
+		Namespace:  o.OperatorNamespace,
+		SecretName: o.Webhook.CertSecret,
+		CertDir:    o.Webhook.CertDir,
+		Hosts:      webhookHosts(o),
+		Timing:     certs.Timing{CertValidity: o.Webhook.CertValidity, CAValidity: o.Webhook.CAValidity},
+		Validating: validating,
+		Mutating:   mutating,
+		// The chart's Certificate is named like the Secret it fills.
+		CertManagerCertificate: o.Webhook.CertSecret,
+		Clock:                  d.Clock,
+	})
+	return err
+}
+
+// webhookHosts are the names the API server may call the webhook server by:
+// the Service's DNS names and, for local runs, --webhook-url-host.
+func webhookHosts(o *config.Options) []string {
+	svc, ns := o.Webhook.ServiceName, o.OperatorNamespace
+	hosts := []string{svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local", svc + "." + ns, svc}
+	if o.Webhook.URLHost != "" {
+		hosts = append([]string{o.Webhook.URLHost}, hosts...)
+	}
+	return hosts
+}

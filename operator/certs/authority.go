@@ -1,0 +1,195 @@
+package certs
+
+import (
+	"crypto/x509"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Keys of the auto mode's Secret. tls.crt and tls.key make it a
+// kubernetes.io/tls Secret that could also be mounted directly.
+const (
+	// KeyCABundle holds every CA the webhook configurations trust.
+	KeyCABundle = "ca.crt"
+	// keyCAKey is the key of the CA that signs serving certificates.
+	keyCAKey = "ca.key"
+	// keyNextCAKey is the key of a new CA already in the bundle that signs
+	// only once the bundle has reached the API server (Timing.Grace).
+	keyNextCAKey = "ca-next.key"
+)
+
+// Timing is how long certificates of the auto mode live.
+type Timing struct {
+	// CAValidity is the lifetime of a CA.
+	CAValidity time.Duration
+	// CertValidity is the lifetime of a serving certificate.
+	CertValidity time.Duration
+}
+
+// Grace is how long a new CA must have been in the injected bundle before
+// it signs: the time API servers are given to see the new bundle.
+func (t Timing) Grace() time.Duration { return min(time.Minute, t.CertValidity/4) }
+
+// CertRenewBefore: a serving certificate is renewed when a third of its
+// life is left.
+func (t Timing) CertRenewBefore() time.Duration { return t.CertValidity / 3 }
+
+// CARenewBefore: the next CA is made early enough that the current one
+// outlives its grace and every serving certificate it signed.
+func (t Timing) CARenewBefore() time.Duration { return t.CertValidity + 2*t.Grace() }
+
+// Validate reports timings under which rotation could not be seamless.
+func (t Timing) Validate() error {
+	if t.CertValidity <= 0 {
+		return fmt.Errorf("certificate validity must be positive, got %s", t.CertValidity)
+	}
+	if t.CAValidity < 2*t.CARenewBefore() {
+		return fmt.Errorf("CA validity %s must be at least %s (twice the certificate validity %s plus 4 grace periods of %s)",
+			t.CAValidity, 2*t.CARenewBefore(), t.CertValidity, t.Grace())
+	}
+	return nil
+}
+
+// authority is the auto mode's state, as stored in its Secret.
+type authority struct {
+	bundle  []*x509.Certificate // every trusted CA, oldest first
+	active  *keyPair            // signs serving certificates
+	next    *keyPair            // in the bundle, not signing yet
+	serving *keyPair
+}
+
+// loadAuthority reads what is usable from a Secret's data; anything missing
+// or corrupt is left nil and plan replaces it.
+func loadAuthority(data map[string][]byte) *authority {
+	a := &authority{}
+	if data == nil {
+		return a
+	}
+	a.bundle, _ = parseCerts(data[KeyCABundle])
+	findCA := func(keyPEM []byte) *keyPair {
+		key, err := parseKey(keyPEM)
+		if err != nil {
+			return nil
+		}
+		for _, c := range a.bundle {
+			if matches(c, key) {
+				return &keyPair{cert: c, key: key, keyPEM: keyPEM}
+			}
+		}
+		return nil
+	}
+	a.active = findCA(data[keyCAKey])
+	a.next = findCA(data[keyNextCAKey])
+	if certs, err := parseCerts(data[corev1.TLSCertKey]); err == nil {
+		if key, err := parseKey(data[corev1.TLSPrivateKeyKey]); err == nil && matches(certs[0], key) {
+			a.serving = &keyPair{cert: certs[0], key: key, certPEM: data[corev1.TLSCertKey], keyPEM: data[corev1.TLSPrivateKeyKey]}
+		}
+	}
+	return a
+}
+
+// data is the Secret's data for a.
+func (a *authority) data() map[string][]byte {
+	d := map[string][]byte{
+		KeyCABundle:             encodeCerts(a.bundle),
+		keyCAKey:                a.active.keyPEM,
+		corev1.TLSCertKey:       a.serving.certPEM,
+		corev1.TLSPrivateKeyKey: a.serving.keyPEM,
+	}
+	if a.next != nil {
+		d[keyNextCAKey] = a.next.keyPEM
+	}
+	return d
+}
+
+// plan moves a one step toward what it should be at now, and returns
+// whether it changed and when plan should run again at the latest.
+//
+// trustedSince reports since when a CA (by fingerprint) has been in the CA
+// bundle of every webhook configuration; only then, after Grace, may it sign.
+func plan(a *authority, now time.Time, t Timing, hosts []string, trustedSince func(fp string) (time.Time, bool)) (changed bool, wake time.Time, err error) {
+	valid := func(c *x509.Certificate) bool { return now.Before(c.NotAfter) }
+
+	// No usable CA (first start, a lost or corrupt Secret): start over.
+	// Nothing trusts the old serving certificate's chain any more anyway.
+	if a.active == nil || !valid(a.active.cert) {
+		ca, err := newCA(now, t.CAValidity)
+		if err != nil {
+			return false, now, err
+		}
+		a.active, a.next, a.serving = ca, nil, nil
+		a.bundle = append(slices.DeleteFunc(a.bundle, func(c *x509.Certificate) bool { return !valid(c) }), ca.cert)
+		changed = true
+	}
+	// The next CA is made well before the active one expires ...
+	if a.next == nil && !now.Before(a.active.cert.NotAfter.Add(-t.CARenewBefore())) {
+		ca, err := newCA(now, t.CAValidity)
+		if err != nil {
+			return false, now, err
+		}
+		a.next = ca
+		a.bundle = append(a.bundle, ca.cert)
+		changed = true
+	}
+	wake = now.Add(t.CAValidity)
+	soonest := func(at time.Time) {
+		if at.Before(wake) {
+			wake = at
+		}
+	}
+	// ... and signs once the API servers have had Grace to trust it.
+	if a.next != nil {
+		since, ok := trustedSince(fingerprint(a.next.cert))
+		switch {
+		case ok && !now.Before(since.Add(t.Grace())):
+			a.active, a.next, a.serving = a.next, nil, nil
+			changed = true
+		case ok:
+			soonest(since.Add(t.Grace()))
+		default:
+			// Woken when the bundle is seen injected; check again anyway.
+			soonest(now.Add(t.Grace()))
+		}
+	}
+	if a.next == nil {
+		soonest(a.active.cert.NotAfter.Add(-t.CARenewBefore()))
+	}
+	// Expired CAs leave the bundle.
+	kept := slices.DeleteFunc(slices.Clone(a.bundle), func(c *x509.Certificate) bool {
+		return !valid(c) && c != a.active.cert && (a.next == nil || c != a.next.cert)
+	})
+	if len(kept) != len(a.bundle) {
+		a.bundle, changed = kept, true
+	}
+	for _, c := range a.bundle {
+		if valid(c) {
+			soonest(c.NotAfter)
+		}
+	}
+
+	if a.serving == nil || a.serving.cert.CheckSignatureFrom(a.active.cert) != nil ||
+		!now.Before(a.serving.cert.NotAfter.Add(-t.CertRenewBefore())) || !sameHosts(a.serving.cert, hosts) {
+		s, err := newServing(a.active, hosts, now, t.CertValidity)
+		if err != nil {
+			return false, now, err
+		}
+		a.serving, changed = s, true
+	}
+	soonest(a.serving.cert.NotAfter.Add(-t.CertRenewBefore()))
+	return changed, wake, nil
+}
+
+func sameHosts(c *x509.Certificate, hosts []string) bool {
+	have := slices.Clone(c.DNSNames)
+	for _, ip := range c.IPAddresses {
+		have = append(have, ip.String())
+	}
+	want := slices.Clone(hosts)
+	sort.Strings(have)
+	sort.Strings(want)
+	return slices.Equal(have, want)
+}

@@ -1,0 +1,209 @@
+package certs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dynamoctl/dynamo-operator/operator/apply"
+	"github.com/dynamoctl/dynamo-operator/operator/config"
+)
+
+// FieldOwner is the server-side apply field manager of the webhook
+// configurations.
+const FieldOwner = "dynamo-operator"
+
+// CertManagerInjectAnnotation asks cert-manager's CA injector to fill
+// caBundle from a Certificate, as <namespace>/<certificate>.
+const CertManagerInjectAnnotation = "cert-manager.io/inject-ca-from"
+
+// desiredConfigurations are the configurations as the mode wants them:
+// with the bundle in auto mode, with the inject annotation in cert-manager
+// mode, and without caBundle (left to whoever sets it) otherwise.
+func (m *Manager) desiredConfigurations(bundle []byte) []client.Object {
+	v, mu := m.o.Validating.DeepCopy(), m.o.Mutating.DeepCopy()
+	switch m.o.Mode {
+	case config.WebhookCertModeAuto:
+		for i := range v.Webhooks {
+			v.Webhooks[i].ClientConfig.CABundle = bundle
+		}
+		for i := range mu.Webhooks {
+			mu.Webhooks[i].ClientConfig.CABundle = bundle
+		}
+	case config.WebhookCertModeCertManager:
+		ref := m.o.Namespace + "/" + m.o.CertManagerCertificate
+		for _, obj := range []client.Object{v, mu} {
+			ann := obj.GetAnnotations()
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann[CertManagerInjectAnnotation] = ref
+			obj.SetAnnotations(ann)
+		}
+	}
+	return []client.Object{v, mu}
+}
+
+// ensureConfigurations applies each configuration that differs from what it
+// should be (a no-op pass writes nothing) and records which CAs every
+// configuration trusts.
+func (m *Manager) ensureConfigurations(ctx context.Context, bundle []byte, now time.Time) error {
+	var live []client.Object
+	for _, desired := range m.desiredConfigurations(bundle) {
+		want, err := toMap(desired)
+		if err != nil {
+			return err
+		}
+		current := desired.DeepCopyObject().(client.Object)
+		err = m.reader.Get(ctx, client.ObjectKeyFromObject(desired), current)
+		switch {
+		case apierrors.IsNotFound(err):
+			current = nil
+		case err != nil:
+			return err
+		}
+		key := desired.GetObjectKind().GroupVersionKind().Kind + "/" + desired.GetName()
+		currentRV := ""
+		if current != nil {
+			currentRV = current.GetResourceVersion()
+		}
+		// The cache may not show our own write yet; until it does, what we
+		// wrote stands, and applying again would be a second, useless write.
+		if w, ok := m.applied[key]; ok && w.replacedRV == currentRV {
+			live = append(live, w.stored)
+			continue
+		}
+		delete(m.applied, key)
+		if current != nil {
+			have, err := toMap(current)
+			if err != nil {
+				return err
+			}
+			if apply.Contains(have, want) {
+				live = append(live, current)
+				continue
+			}
+		}
+		u := &unstructured.Unstructured{Object: want}
+		u.SetGroupVersionKind(desired.GetObjectKind().GroupVersionKind())
+		if err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+			client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		m.log.Info("Applied webhook configuration", "kind", u.GetKind(), "name", u.GetName(), "mode", m.o.Mode)
+		stored := desired.DeepCopyObject().(client.Object)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, stored); err != nil {
+			return err
+		}
+		live = append(live, stored)
+		if stored.GetResourceVersion() != "" {
+			m.applied[key] = appliedConfiguration{replacedRV: currentRV, stored: stored}
+		}
+	}
+	m.recordTrust(live, now)
+	return nil
+}
+
+// appliedConfiguration is a configuration this manager wrote, and the
+// resourceVersion (empty: none) the cache showed before.
+type appliedConfiguration struct {
+	replacedRV string
+	stored     client.Object
+}
+
+// recordTrust notes, per CA fingerprint, since when every webhook of every
+// configuration has trusted it.
+func (m *Manager) recordTrust(live []client.Object, now time.Time) {
+	var bundles [][]byte
+	for _, obj := range live {
+		switch c := obj.(type) {
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			for _, w := range c.Webhooks {
+				bundles = append(bundles, w.ClientConfig.CABundle)
+			}
+		case *admissionregistrationv1.MutatingWebhookConfiguration:
+			for _, w := range c.Webhooks {
+				bundles = append(bundles, w.ClientConfig.CABundle)
+			}
+		}
+	}
+	count := map[string]int{}
+	parsed := map[string][]string{} // bundle -> fingerprints
+	for _, b := range bundles {
+		fps, ok := parsed[string(b)]
+		if !ok {
+			cas, _ := parseCerts(b)
+			seen := map[string]bool{}
+			for _, c := range cas {
+				if fp := fingerprint(c); !seen[fp] {
+					seen[fp] = true
+					fps = append(fps, fp)
+				}
+			}
+			parsed[string(b)] = fps
+		}
+		for _, fp := range fps {
+			count[fp]++
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for fp := range m.trusted {
+		if count[fp] != len(bundles) {
+			delete(m.trusted, fp)
+		}
+	}
+	for fp, n := range count {
+		if _, ok := m.trusted[fp]; !ok && n == len(bundles) && len(bundles) > 0 {
+			m.trusted[fp] = now
+		}
+	}
+}
+
+func (m *Manager) trustedSince(fp string) (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.trusted[fp]
+	return t, ok
+}
+
+// toMap is obj as JSON-like data without what the API server sets (creation
+// time, status) and without type meta, which typed objects read from a cache
+// lack, to compare with a live object.
+func toMap(obj client.Object) (map[string]any, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	pruneNulls(m)
+	delete(m, "apiVersion")
+	delete(m, "kind")
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	delete(m, "status")
+	return m, nil
+}
+
+func pruneNulls(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if e == nil {
+				delete(t, k)
+			} else {
+				pruneNulls(e)
+			}
+		}
+	case []any:
+		for _, e := range t {
+			pruneNulls(e)
+		}
+	}
+}

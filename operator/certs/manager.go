@@ -1,0 +1,294 @@
+package certs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/dynamoctl/dynamo-operator/operator/config"
+)
+
+// Options configure the certificate manager.
+type Options struct {
+	Mode config.WebhookCertMode
+	// Namespace and SecretName locate the certificate Secret.
+	Namespace  string
+	SecretName string
+	// CertDir receives tls.crt and tls.key for the webhook server.
+	CertDir string
+	// Hosts the serving certificate is made for (auto mode): the Service's
+	// DNS names and the --webhook-url-host.
+	Hosts []string
+	// Timing of the auto mode's certificates.
+	Timing Timing
+	// Validating and Mutating are the desired webhook configurations,
+	// without CA bundle.
+	Validating *admissionregistrationv1.ValidatingWebhookConfiguration
+	Mutating   *admissionregistrationv1.MutatingWebhookConfiguration
+	// CertManagerCertificate names the cert-manager Certificate, in
+	// Namespace, whose CA cert-manager injects (cert-manager mode).
+	CertManagerCertificate string
+	// Clock times rotation; the real clock when nil.
+	Clock clock.WithTicker
+}
+
+// Manager keeps the certificate, the cert dir and the webhook
+// configurations as the mode wants them. Every replica runs it (it needs no
+// leader): each must serve the current pair, and concurrent writers of the
+// Secret are serialised by its resourceVersion.
+type Manager struct {
+	o      Options
+	cfg    *rest.Config
+	scheme *runtime.Scheme
+	client client.Client
+	log    logr.Logger
+
+	reader client.Reader // the private cache, once started
+	poke   chan struct{}
+	ready  atomic.Bool
+
+	mu      sync.Mutex
+	trusted map[string]time.Time // CA fingerprint -> in every configuration since
+
+	// The cache may not show our own last write yet; until it does, the
+	// Secret we wrote is the truth (see currentSecret).
+	written     *corev1.Secret
+	replacedRV  string
+	writtenOnce bool
+	applied     map[string]appliedConfiguration // by kind/name, see ensureConfigurations
+}
+
+// Setup adds the certificate manager to mgr and a readiness check that
+// passes once the serving pair is on disk and the configurations are right.
+func Setup(mgr manager.Manager, o Options) (*Manager, error) {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Mode == config.WebhookCertModeAuto {
+		if err := o.Timing.Validate(); err != nil {
+			return nil, err
+		}
+		if len(o.Hosts) == 0 {
+			return nil, errors.New("no host names for the serving certificate")
+		}
+	}
+	m := &Manager{
+		o:       o,
+		cfg:     mgr.GetConfig(),
+		scheme:  mgr.GetScheme(),
+		client:  mgr.GetClient(),
+		log:     mgr.GetLogger().WithName("webhook-certs"),
+		poke:    make(chan struct{}, 1),
+		trusted: map[string]time.Time{},
+		applied: map[string]appliedConfiguration{},
+	}
+	if err := mgr.Add(m); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("webhook-certs", m.ReadyCheck); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// NeedLeaderElection is false: every replica serves webhooks.
+func (m *Manager) NeedLeaderElection() bool { return false }
+
+// ReadyCheck fails until the serving pair is on disk and the webhook
+// configurations have been made right once.
+func (m *Manager) ReadyCheck(*http.Request) error {
+	if !m.ready.Load() {
+		return errors.New("webhook certificate not ready")
+	}
+	return nil
+}
+
+// Start watches the Secret and the two configurations (by name only) and
+// reconciles on every change of theirs and whenever rotation is due.
+func (m *Manager) Start(ctx context.Context) error {
+	byName := func(name string) fields.Selector { return fields.OneTermEqualSelector("metadata.name", name) }
+	c, err := cache.New(m.cfg, cache.Options{
+		Scheme: m.scheme,
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {
+				Namespaces: map[string]cache.Config{m.o.Namespace: {}},
+				Field:      byName(m.o.SecretName),
+			},
+			&admissionregistrationv1.ValidatingWebhookConfiguration{}: {Field: byName(m.o.Validating.Name)},
+			&admissionregistrationv1.MutatingWebhookConfiguration{}:   {Field: byName(m.o.Mutating.Name)},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	watched := []client.Object{&corev1.Secret{},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{}}
+	poke := func(any) { m.Poke() }
+	for _, obj := range watched {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: poke, DeleteFunc: poke, UpdateFunc: func(_, o any) { poke(o) },
+		}); err != nil {
+			return err
+		}
+	}
+	cacheDone := make(chan error, 1)
+	go func() { cacheDone <- c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return errors.Join(errors.New("webhook certificate caches did not sync"), <-cacheDone)
+	}
+	m.reader = c
+
+	backoff := time.Second
+	for {
+		wake, err := m.reconcile(ctx)
+		now := m.o.Clock.Now()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			m.log.Error(err, "Reconciling the webhook certificate", "retryIn", backoff)
+			wake = now.Add(backoff)
+			backoff = min(2*backoff, 30*time.Second)
+		} else {
+			backoff = time.Second
+		}
+		timer := m.o.Clock.NewTimer(max(wake.Sub(now), 0))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-m.poke:
+		case <-timer.C():
+		}
+		timer.Stop()
+	}
+}
+
+// Poke makes the manager reconcile now.
+func (m *Manager) Poke() {
+	select {
+	case m.poke <- struct{}{}:
+	default:
+	}
+}
+
+// reconcile makes one pass and returns when the next one is due at the latest.
+func (m *Manager) reconcile(ctx context.Context) (time.Time, error) {
+	now := m.o.Clock.Now()
+	secret, err := m.currentSecret(ctx)
+	if err != nil {
+		return now, err
+	}
+	wake := now.Add(10 * time.Minute)
+	var bundle, certPEM, keyPEM []byte
+	if m.o.Mode == config.WebhookCertModeAuto {
+		var data map[string][]byte
+		if secret != nil {
+			data = secret.Data
+		}
+		a := loadAuthority(data)
+		changed, w, err := plan(a, now, m.o.Timing, m.o.Hosts, m.trustedSince)
+		if err != nil {
+			return now, err
+		}
+		wake = w
+		if changed {
+			if err := m.writeSecret(ctx, secret, a.data()); err != nil {
+				return now, err
+			}
+			m.log.Info("Wrote the webhook certificate", "secret", m.o.Namespace+"/"+m.o.SecretName,
+				"notAfter", a.serving.cert.NotAfter, "trustedCAs", len(a.bundle), "nextCAPending", a.next != nil)
+		}
+		bundle, certPEM, keyPEM = encodeCerts(a.bundle), a.serving.certPEM, a.serving.keyPEM
+	} else if secret != nil {
+		certPEM, keyPEM = secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
+	}
+
+	if len(certPEM) > 0 && len(keyPEM) > 0 {
+		if _, err := writePair(m.o.CertDir, certPEM, keyPEM); err != nil {
+			if m.o.Mode == config.WebhookCertModeAuto {
+				return now, fmt.Errorf("writing the serving certificate to %s: %w", m.o.CertDir, err)
+			}
+			// A mounted Secret volume is read-only and already current.
+			m.log.V(1).Info("Not copying the certificate Secret to the cert dir", "dir", m.o.CertDir, "reason", err.Error())
+		}
+	}
+	if err := m.ensureConfigurations(ctx, bundle, now); err != nil {
+		return now, err
+	}
+	m.ready.Store(len(certPEM) > 0 || m.o.Mode != config.WebhookCertModeAuto)
+	return wake, nil
+}
+
+// currentSecret reads the Secret from the cache, or the one this manager
+// wrote last while the cache still shows the version that write replaced.
+func (m *Manager) currentSecret(ctx context.Context) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	err := m.reader.Get(ctx, client.ObjectKey{Namespace: m.o.Namespace, Name: m.o.SecretName}, s)
+	if apierrors.IsNotFound(err) {
+		s, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if m.writtenOnce {
+		rv := ""
+		if s != nil {
+			rv = s.ResourceVersion
+		}
+		if rv == m.replacedRV {
+			return m.written.DeepCopy(), nil
+		}
+		m.writtenOnce, m.written = false, nil
+	}
+	return s, nil
+}
+
+// writeSecret creates or updates the Secret; a conflict means another
+// replica wrote first, and the next pass starts from its version.
+func (m *Manager) writeSecret(ctx context.Context, current *corev1.Secret, data map[string][]byte) error {
+	var s *corev1.Secret
+	replaced := ""
+	if current == nil {
+		s = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: m.o.Namespace, Name: m.o.SecretName,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": FieldOwner}},
+			Type: corev1.SecretTypeTLS,
+			Data: data,
+		}
+		if err := m.client.Create(ctx, s); err != nil {
+			return fmt.Errorf("creating Secret %s/%s: %w", m.o.Namespace, m.o.SecretName, err)
+		}
+	} else {
+		replaced = current.ResourceVersion
+		s = current.DeepCopy()
+		s.Data = data
+		if err := m.client.Update(ctx, s); err != nil {
+			return fmt.Errorf("updating Secret %s/%s: %w", m.o.Namespace, m.o.SecretName, err)
+		}
+	}
+	m.written, m.replacedRV, m.writtenOnce = s.DeepCopy(), replaced, true
+	return nil
+}

@@ -1,0 +1,234 @@
+package certs_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/app"
+	"github.com/dynamoctl/dynamo-operator/operator/certs"
+	"github.com/dynamoctl/dynamo-operator/operator/webhooks"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	os.Exit(testenv.Run(m, func(e *testenv.Env) { env = e }))
+}
+
+func graph(ns, name string, services map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec) *v1alpha1.DynamoGraphDeployment {
+	return &v1alpha1.DynamoGraphDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       v1alpha1.DynamoGraphDeploymentSpec{Services: services},
+	}
+}
+
+// TestRotationLosesNoAdmission runs the operator in the auto cert mode with
+// certificates that live seconds, sends admission requests at a steady rate
+// through several serving-certificate and CA rotations, and counts the
+// failures: there must be none. A probe also opens fresh TLS connections,
+// verified against the bundle the configuration holds at that moment, to
+// check the new certificate is served without a restart.
+func TestRotationLosesNoAdmission(t *testing.T) {
+	// Renewal is due 2s before expiry and a new CA waits 1.5s in the bundle:
+	// margins a loaded CI machine running -race still keeps.
+	const (
+		certValidity = 6 * time.Second
+		caValidity   = 18 * time.Second
+		duration     = 20 * time.Second
+		interval     = 20 * time.Millisecond
+	)
+	args := append(env.WebhookArgs(t),
+		"--webhook-cert-validity="+certValidity.String(), "--webhook-ca-validity="+caValidity.String())
+	op, err := env.NewOperator(args, app.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := op.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		op.Stop()
+		deleteConfigurations(t)
+	})
+	ns := env.Namespace(t, "rotation")
+	waitForWebhook(t, ns)
+
+	var (
+		sent, failed, denied atomic.Int64
+		probes, probeFailed  atomic.Int64
+		mu                   sync.Mutex
+		failures             []string
+		servedSerials        = map[string]bool{}
+		storedSerials        = map[string]bool{}
+		cas                  = map[string]bool{}
+	)
+	record := func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(failures) < 10 {
+			failures = append(failures, fmt.Sprintf(format, a...))
+		}
+	}
+	runCtx, stop := context.WithTimeout(ctx, duration)
+	defer stop()
+	var wg sync.WaitGroup
+	every := func(d time.Duration, f func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(d)
+			defer tick.Stop()
+			for {
+				select {
+				case <-runCtx.Done():
+					return
+				case <-tick.C:
+					f()
+				}
+			}
+		}()
+	}
+
+	// Admissions: dry-run creates of a valid graph, and every tenth an
+	// invalid one, which only the webhook can deny: a denial proves it ran.
+	n := 0
+	every(interval, func() {
+		n++
+		sent.Add(1)
+		if n%10 == 0 {
+			err := env.Client.Create(context.Background(), graph(ns, "bad", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"my_worker": {}}), client.DryRunAll)
+			if err != nil && strings.Contains(err.Error(), `admission webhook "validate.dynamographdeployments.nvidia.com" denied the request`) {
+				denied.Add(1)
+				return
+			}
+			failed.Add(1)
+			record("invalid graph: %v", err)
+			return
+		}
+		dgd := graph(ns, "llm", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
+		if err := env.Client.Create(context.Background(), dgd, client.DryRunAll); err != nil {
+			failed.Add(1)
+			record("valid graph: %v", err)
+			return
+		}
+		if r := dgd.Spec.Services["Frontend"].Replicas; r == nil || *r != 1 {
+			failed.Add(1)
+			record("valid graph not defaulted: replicas %v", r)
+		}
+	})
+
+	// Fresh TLS connections, verified against the bundle injected now.
+	port := webhookPort(t, args)
+	every(100*time.Millisecond, func() {
+		probes.Add(1)
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: webhooks.ValidatingConfigurationName("")}, vwc); err != nil {
+			probeFailed.Add(1)
+			record("reading the configuration: %v", err)
+			return
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(vwc.Webhooks[0].ClientConfig.CABundle)
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", "127.0.0.1:"+port,
+			&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+		if err != nil {
+			probeFailed.Add(1)
+			record("TLS probe: %v", err)
+			return
+		}
+		serial := conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+		_ = conn.Close()
+		mu.Lock()
+		servedSerials[serial] = true
+		mu.Unlock()
+	})
+
+	// What the operator stores: serving certificates and CAs.
+	every(100*time.Millisecond, func() {
+		s := &corev1.Secret{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: testenv.OperatorNamespace, Name: "dynamo-operator-webhook-cert"}, s); err != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if c, err := parseFirst(s.Data[corev1.TLSCertKey]); err == nil {
+			storedSerials[c.SerialNumber.String()] = true
+		}
+		rest := s.Data[certs.KeyCABundle]
+		for _, c := range parseAll(rest) {
+			cas[string(c.Signature[:16])] = true
+		}
+	})
+	<-runCtx.Done()
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	servingRotations, caRotations := len(storedSerials)-1, len(cas)-1
+	fmt.Printf("admissions sent=%d failed=%d (webhook denials of invalid graphs=%d); TLS probes=%d failed=%d; "+
+		"serving certificate rotations=%d, CA rotations=%d, certificates served=%d, over %s\n",
+		sent.Load(), failed.Load(), denied.Load(), probes.Load(), probeFailed.Load(),
+		servingRotations, caRotations, len(servedSerials), duration)
+	for _, f := range failures {
+		t.Log(f)
+	}
+	if failed.Load() > 0 || probeFailed.Load() > 0 {
+		t.Errorf("%d of %d admissions and %d of %d TLS probes failed during rotation", failed.Load(), sent.Load(), probeFailed.Load(), probes.Load())
+	}
+	if sent.Load() < int64(duration/interval)/2 {
+		t.Errorf("only %d admissions sent", sent.Load())
+	}
+	if servingRotations < 2 || caRotations < 1 || len(servedSerials) < 3 {
+		t.Errorf("too few rotations to prove anything: serving %d, CA %d, served %d", servingRotations, caRotations, len(servedSerials))
+	}
+}
+
+func waitForWebhook(t *testing.T, ns string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := env.Client.Create(context.Background(), graph(ns, "bad", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"my_worker": {}}), client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), "denied the request") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the webhook never judged a graph: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func webhookPort(t *testing.T, args []string) string {
+	for _, a := range args {
+		if p, ok := strings.CutPrefix(a, "--webhook-port="); ok {
+			if _, err := strconv.Atoi(p); err == nil {
+				return p
+			}
+		}
+	}
+	t.Fatal("no --webhook-port")
+	return ""
+}

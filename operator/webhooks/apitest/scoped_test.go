@@ -1,0 +1,111 @@
+package apitest
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dynamoctl/dynamo-operator/operator/app"
+	"github.com/dynamoctl/dynamo-operator/operator/webhooks"
+)
+
+// A namespace-scoped operator's webhook configurations are named after its
+// namespace and select only it, so they coexist with a cluster-wide
+// operator's; its webhook judges objects there.
+func TestNamespaceScopedOperatorHasItsOwnConfigurations(t *testing.T) {
+	operator(t) // the cluster-wide operator runs too
+	ns := env.Namespace(t, "scoped")
+	args := append(env.WebhookArgs(t), "--restrict-namespace="+ns, "--webhook-cert-secret=webhook-cert-"+ns)
+	local, err := env.NewOperator(args, app.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := local.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: webhooks.ValidatingConfigurationName(ns)}}
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: webhooks.MutatingConfigurationName(ns)}}
+	t.Cleanup(func() {
+		local.Stop()
+		// Nothing else would serve them once the operator is gone.
+		for _, obj := range []client.Object{vwc, mwc} {
+			if err := env.Client.Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
+				t.Error(err)
+			}
+		}
+	})
+
+	if !strings.HasSuffix(vwc.Name, "-"+ns) || !strings.HasSuffix(mwc.Name, "-"+ns) {
+		t.Fatalf("names %s, %s lack the namespace suffix", vwc.Name, mwc.Name)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		errV := env.Client.Get(context.Background(), client.ObjectKeyFromObject(vwc), vwc)
+		errM := env.Client.Get(context.Background(), client.ObjectKeyFromObject(mwc), mwc)
+		if errV == nil && errM == nil && len(vwc.Webhooks) > 0 && len(vwc.Webhooks[0].ClientConfig.CABundle) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the namespace-scoped configurations never appeared: %v %v", errV, errM)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, sel := range []*metav1.LabelSelector{vwc.Webhooks[0].NamespaceSelector, mwc.Webhooks[0].NamespaceSelector} {
+		if sel == nil || len(sel.MatchLabels) != 1 || sel.MatchLabels["kubernetes.io/metadata.name"] != ns {
+			t.Errorf("namespaceSelector %v, want kubernetes.io/metadata.name=%s", sel, ns)
+		}
+	}
+	// The API server can call the local webhook server: what it serves
+	// verifies against the bundle of the local configuration.
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(vwc.Webhooks[0].ClientConfig.CABundle)
+	addr := "127.0.0.1:" + port(args)
+	if url := vwc.Webhooks[0].ClientConfig.URL; url == nil || !strings.HasPrefix(*url, "https://"+addr+"/") {
+		t.Errorf("the local configuration calls %v, want https://%s/...", url, addr)
+	}
+	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	if err != nil {
+		t.Errorf("the local webhook server is not trusted by its configuration: %v", err)
+	} else {
+		_ = conn.Close()
+	}
+	// The cluster-wide configuration is still there, unchanged in name.
+	cluster := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: webhooks.ValidatingConfigurationName("")}, cluster); err != nil {
+		t.Errorf("the cluster-wide configuration: %v", err)
+	}
+
+	// Both webhooks are called in the namespace; the local one's denial is
+	// in the answer. Until the cluster-wide one is lease-aware in app (it
+	// takes webhooks.Options.NamespaceExcluded), it judges too.
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		err := env.Client.Create(context.Background(), badGraph(ns), client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), "denied the request") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no webhook judged the graph in the operator's namespace: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func port(args []string) string {
+	for _, a := range args {
+		if p, ok := strings.CutPrefix(a, "--webhook-port="); ok {
+			return p
+		}
+	}
+	return ""
+}

@@ -1,0 +1,59 @@
+package webhooks
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+// Options configure the webhooks.
+type Options struct {
+	// OperatorVersion is stamped on new graphs (OriginVersionAnnotation).
+	OperatorVersion string
+	// NamespaceExcluded, when it returns true for a request's namespace,
+	// makes the webhooks allow without judging or defaulting there: a
+	// namespace-scoped operator owns the namespace and its webhook decides.
+	// nil excludes nothing.
+	NamespaceExcluded func(namespace string) bool
+}
+
+// Paths the handlers are served at, in controller-runtime's naming.
+const (
+	PathValidateGraph               = "/validate-nvidia-com-v1alpha1-dynamographdeployment"
+	PathMutateGraph                 = "/mutate-nvidia-com-v1alpha1-dynamographdeployment"
+	PathValidateComponentDeployment = "/validate-nvidia-com-v1alpha1-dynamocomponentdeployment"
+	PathValidateModel               = "/validate-nvidia-com-v1alpha1-dynamomodel"
+	PathValidateComponent           = "/validate-nvidia-com-v1alpha1-dynamocomponent"
+)
+
+// Setup registers the handlers on the manager's webhook server. Call it only
+// with webhooks enabled: asking the manager for its webhook server starts one.
+func Setup(mgr manager.Manager, o Options) error {
+	scheme := mgr.GetScheme()
+	gk := func(kind string) schema.GroupKind { return v1alpha1.GroupVersion.WithKind(kind).GroupKind() }
+	srv := mgr.GetWebhookServer()
+
+	register := func(path, kind string, h admission.Handler) {
+		srv.Register(path, &webhook.Admission{Handler: instrumented{resource: kind, next: h}})
+	}
+	register(PathValidateGraph, "DynamoGraphDeployment", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoGraphDeployment]{
+		kind: gk("DynamoGraphDeployment"), create: ValidateGraph, update: ValidateGraphUpdate, excluded: o.NamespaceExcluded,
+	}).Handler)
+	register(PathValidateComponentDeployment, "DynamoComponentDeployment", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoComponentDeployment]{
+		kind: gk("DynamoComponentDeployment"), create: ValidateComponentDeployment, update: ValidateComponentDeploymentUpdate,
+		excluded: o.NamespaceExcluded,
+	}).Handler)
+	register(PathValidateModel, "DynamoModel", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoModel]{
+		kind: gk("DynamoModel"), create: ValidateModel, update: ValidateModelUpdate, excluded: o.NamespaceExcluded,
+	}).Handler)
+	register(PathValidateComponent, "DynamoComponent", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoComponent]{
+		kind: gk("DynamoComponent"), create: ValidateComponent, update: ValidateComponentUpdate, excluded: o.NamespaceExcluded,
+	}).Handler)
+	register(PathMutateGraph, "DynamoGraphDeployment", &graphDefaulter{
+		decoder: admission.NewDecoder(scheme), version: o.OperatorVersion, excluded: o.NamespaceExcluded,
+	})
+	return nil
+}

@@ -85,9 +85,10 @@ func TestNamespaceScopedOperatorHasItsOwnConfigurations(t *testing.T) {
 		t.Errorf("the cluster-wide configuration: %v", err)
 	}
 
-	// Both webhooks are called in the namespace; the local one's denial is
-	// in the answer. Until the cluster-wide one is lease-aware in app (it
-	// takes webhooks.Options.NamespaceExcluded), it judges too.
+	// Both configurations match the namespace; the cluster-wide operator
+	// lets it through once it has seen the local operator's Lease
+	// (TestClusterWideWebhooksLetScopedNamespacesThrough), so the denial
+	// is the local webhook's.
 	deadline = time.Now().Add(20 * time.Second)
 	for {
 		err := env.Client.Create(context.Background(), badGraph(ns), client.DryRunAll)

@@ -1,0 +1,315 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/dynamoctl/dynamo-operator/sim/cluster"
+	"github.com/dynamoctl/dynamo-operator/sim/nodes"
+	"github.com/dynamoctl/dynamo-operator/sim/workers"
+)
+
+// Options configure a simulator run.
+type Options struct {
+	// Dir is the state directory: cluster files, logs, the control socket.
+	Dir    string
+	BinDir string
+	// CRDDir holds the CRDs to install (crds/ of the repository).
+	CRDDir string
+	// Operator is the operator binary; empty runs no operator.
+	Operator string
+	// OperatorArgs are extra flags for the operator.
+	OperatorArgs []string
+	// Mode is cluster-wide or namespace:<ns>.
+	Mode          string
+	Pools         []nodes.Pool
+	PodReadyDelay time.Duration
+	// HostListener is a listener on the host's loopback (made before the
+	// daemon entered its namespace) forwarded to the API server.
+	HostListener net.Listener
+	HostPort     int
+	// SystemNamespace is where the operator runs; it holds its leader
+	// election and webhook certificate.
+	SystemNamespace string
+}
+
+// Daemon is a running simulator.
+type Daemon struct {
+	o       Options
+	clock   clock.Clock
+	cluster *cluster.Cluster
+	client  kubernetes.Interface
+	op      *operatorProc
+	workers *workers.Manager
+	log     io.Writer
+
+	mu    sync.Mutex
+	state State
+}
+
+// Run starts everything, serves until ctx ends, then stops everything.
+func Run(ctx context.Context, o Options, log io.Writer) error {
+	if o.SystemNamespace == "" {
+		o.SystemNamespace = "dynamo"
+	}
+	d := &Daemon{o: o, clock: clock.RealClock{}, log: log}
+	d.state = State{Pid: os.Getpid(), Phase: PhaseStarting, HostPort: o.HostPort, Kubeconfig: cluster.HostKubeconfig(o.Dir), Mode: o.Mode, StartedAt: time.Now()}
+
+	_ = os.Remove(SocketPath(o.Dir))
+	sock, err := net.Listen("unix", SocketPath(o.Dir))
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	ctrl := &http.Server{Handler: d.routes(ctx), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = ctrl.Serve(sock) }()
+	defer func() { _ = ctrl.Close(); _ = os.Remove(SocketPath(o.Dir)) }()
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	err = d.start(runCtx)
+	if err != nil {
+		d.setState(func(s *State) { s.Phase, s.Error = PhaseFailed, err.Error() })
+		fmt.Fprintf(log, "dynamo-sim: %v\n", err)
+	} else {
+		d.setState(func(s *State) { s.Phase, s.Step, s.ReadyAt = PhaseReady, "", time.Since(s.StartedAt) })
+		fmt.Fprintf(log, "dynamo-sim: ready after %s\n", d.snapshot().ReadyAt.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+		case err = <-d.watchFailures(runCtx):
+			d.setState(func(s *State) { s.Phase, s.Error = PhaseFailed, err.Error() })
+			fmt.Fprintf(log, "dynamo-sim: %v\n", err)
+		}
+	}
+	d.setState(func(s *State) { s.Phase = PhaseStopping })
+	if d.op != nil {
+		d.op.stop(false)
+	}
+	cancel()
+	if d.cluster != nil {
+		d.cluster.Stop()
+	}
+	return err
+}
+
+func (d *Daemon) step(s string) {
+	fmt.Fprintf(d.log, "dynamo-sim: %s\n", s)
+	d.setState(func(st *State) { st.Step = s })
+}
+
+func (d *Daemon) start(ctx context.Context) error {
+	d.step("setting up the network namespace")
+	if err := cluster.SetupNetwork(); err != nil {
+		return err
+	}
+	c, err := cluster.Start(ctx, cluster.Config{Dir: d.o.Dir, BinDir: d.o.BinDir, HostPort: d.o.HostPort, Progress: d.step})
+	if err != nil {
+		return err
+	}
+	d.cluster = c
+	d.setState(func(s *State) { s.ClusterHealthy = time.Since(s.StartedAt) })
+	if d.o.HostListener != nil {
+		go forward(ctx, d.o.HostListener, "127.0.0.1:"+strconv.Itoa(cluster.APIServerPort))
+	}
+	d.client = kubernetes.NewForConfigOrDie(c.AdminConfig())
+
+	d.step("starting KWOK and creating GPU nodes")
+	if err := nodes.StartKWOK(ctx, nodes.KWOKOptions{
+		Kubeconfig: c.AdminKubeconfig(), PodReadyDelay: d.o.PodReadyDelay, LeaseDuration: 20 * time.Second, Clock: d.clock, Log: d.log,
+	}); err != nil {
+		return err
+	}
+	if err := nodes.CreatePools(ctx, d.client, d.o.Pools); err != nil {
+		return err
+	}
+	d.workers = workers.NewManager(workers.NewRecorder(d.clock))
+	d.workers.Log = func(f string, a ...any) { fmt.Fprintf(d.log, "dynamo-sim: "+f+"\n", a...) }
+	if err := d.workers.Run(ctx, d.client); err != nil {
+		return err
+	}
+
+	if d.o.CRDDir != "" {
+		d.step("installing CRDs from " + d.o.CRDDir)
+		if _, err := envtest.InstallCRDs(c.AdminConfig(), envtest.CRDInstallOptions{Paths: []string{d.o.CRDDir}, ErrorIfPathMissing: true}); err != nil {
+			return fmt.Errorf("installing CRDs: %w", err)
+		}
+	}
+	if err := d.ensureNamespace(ctx, d.o.SystemNamespace); err != nil {
+		return err
+	}
+	d.step("waiting for the nodes to be Ready")
+	if err := d.waitNodesReady(ctx); err != nil {
+		return err
+	}
+	if d.o.Operator != "" {
+		args, err := operatorArgs(d.o.Mode, d.o.OperatorArgs)
+		if err != nil {
+			return err
+		}
+		if ns := namespaceOf(d.o.Mode); ns != "" {
+			if err := d.ensureNamespace(ctx, ns); err != nil {
+				return err
+			}
+		}
+		d.step("starting the operator (" + d.o.Mode + ")")
+		d.op = &operatorProc{bin: d.o.Operator, logDir: c.LogDir(), kubeconfig: c.OperatorKubeconfig(), args: args}
+		if err := d.op.start(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// operatorArgs are the flags the simulator runs the operator with: no
+// metrics server (nothing scrapes it), health probes on the namespace's
+// loopback, webhooks off until the operator serves them, then the mode's
+// flags and the user's, which win.
+func operatorArgs(mode string, extra []string) ([]string, error) {
+	args := []string{"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:8081", "--enable-webhooks=false"}
+	switch {
+	case mode == "" || mode == "cluster-wide":
+	case namespaceOf(mode) != "":
+		args = append(args, "--restrict-namespace="+namespaceOf(mode))
+	default:
+		return nil, fmt.Errorf("unknown mode %q: use cluster-wide or namespace:<name>", mode)
+	}
+	return append(args, extra...), nil
+}
+
+func namespaceOf(mode string) string {
+	if len(mode) > len("namespace:") && mode[:len("namespace:")] == "namespace:" {
+		return mode[len("namespace:"):]
+	}
+	return ""
+}
+
+func (d *Daemon) ensureNamespace(ctx context.Context, ns string) error {
+	_, err := d.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+func (d *Daemon) waitNodesReady(ctx context.Context) error {
+	want := 0
+	for _, p := range d.o.Pools {
+		want += p.Count
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		list, err := d.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err == nil {
+			ready := 0
+			for _, n := range list.Items {
+				for _, c := range n.Status.Conditions {
+					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+						ready++
+					}
+				}
+			}
+			d.setState(func(s *State) { s.Step = fmt.Sprintf("waiting for the nodes to be Ready (%d/%d)", ready, want) })
+			if ready >= want {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nodes not Ready within 5 minutes (last error: %v)", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// watchFailures reports a control plane component that died.
+func (d *Daemon) watchFailures(ctx context.Context) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := d.cluster.Failed(); err != nil && !d.restartingAPIServer() {
+					out <- err
+					return
+				}
+			}
+		}
+	}()
+	return out
+}
+
+func (d *Daemon) restartingAPIServer() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.state.Step == "restarting kube-apiserver"
+}
+
+func (d *Daemon) setState(f func(*State)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f(&d.state)
+}
+
+func (d *Daemon) snapshot() State {
+	d.mu.Lock()
+	s := d.state
+	d.mu.Unlock()
+	if d.op != nil {
+		s.Operator.Pid, s.Operator.Running, s.Operator.Restarts, s.Operator.Log = d.op.status()
+	}
+	return s
+}
+
+// forward copies connections from the host listener to the API server.
+func forward(ctx context.Context, ln net.Listener, to string) {
+	go func() { <-ctx.Done(); _ = ln.Close() }()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		go func() {
+			defer func() { _ = conn.Close() }()
+			up, err := net.Dial("tcp", to)
+			if err != nil {
+				return
+			}
+			defer func() { _ = up.Close() }()
+			done := make(chan struct{}, 2)
+			go func() { _, _ = io.Copy(up, conn); done <- struct{}{} }()
+			go func() { _, _ = io.Copy(conn, up); done <- struct{}{} }()
+			<-done
+		}()
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

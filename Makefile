@@ -83,6 +83,31 @@ features: k8s-bins ## Only the feature files; GODOG_TAGS=@api or GODOG_PATHS=api
 
 ##@ Run
 
+SIM       := $(BIN)/dynamo-sim
+SIM_GRAPH ?= ../shared/compat/examples/backends/vllm/deploy/disagg.yaml
+SIM_FLAGS ?=
+
+.PHONY: sim-build
+sim-build: build ## Build the simulator CLI into bin/dynamo-sim (and the operator it runs).
+	$(GO) build -o $(SIM) ./sim/cmd/dynamo-sim
+
+.PHONY: sim
+sim: k8s-bins sim-build ## Simulated GPU cluster + operator, apply SIM_GRAPH (a compat graph), show it Ready; left running.
+	@$(SIM) down >/dev/null
+	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(SIM) up $(SIM_FLAGS)
+	$(SIM) apply -f $(SIM_GRAPH)
+	$(SIM) wait -f $(SIM_GRAPH)
+	@$(SIM) status
+	@echo
+	@echo "The simulator keeps running:"
+	@echo "  export KUBECONFIG=$$($(SIM) kubeconfig); kubectl get dgd,pods -o wide"
+	@echo "  bin/dynamo-sim status | fault --help | workers"
+	@echo "  make sim-down     (or bin/dynamo-sim down) stops it"
+
+.PHONY: sim-down
+sim-down: ## Stop the simulator started by make sim.
+	@if [ -x $(SIM) ]; then $(SIM) down; else echo "no bin/dynamo-sim: nothing to stop"; fi
+
 .PHONY: run
 run: k8s-bins build ## Start a local control plane (etcd, kube-apiserver, CRDs) and the operator against it.
 	$(GO) run ./internal/devcluster --operator $(BIN)/dynamo-operator --dir $(CACHE)/run

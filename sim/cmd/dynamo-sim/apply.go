@@ -130,11 +130,25 @@ func cmdWait(args []string) error {
 	dir := stateDirFlag(fs)
 	ns := fs.String("n", "default", "namespace")
 	timeout := fs.Duration("timeout", 3*time.Minute, "give up after")
+	var files listFlag
+	fs.Var(&files, "f", "wait for every graph in this manifest file (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("wait needs dgd/NAME")
+	targets := fs.Args()
+	for _, f := range files {
+		objs, err := readManifests(f)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if o.GetKind() == "DynamoGraphDeployment" {
+				targets = append(targets, "dgd/"+o.GetName())
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return fmt.Errorf("wait needs dgd/NAME or -f FILE with graphs")
 	}
 	c, err := kubeClient(*dir)
 	if err != nil {
@@ -143,7 +157,7 @@ func cmdWait(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	start := time.Now()
-	for _, arg := range fs.Args() {
+	for _, arg := range targets {
 		kind, name, ok := strings.Cut(arg, "/")
 		if !ok || (kind != "dgd" && kind != "dynamographdeployment") {
 			return fmt.Errorf("wait: %q: only dgd/NAME is supported", arg)

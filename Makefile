@@ -81,6 +81,10 @@ test-go: k8s-bins ## Every Go test: unit, envtest and the feature files against 
 features: k8s-bins ## Only the feature files; GODOG_TAGS=@api or GODOG_PATHS=api.feature narrows them.
 	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/... -run TestFeatures -v
 
+.PHONY: features-sim
+features-sim: k8s-bins sim-build ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, the operator as a process.
+	DYNAMO_SIM_FEATURES=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run TestFeatures -v -timeout 30m
+
 ##@ Run
 
 SIM       := $(BIN)/dynamo-sim

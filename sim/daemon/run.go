@@ -22,6 +22,7 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
+	"github.com/dynamoctl/dynamo-operator/sim/storage"
 	"github.com/dynamoctl/dynamo-operator/sim/workers"
 )
 
@@ -47,6 +48,9 @@ type Options struct {
 	// SystemNamespace is where the operator runs; it holds its leader
 	// election and webhook certificate.
 	SystemNamespace string
+	// WatchPid, when set, stops the simulator when that process is gone:
+	// a test that started it and was killed does not leave it behind.
+	WatchPid int
 }
 
 // Daemon is a running simulator.
@@ -91,6 +95,8 @@ func Run(ctx context.Context, o Options, log io.Writer) error {
 		fmt.Fprintf(log, "dynamo-sim: ready after %s\n", d.snapshot().ReadyAt.Round(time.Millisecond))
 		select {
 		case <-ctx.Done():
+		case <-watchPid(runCtx, o.WatchPid):
+			fmt.Fprintf(log, "dynamo-sim: process %d is gone; stopping\n", o.WatchPid)
 		case err = <-d.watchFailures(runCtx):
 			d.setState(func(s *State) { s.Phase, s.Error = PhaseFailed, err.Error() })
 			fmt.Fprintf(log, "dynamo-sim: %v\n", err)
@@ -135,6 +141,9 @@ func (d *Daemon) start(ctx context.Context) error {
 		return err
 	}
 	if err := nodes.CreatePools(ctx, d.client, d.o.Pools); err != nil {
+		return err
+	}
+	if err := storage.Run(ctx, d.client, func(f string, a ...any) { fmt.Fprintf(d.log, "dynamo-sim: "+f+"\n", a...) }); err != nil {
 		return err
 	}
 	d.workers = workers.NewManager(workers.NewRecorder(d.clock))
@@ -312,4 +321,26 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// watchPid is closed when process pid no longer exists; never for pid 0.
+func watchPid(ctx context.Context, pid int) <-chan struct{} {
+	out := make(chan struct{})
+	if pid == 0 {
+		return out
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+				close(out)
+				return
+			}
+		}
+	}()
+	return out
 }

@@ -34,6 +34,7 @@ type upFlags struct {
 	podReadyDelay *time.Duration
 	port          *int
 	timeout       *time.Duration
+	watchPid      *int
 }
 
 func newUpFlags(name string) *upFlags {
@@ -50,6 +51,7 @@ func newUpFlags(name string) *upFlags {
 	f.podReadyDelay = f.fs.Duration("pod-ready-delay", time.Second, "time from scheduling to Running and Ready")
 	f.port = f.fs.Int("port", 0, "host loopback port forwarded to the API server (0 picks a free one)")
 	f.timeout = f.fs.Duration("timeout", 3*time.Minute, "how long up waits for the simulator to be ready")
+	f.watchPid = f.fs.Int("watch-pid", 0, "stop the simulator when this process exits (for tests)")
 	return f
 }
 
@@ -211,6 +213,7 @@ func cmdDaemon(args []string) error {
 	err = daemon.Run(ctx, daemon.Options{
 		Dir: *f.dir, BinDir: binDir, CRDDir: *f.crdDir, Operator: *f.operator, OperatorArgs: f.operatorArgs,
 		Mode: *f.mode, Pools: pools, PodReadyDelay: *f.podReadyDelay, HostListener: ln, HostPort: *hostPort,
+		WatchPid: *f.watchPid,
 	}, os.Stderr)
 	_ = os.Remove(daemon.PidPath(*f.dir))
 	return err

@@ -165,6 +165,12 @@ func (d *Daemon) start(ctx context.Context) error {
 	if err := d.waitNodesReady(ctx); err != nil {
 		return err
 	}
+	if len(d.o.Pools) > 0 && d.o.Pools[0].Count > 0 {
+		d.step("warming up the pod IP pool")
+		if err := nodes.WarmIPPool(ctx, d.client, d.o.Pools[0].NodeName(0)); err != nil {
+			return err
+		}
+	}
 	if d.o.Operator != "" {
 		args, err := operatorArgs(d.o.Mode, d.o.OperatorArgs)
 		if err != nil {

@@ -18,8 +18,9 @@ const (
 	nodeIP  = cluster.NodeIP
 )
 
-// CreatePools creates every node of the pools, in parallel; nodes that
-// already exist are left as they are (a restarted simulator keeps them).
+// CreatePools creates every node of the pools, in parallel, and the DRA
+// devices of pools that have some; objects that already exist are left as
+// they are (a restarted simulator keeps them).
 func CreatePools(ctx context.Context, cs kubernetes.Interface, pools []Pool) error {
 	type job struct {
 		p Pool
@@ -54,6 +55,6 @@ func CreatePools(ctx context.Context, cs kubernetes.Interface, pools []Pool) err
 	case err := <-errs:
 		return err
 	default:
-		return nil
 	}
+	return createDRA(ctx, cs, pools)
 }

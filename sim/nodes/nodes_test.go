@@ -47,6 +47,9 @@ func TestGPUPodsScheduleAndRun(t *testing.T) {
 	if err := CreatePools(ctx, cs, []Pool{pool}); err != nil {
 		t.Fatal(err)
 	}
+	if err := WarmIPPool(ctx, cs, pool.NodeName(0)); err != nil {
+		t.Fatal(err)
+	}
 	labels := map[string]string{"app": "gpu"}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: "default"},
@@ -90,8 +93,13 @@ func TestGPUPodsScheduleAndRun(t *testing.T) {
 	}
 	t.Logf("4 GPU pods Ready %s after launch", time.Since(launch).Round(time.Millisecond))
 	perNode := map[string]int{}
+	ips := map[string]string{}
 	for _, p := range running {
 		perNode[p.Spec.NodeName]++
+		if other, dup := ips[p.Status.PodIP]; dup {
+			t.Errorf("pods %s and %s share the address %s", other, p.Name, p.Status.PodIP)
+		}
+		ips[p.Status.PodIP] = p.Name
 		if ip := net.ParseIP(p.Status.PodIP); ip == nil || !cidr.Contains(ip) {
 			t.Errorf("pod %s has address %q, outside %s", p.Name, p.Status.PodIP, cluster.PodCIDR)
 		}

@@ -48,6 +48,11 @@ type Pool struct {
 	Memory string `json:"memory,omitempty"`
 	// MaxPods is the node's pod capacity; default 110, as a kubelet's.
 	MaxPods int `json:"maxPods,omitempty"`
+	// DRADriver and DRADevices give each node devices published through
+	// dynamic resource allocation (a ResourceSlice per node, a DeviceClass
+	// named after the driver), as a DRA driver such as gpu.intel.com does.
+	DRADriver  string `json:"draDriver,omitempty"`
+	DRADevices int    `json:"draDevices,omitempty"`
 }
 
 // Config is the simulator's node configuration file.
@@ -55,12 +60,14 @@ type Config struct {
 	Pools []Pool `json:"pools"`
 }
 
-// DefaultPools fit every example graph the README runs: two pools of
-// H100 and L40S machines.
+// DefaultPools fit every graph under compat/: H100 and L40S machines with
+// NVIDIA GPUs as extended resources, and machines whose Intel GPUs are
+// allocated through DRA (the xpu_dra examples).
 func DefaultPools() []Pool {
 	return []Pool{
 		{Name: "h100", Count: 4, GPUs: 8, Product: "NVIDIA-H100-80GB-HBM3", MemoryMiB: 81559},
 		{Name: "l40s", Count: 2, GPUs: 4, Product: "NVIDIA-L40S", MemoryMiB: 46068},
+		{Name: "xpu", Count: 1, DRADriver: "gpu.intel.com", DRADevices: 4},
 	}
 }
 
@@ -108,8 +115,12 @@ func ParsePool(s string) (Pool, error) {
 			p.Memory = v
 		case "maxPods":
 			p.MaxPods, err = strconv.Atoi(v)
+		case "draDriver":
+			p.DRADriver = v
+		case "draDevices":
+			p.DRADevices, err = strconv.Atoi(v)
 		default:
-			return p, fmt.Errorf("pool %q: unknown key %q (name, count, gpus, product, memory, cpu, nodeMemory, maxPods)", s, k)
+			return p, fmt.Errorf("pool %q: unknown key %q (name, count, gpus, product, memory, cpu, nodeMemory, maxPods, draDriver, draDevices)", s, k)
 		}
 		if err != nil {
 			return p, fmt.Errorf("pool %q: %s: %w", s, k, err)
@@ -127,6 +138,9 @@ func (p *Pool) validate() error {
 	}
 	if p.GPUs > 0 && p.Product == "" {
 		return fmt.Errorf("pool %s: GPUs need a product", p.Name)
+	}
+	if (p.DRADriver == "") != (p.DRADevices == 0) {
+		return fmt.Errorf("pool %s: draDriver and draDevices go together", p.Name)
 	}
 	for _, q := range []string{p.CPU, p.Memory} {
 		if q == "" {

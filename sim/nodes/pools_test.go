@@ -84,3 +84,20 @@ func TestDefaultPoolsAreValid(t *testing.T) {
 		}
 	}
 }
+
+func TestDRAPool(t *testing.T) {
+	p, err := ParsePool("name=xpu,count=2,draDriver=gpu.intel.com,draDevices=4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := p.ResourceSlice(1)
+	if rs.Spec.Driver != "gpu.intel.com" || *rs.Spec.NodeName != "xpu-1" || len(rs.Spec.Devices) != 4 {
+		t.Errorf("ResourceSlice %+v", rs.Spec)
+	}
+	if dc := DeviceClass("gpu.intel.com"); dc.Name != "gpu.intel.com" || !strings.Contains(dc.Spec.Selectors[0].CEL.Expression, `"gpu.intel.com"`) {
+		t.Errorf("DeviceClass %+v", dc)
+	}
+	if _, err := ParsePool("name=xpu,draDriver=gpu.intel.com"); err == nil {
+		t.Error("a DRA driver without devices was accepted")
+	}
+}

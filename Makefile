@@ -123,3 +123,9 @@ BENCH_FLAGS ?=
 bench: k8s-bins ## Scale benchmark: 500 graphs x 4 services against the raw-write floor (BENCH_FLAGS='-graphs=100 -steady=10s').
 	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GO) test -run '^$$' -bench BenchmarkGraphs -benchtime 1x -timeout 60m \
 	  ./operator/controllers/benchmarks/ -args $(BENCH_FLAGS)
+
+SIM_BENCH_FLAGS ?=
+.PHONY: bench-sim
+bench-sim: k8s-bins ## Simulator: cold start, then 1,000 GPU nodes and 10,000 pods Ready (SIM_BENCH_FLAGS='-nodes=100 -pods=1000').
+	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GO) test -run '^$$' -bench BenchmarkSimScale -benchtime 1x -timeout 60m \
+	  ./sim/bench/ -args $(SIM_BENCH_FLAGS)

@@ -2,20 +2,28 @@ package daemon
 
 import (
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 )
 
+// crashBackoff is how long a crashed operator waits before it runs again,
+// as a kubelet restarts a failed container.
+const crashBackoff = 2 * time.Second
+
 // operatorProc runs the operator binary as a process inside the
-// simulator's namespace, as a pod would run it, with its own user.
+// simulator's namespace, as a pod would run it, with its own user. Like a
+// kubelet it starts the operator again when it exits on its own.
 type operatorProc struct {
 	bin, logDir, kubeconfig string
 	args                    []string
+	log                     io.Writer
 
 	mu       sync.Mutex
 	proc     *cluster.Process
+	wanted   bool
 	restarts int
 }
 
@@ -31,15 +39,39 @@ func (o *operatorProc) start() error {
 	if err != nil {
 		return err
 	}
-	o.proc = p
+	o.proc, o.wanted = p, true
+	go o.supervise(p)
 	return nil
 }
 
+// supervise restarts the operator if p exits while it should run.
+func (o *operatorProc) supervise(p *cluster.Process) {
+	<-p.Done()
+	time.Sleep(crashBackoff)
+	o.mu.Lock()
+	again := o.wanted && o.proc == p
+	if again {
+		o.restarts++
+	}
+	o.mu.Unlock()
+	if !again {
+		return
+	}
+	if o.log != nil {
+		fmt.Fprintf(o.log, "dynamo-sim: %v; starting it again\n", p.ExitError())
+	}
+	if err := o.start(); err != nil && o.log != nil {
+		fmt.Fprintf(o.log, "dynamo-sim: starting the operator again: %v\n", err)
+	}
+}
+
 // stop ends the operator: gracefully (SIGTERM, as a pod deletion does) or
-// at once (SIGKILL, as a crash or an OOM kill does).
+// at once (SIGKILL, as a crash or an OOM kill does). It stays down until
+// start.
 func (o *operatorProc) stop(kill bool) {
 	o.mu.Lock()
 	p := o.proc
+	o.wanted = false
 	o.mu.Unlock()
 	if p == nil {
 		return

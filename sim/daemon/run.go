@@ -182,7 +182,7 @@ func (d *Daemon) start(ctx context.Context) error {
 			}
 		}
 		d.step("starting the operator (" + d.o.Mode + ")")
-		d.op = &operatorProc{bin: d.o.Operator, logDir: c.LogDir(), kubeconfig: c.OperatorKubeconfig(), args: args}
+		d.op = &operatorProc{bin: d.o.Operator, logDir: c.LogDir(), kubeconfig: c.OperatorKubeconfig(), args: args, log: d.log}
 		if err := d.op.start(); err != nil {
 			return err
 		}

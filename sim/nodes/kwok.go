@@ -41,7 +41,8 @@ type KWOKOptions struct {
 }
 
 // Stages returns KWOK's default node and pod stages (shipped in the kwok
-// module) with the pod-ready stage delayed by podReadyDelay.
+// module) with the pod-ready stage delayed by podReadyDelay, plus the
+// simulator's pod-ready-again stage.
 func Stages(podReadyDelay time.Duration) (map[internalversion.StageResourceRef][]*internalversion.Stage, error) {
 	out := map[internalversion.StageResourceRef][]*internalversion.Stage{}
 	for _, doc := range []string{
@@ -50,6 +51,7 @@ func Stages(podReadyDelay time.Duration) (map[internalversion.StageResourceRef][
 		podfast.DefaultPodReady,
 		podfast.DefaultPodComplete,
 		podfast.DefaultPodDelete,
+		podReadyAgain,
 	} {
 		st, err := kwokconfig.UnmarshalWithType[*internalversion.Stage](doc)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -159,4 +160,58 @@ func nodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// TestPodReadyAgain: pods the node lifecycle controller marked unready
+// (their node was late) become Ready again, as a kubelet would report them.
+func TestPodReadyAgain(t *testing.T) {
+	bin, err := cluster.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Config{Dir: t.TempDir(), BinDir: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	if err := StartKWOK(ctx, KWOKOptions{Kubeconfig: c.AdminKubeconfig()}); err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(c.AdminConfig())
+	pool := Pool{Name: "n", Count: 1}
+	if err := CreatePools(ctx, cs, []Pool{pool}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+		Spec:       corev1.PodSpec{NodeName: "n-0", Containers: []corev1.Container{{Name: "main", Image: "x"}}},
+	}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitReady := func(want corev1.ConditionStatus) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			p, err := cs.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
+			if err == nil && (podReady(p) == (want == corev1.ConditionTrue)) && p.Status.Phase == corev1.PodRunning {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pod never Ready=%s: %v", want, err)
+			}
+		}
+	}
+	waitReady(corev1.ConditionTrue)
+	// What the node lifecycle controller writes for a node gone NotReady.
+	patch := `{"status":{"conditions":[{"type":"Ready","status":"False","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
+	marked, err := cs.CoreV1().Pods("default").Patch(ctx, "p", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if podReady(marked) {
+		t.Fatal("the patch did not mark the pod unready")
+	}
+	waitReady(corev1.ConditionTrue)
 }

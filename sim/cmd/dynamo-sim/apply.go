@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/sim/daemon"
 )
 
 func cmdApply(args []string) error {
@@ -181,6 +182,9 @@ func cmdWait(args []string) error {
 					fmt.Printf("dynamo-sim: dgd/%s is Ready after %.1fs\n", name, time.Since(start).Seconds())
 					break
 				}
+			}
+			if st, err := daemon.NewClient(*dir).Status(ctx); err == nil && st.Operator.Pid != 0 && !st.Operator.Running {
+				line += fmt.Sprintf(" (the operator is not running; see %s)", st.Operator.Log)
 			}
 			if line != last {
 				fmt.Printf("  [%5.1fs] dgd/%s: %s\n", time.Since(start).Seconds(), name, line)

@@ -258,9 +258,19 @@ func stopDaemon(dir string, pid int, grace time.Duration) error {
 	return nil
 }
 
-// alive reports whether pid runs (a zombie does not count).
+// alive reports whether pid runs and is a simulator daemon (a zombie does
+// not count, nor another program that got the pid of a daemon long gone:
+// down must never signal it).
 func alive(pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	if len(args) < 2 || filepath.Base(args[0]) != "dynamo-sim" || args[1] != "daemon" {
 		return false
 	}
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
 )
@@ -111,17 +112,23 @@ func gpuFailure(ctx context.Context, env Env, rng *rand.Rand, r Request) (string
 	if _, err := env.Client.CoreV1().Nodes().PatchStatus(ctx, name, body); err != nil {
 		return "", fmt.Errorf("gpu-failure status of %s: %w", name, err)
 	}
-	node, err = env.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	for _, t := range node.Spec.Taints {
-		if t.Key == TaintGPUUnhealthy {
-			return fmt.Sprintf("node %s: %d GPUs failed, %d left", name, failed, left), nil
+	// The node lifecycle controller and KWOK write the node too: retry on
+	// conflict rather than fail the fault.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := env.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
-	}
-	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: TaintGPUUnhealthy, Value: "true", Effect: corev1.TaintEffectNoSchedule})
-	if _, err := env.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		for _, t := range node.Spec.Taints {
+			if t.Key == TaintGPUUnhealthy {
+				return nil
+			}
+		}
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: TaintGPUUnhealthy, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+		_, err = env.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		return "", fmt.Errorf("gpu-failure taint of %s: %w", name, err)
 	}
 	return fmt.Sprintf("node %s: %d GPUs failed, %d left, tainted %s:NoSchedule", name, failed, left, TaintGPUUnhealthy), nil

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/dynamoctl/dynamo-operator/sim/workers"
 )
@@ -108,18 +109,24 @@ func leaseExpiry(ctx context.Context, env Env, r Request) (string, error) {
 		return "", fmt.Errorf("lease-expiry needs --namespace")
 	}
 	leases := env.Client.CoordinationV1().Leases(r.Namespace)
-	lease, err := leases.Get(ctx, NamespaceLeaseName, metav1.GetOptions{})
+	var past metav1.MicroTime
+	// The lease's holder renews it concurrently: retry on conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lease, err := leases.Get(ctx, NamespaceLeaseName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		dur := 30 * time.Second
+		if lease.Spec.LeaseDurationSeconds != nil {
+			dur = time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
+		}
+		past = metav1.NewMicroTime(env.Clock.Now().Add(-dur - time.Second))
+		lease.Spec.RenewTime = &past
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("lease-expiry: lease %s/%s: %w", r.Namespace, NamespaceLeaseName, err)
-	}
-	dur := time.Duration(30) * time.Second
-	if lease.Spec.LeaseDurationSeconds != nil {
-		dur = time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
-	}
-	past := metav1.NewMicroTime(env.Clock.Now().Add(-dur - time.Second))
-	lease.Spec.RenewTime = &past
-	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-		return "", fmt.Errorf("lease-expiry: updating %s/%s: %w", r.Namespace, NamespaceLeaseName, err)
 	}
 	return fmt.Sprintf("lease %s/%s renewTime set to %s (expired); a live renewer will renew it within its interval", r.Namespace, NamespaceLeaseName, past.UTC().Format(time.RFC3339)), nil
 }

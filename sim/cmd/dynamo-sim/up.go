@@ -270,7 +270,8 @@ func alive(pid int) bool {
 		return false
 	}
 	args := strings.Split(string(cmdline), "\x00")
-	if len(args) < 2 || filepath.Base(args[0]) != "dynamo-sim" || args[1] != "daemon" {
+	// A prefix, so the CLI's own test binary (dynamo-sim.test) counts too.
+	if len(args) < 2 || !strings.HasPrefix(filepath.Base(args[0]), "dynamo-sim") || args[1] != "daemon" {
 		return false
 	}
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -193,7 +194,9 @@ func (d *Daemon) start(ctx context.Context) error {
 // operatorArgs are the flags the simulator runs the operator with: no
 // metrics server (nothing scrapes it), health probes on the namespace's
 // loopback, webhooks off until the operator serves them, then the mode's
-// flags and the user's, which win.
+// flags and the user's, which win. A user who turns webhooks on gets them
+// called at 127.0.0.1: the operator runs as a process beside the API
+// server, not behind a Service.
 func operatorArgs(mode string, extra []string) ([]string, error) {
 	args := []string{"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:8081", "--enable-webhooks=false"}
 	switch {
@@ -203,7 +206,22 @@ func operatorArgs(mode string, extra []string) ([]string, error) {
 	default:
 		return nil, fmt.Errorf("unknown mode %q: use cluster-wide or namespace:<name>", mode)
 	}
-	return append(args, extra...), nil
+	webhooks, urlHost := false, false
+	for _, a := range extra {
+		switch {
+		case a == "--enable-webhooks" || a == "--enable-webhooks=true":
+			webhooks = true
+		case a == "--enable-webhooks=false":
+			webhooks = false
+		case strings.HasPrefix(a, "--webhook-url-host"):
+			urlHost = true
+		}
+	}
+	args = append(args, extra...)
+	if webhooks && !urlHost {
+		args = append(args, "--webhook-url-host=127.0.0.1")
+	}
+	return args, nil
 }
 
 func namespaceOf(mode string) string {

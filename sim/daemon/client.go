@@ -119,3 +119,17 @@ func (c *Client) WaitReady(ctx context.Context, progress func(State)) (State, er
 		}
 	}
 }
+
+// StartOperator runs another operator process in the simulator.
+func (c *Client) StartOperator(ctx context.Context, r OperatorRequest) (string, error) {
+	var out struct{ Result string }
+	err := c.do(ctx, http.MethodPost, "/operators", r, &out)
+	return out.Result, err
+}
+
+// StopOperator stops an operator process; it stays down.
+func (c *Client) StopOperator(ctx context.Context, name string, kill bool) (string, error) {
+	var out struct{ Result string }
+	err := c.do(ctx, http.MethodPost, "/operators/stop", OperatorRequest{Name: name, Kill: kill}, &out)
+	return out.Result, err
+}

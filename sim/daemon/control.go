@@ -28,6 +28,34 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 		}
 		writeJSON(w, 200, d.workers.Serving())
 	})
+	mux.HandleFunc("POST /operators", func(w http.ResponseWriter, r *http.Request) {
+		var req OperatorRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Name == "" {
+			writeJSON(w, 400, map[string]string{"error": fmt.Sprintf("request needs a name (%v)", err)})
+			return
+		}
+		op, err := d.startOperator(ctx, req.Name, req.Namespace, req.Args)
+		if err != nil {
+			writeJSON(w, 500, map[string]string{"error": err.Error()})
+			return
+		}
+		pid, _, _, log := op.status()
+		writeJSON(w, 200, map[string]string{"result": fmt.Sprintf("operator %s started (pid %d, log %s)", req.Name, pid, log)})
+	})
+	mux.HandleFunc("POST /operators/stop", func(w http.ResponseWriter, r *http.Request) {
+		var req OperatorRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			writeJSON(w, 400, map[string]string{"error": err.Error()})
+			return
+		}
+		op, err := d.operator(req.Name)
+		if err != nil {
+			writeJSON(w, 404, map[string]string{"error": err.Error()})
+			return
+		}
+		op.stop(req.Kill)
+		writeJSON(w, 200, map[string]string{"result": "operator " + op.name + " stopped; fault operator-restart --operator " + op.name + " starts it again"})
+	})
 	mux.HandleFunc("POST /fault", func(w http.ResponseWriter, r *http.Request) {
 		var req faults.Request
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -49,36 +77,40 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	return mux
 }
 
-type opHandle struct{ d *Daemon }
+// opHandle gives faults an operator process.
+type opHandle struct{ op *operatorProc }
 
-func (h opHandle) Kill() {
-	if h.d.op != nil {
-		h.d.op.stop(true)
-	}
-}
-
-func (h opHandle) Restart() error {
-	if h.d.op == nil {
-		return fmt.Errorf("the simulator runs no operator")
-	}
-	return h.d.op.restart(false)
-}
+func (h opHandle) Kill()          { h.op.stop(true) }
+func (h opHandle) Restart() error { return h.op.restart(false) }
 
 func (h opHandle) Start() error {
-	if h.d.op == nil {
-		return fmt.Errorf("the simulator runs no operator")
-	}
-	h.d.op.mu.Lock()
-	h.d.op.restarts++
-	h.d.op.mu.Unlock()
-	return h.d.op.start()
+	h.op.mu.Lock()
+	h.op.restarts++
+	h.op.mu.Unlock()
+	return h.op.start()
+}
+
+// OperatorRequest starts (or stops) an operator process.
+type OperatorRequest struct {
+	Name string `json:"name"`
+	// Namespace makes it namespace-scoped; empty is cluster-wide.
+	Namespace string   `json:"namespace,omitempty"`
+	Args      []string `json:"args,omitempty"`
+	// Kill stops it with SIGKILL rather than SIGTERM.
+	Kill bool `json:"kill,omitempty"`
 }
 
 func (d *Daemon) faultEnv(ctx context.Context) faults.Env {
 	return faults.Env{
-		Client:   d.client,
-		Clock:    d.clock,
-		Operator: opHandle{d},
+		Client: d.client,
+		Clock:  d.clock,
+		Operator: func(name string) (faults.Operator, error) {
+			op, err := d.operator(name)
+			if err != nil {
+				return nil, err
+			}
+			return opHandle{op}, nil
+		},
 		RestartAPIServer: func(rctx context.Context, down time.Duration) error {
 			d.setState(func(s *State) { s.Step = "restarting kube-apiserver" })
 			defer d.setState(func(s *State) { s.Step = "" })

@@ -17,6 +17,7 @@ const crashBackoff = 2 * time.Second
 // simulator's namespace, as a pod would run it, with its own user. Like a
 // kubelet it starts the operator again when it exits on its own.
 type operatorProc struct {
+	name                    string
 	bin, logDir, kubeconfig string
 	args                    []string
 	log                     io.Writer
@@ -35,7 +36,7 @@ func (o *operatorProc) start() error {
 			return fmt.Errorf("the operator is already running (pid %d)", o.proc.Pid())
 		}
 	}
-	p, err := cluster.StartProcess("operator", o.logDir, o.bin, o.args, []string{"KUBECONFIG=" + o.kubeconfig})
+	p, err := cluster.StartProcess(o.name, o.logDir, o.bin, o.args, []string{"KUBECONFIG=" + o.kubeconfig})
 	if err != nil {
 		return err
 	}

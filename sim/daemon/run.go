@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,7 +61,10 @@ type Daemon struct {
 	clock   clock.Clock
 	cluster *cluster.Cluster
 	client  kubernetes.Interface
+	// op is the primary operator; ops holds every operator by name.
 	op      *operatorProc
+	opsMu   sync.Mutex
+	ops     map[string]*operatorProc
 	workers *workers.Manager
 	log     io.Writer
 
@@ -104,8 +108,11 @@ func Run(ctx context.Context, o Options, log io.Writer) error {
 		}
 	}
 	d.setState(func(s *State) { s.Phase = PhaseStopping })
-	if d.op != nil {
-		d.op.stop(false)
+	d.opsMu.Lock()
+	ops := d.ops
+	d.opsMu.Unlock()
+	for _, op := range ops {
+		op.stop(false)
 	}
 	cancel()
 	if d.cluster != nil {
@@ -173,38 +180,107 @@ func (d *Daemon) start(ctx context.Context) error {
 		}
 	}
 	if d.o.Operator != "" {
-		args, err := operatorArgs(d.o.Mode, d.o.OperatorArgs)
+		plans, err := planOperators(d.o.Mode)
 		if err != nil {
 			return err
 		}
-		if ns := namespaceOf(d.o.Mode); ns != "" {
-			if err := d.ensureNamespace(ctx, ns); err != nil {
+		d.step("starting the operator (" + d.o.Mode + ")")
+		for _, p := range plans {
+			if _, err := d.startOperator(ctx, p.name, p.namespace, d.o.OperatorArgs); err != nil {
 				return err
 			}
-		}
-		d.step("starting the operator (" + d.o.Mode + ")")
-		d.op = &operatorProc{bin: d.o.Operator, logDir: c.LogDir(), kubeconfig: c.OperatorKubeconfig(), args: args, log: d.log}
-		if err := d.op.start(); err != nil {
-			return err
 		}
 	}
 	return nil
 }
 
-// operatorArgs are the flags the simulator runs the operator with: no
-// metrics server (nothing scrapes it), health probes on the namespace's
-// loopback, webhooks off until the operator serves them, then the mode's
-// flags and the user's, which win. A user who turns webhooks on gets them
-// called at 127.0.0.1: the operator runs as a process beside the API
-// server, not behind a Service.
-func operatorArgs(mode string, extra []string) ([]string, error) {
-	args := []string{"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:8081", "--enable-webhooks=false"}
+// opPlan is one operator a mode runs.
+type opPlan struct{ name, namespace string }
+
+// planOperators turns a mode into operators: cluster-wide, namespace:<ns>
+// (namespace-scoped), or hybrid:<ns> (a cluster-wide operator and a
+// namespace-scoped one in ns, SPEC section 3).
+func planOperators(mode string) ([]opPlan, error) {
 	switch {
 	case mode == "" || mode == "cluster-wide":
-	case namespaceOf(mode) != "":
-		args = append(args, "--restrict-namespace="+namespaceOf(mode))
+		return []opPlan{{PrimaryOperator, ""}}, nil
+	case strings.HasPrefix(mode, "namespace:") && len(mode) > len("namespace:"):
+		return []opPlan{{PrimaryOperator, strings.TrimPrefix(mode, "namespace:")}}, nil
+	case strings.HasPrefix(mode, "hybrid:") && len(mode) > len("hybrid:"):
+		ns := strings.TrimPrefix(mode, "hybrid:")
+		return []opPlan{{PrimaryOperator, ""}, {PrimaryOperator + "-" + ns, ns}}, nil
 	default:
-		return nil, fmt.Errorf("unknown mode %q: use cluster-wide or namespace:<name>", mode)
+		return nil, fmt.Errorf("unknown mode %q: use cluster-wide, namespace:<name> or hybrid:<name>", mode)
+	}
+}
+
+// PrimaryOperator names the operator every mode runs first.
+const PrimaryOperator = "operator"
+
+// startOperator runs another operator process; namespace "" is cluster-wide.
+// Each gets its own health and webhook ports, as pods would have their own
+// addresses.
+func (d *Daemon) startOperator(ctx context.Context, name, namespace string, extra []string) (*operatorProc, error) {
+	if d.o.Operator == "" {
+		return nil, fmt.Errorf("the simulator runs without an operator binary (--operator)")
+	}
+	if namespace != "" {
+		if err := d.ensureNamespace(ctx, namespace); err != nil {
+			return nil, err
+		}
+	}
+	d.opsMu.Lock()
+	if d.ops == nil {
+		d.ops = map[string]*operatorProc{}
+	}
+	if _, ok := d.ops[name]; ok {
+		d.opsMu.Unlock()
+		return nil, fmt.Errorf("an operator named %s exists already", name)
+	}
+	slot := len(d.ops)
+	args := operatorArgs(namespace, slot, extra)
+	op := &operatorProc{name: name, bin: d.o.Operator, logDir: d.cluster.LogDir(), kubeconfig: d.cluster.OperatorKubeconfig(), args: args, log: d.log}
+	d.ops[name] = op
+	d.opsMu.Unlock()
+	if err := op.start(); err != nil {
+		return nil, err
+	}
+	if name == PrimaryOperator {
+		d.op = op
+	}
+	return op, nil
+}
+
+// operator finds an operator by name ("" is the primary one).
+func (d *Daemon) operator(name string) (*operatorProc, error) {
+	if name == "" {
+		name = PrimaryOperator
+	}
+	d.opsMu.Lock()
+	defer d.opsMu.Unlock()
+	op, ok := d.ops[name]
+	if !ok {
+		return nil, fmt.Errorf("no operator named %q runs in the simulator", name)
+	}
+	return op, nil
+}
+
+// operatorArgs are the flags the simulator runs an operator with: no
+// metrics server (nothing scrapes it), health probes on the namespace's
+// loopback (a port per operator), webhooks off until the operator serves
+// them, namespace-scoped when namespace is set, then the user's flags,
+// which win. A user who turns webhooks on gets them called at 127.0.0.1:
+// the operator runs as a process beside the API server, not behind a
+// Service.
+func operatorArgs(namespace string, slot int, extra []string) []string {
+	args := []string{
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(8081+slot),
+		"--webhook-port=" + strconv.Itoa(9443+slot),
+		"--enable-webhooks=false",
+	}
+	if namespace != "" {
+		args = append(args, "--restrict-namespace="+namespace)
 	}
 	webhooks, urlHost := false, false
 	for _, a := range extra {
@@ -221,14 +297,7 @@ func operatorArgs(mode string, extra []string) ([]string, error) {
 	if webhooks && !urlHost {
 		args = append(args, "--webhook-url-host=127.0.0.1")
 	}
-	return args, nil
-}
-
-func namespaceOf(mode string) string {
-	if len(mode) > len("namespace:") && mode[:len("namespace:")] == "namespace:" {
-		return mode[len("namespace:"):]
-	}
-	return ""
+	return args
 }
 
 func (d *Daemon) ensureNamespace(ctx context.Context, ns string) error {
@@ -312,6 +381,15 @@ func (d *Daemon) snapshot() State {
 	if d.op != nil {
 		s.Operator.Pid, s.Operator.Running, s.Operator.Restarts, s.Operator.Log = d.op.status()
 	}
+	d.opsMu.Lock()
+	for name, op := range d.ops {
+		var o OperatorState
+		o.Name, o.Args = name, op.args
+		o.Pid, o.Running, o.Restarts, o.Log = op.status()
+		s.Operators = append(s.Operators, o)
+	}
+	d.opsMu.Unlock()
+	sort.Slice(s.Operators, func(i, j int) bool { return s.Operators[i].Name < s.Operators[j].Name })
 	return s
 }
 

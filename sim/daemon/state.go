@@ -26,12 +26,24 @@ type State struct {
 	// then everything (nodes Ready, operator running).
 	ClusterHealthy time.Duration `json:"clusterHealthy"`
 	ReadyAt        time.Duration `json:"readyAfter"`
-	Operator       struct {
+	// Operator is the primary operator; Operators lists every one.
+	Operator struct {
 		Pid      int    `json:"pid"`
 		Running  bool   `json:"running"`
 		Restarts int    `json:"restarts"`
 		Log      string `json:"log"`
 	} `json:"operator"`
+	Operators []OperatorState `json:"operators"`
+}
+
+// OperatorState describes one operator process.
+type OperatorState struct {
+	Name     string   `json:"name"`
+	Pid      int      `json:"pid"`
+	Running  bool     `json:"running"`
+	Restarts int      `json:"restarts"`
+	Log      string   `json:"log"`
+	Args     []string `json:"args"`
 }
 
 // Phases of State.

@@ -40,6 +40,9 @@ type Request struct {
 	Duration  time.Duration `json:"duration,omitempty"`
 	// Count is how many GPUs fail (gpu-failure); default 1.
 	Count int `json:"count,omitempty"`
+	// Operator names the operator (operator-kill, operator-restart); empty
+	// is the primary one.
+	Operator string `json:"operator,omitempty"`
 }
 
 // Operator is the simulator's handle on the operator process.
@@ -51,9 +54,10 @@ type Operator interface {
 
 // Env is what faults act on.
 type Env struct {
-	Client           kubernetes.Interface
-	Clock            clock.Clock
-	Operator         Operator
+	Client kubernetes.Interface
+	Clock  clock.Clock
+	// Operator finds an operator process by name ("" is the primary one).
+	Operator         func(name string) (Operator, error)
 	RestartAPIServer func(ctx context.Context, down time.Duration) error
 	// SetWorkerDown stops (or restores) the fake worker of a pod.
 	SetWorkerDown func(pod string, down bool)
@@ -78,7 +82,11 @@ func Inject(ctx context.Context, env Env, r Request) (string, error) {
 	case "operator-kill":
 		return operatorKill(ctx, env, r)
 	case "operator-restart":
-		if err := env.Operator.Restart(); err != nil {
+		op, err := env.Operator(r.Operator)
+		if err != nil {
+			return "", err
+		}
+		if err := op.Restart(); err != nil {
 			return "", fmt.Errorf("restarting the operator: %w", err)
 		}
 		return "operator restarted", nil
@@ -117,7 +125,11 @@ func pick(rng *rand.Rand, names []string) string {
 }
 
 func operatorKill(ctx context.Context, env Env, r Request) (string, error) {
-	env.Operator.Kill()
+	op, err := env.Operator(r.Operator)
+	if err != nil {
+		return "", err
+	}
+	op.Kill()
 	if r.Duration < 0 {
 		return "operator killed; it stays down until `dynamo-sim fault operator-restart`", nil
 	}
@@ -130,7 +142,7 @@ func operatorKill(ctx context.Context, env Env, r Request) (string, error) {
 		return "", ctx.Err()
 	case <-env.Clock.After(down):
 	}
-	if err := env.Operator.Start(); err != nil {
+	if err := op.Start(); err != nil {
 		return "", fmt.Errorf("starting the operator again: %w", err)
 	}
 	return fmt.Sprintf("operator killed and started again after %s", down), nil

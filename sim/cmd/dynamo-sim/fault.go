@@ -28,6 +28,7 @@ func cmdFault(args []string) error {
 	seed := fs.Uint64("seed", 1, "seed of random choices")
 	dur := fs.Duration("duration", 0, "how long the fault lasts where it has a length (operator-kill, apiserver-restart)")
 	count := fs.Int("count", 1, "GPUs that fail (gpu-failure)")
+	operator := fs.String("operator", "", "operator to kill or restart (default: the primary one; see dynamo-sim status)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: dynamo-sim fault KIND [flags]\n\nkinds:")
 		tw := tabwriter.NewWriter(os.Stderr, 2, 4, 2, ' ', 0)
@@ -49,7 +50,7 @@ func cmdFault(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	msg, err := daemon.NewClient(*dir).Fault(ctx, faults.Request{
-		Kind: kind, Node: *node, Pod: *pod, Namespace: *ns, Seed: *seed, Duration: *dur, Count: *count,
+		Kind: kind, Node: *node, Pod: *pod, Namespace: *ns, Seed: *seed, Duration: *dur, Count: *count, Operator: *operator,
 	})
 	if err != nil {
 		return err
@@ -131,4 +132,43 @@ func cmdExec(args []string) error {
 	// Inside, the API server is at its own port, not the forwarded one.
 	env := append(os.Environ(), "KUBECONFIG="+filepath.Join(*dir, "admin.kubeconfig"))
 	return syscall.Exec(bin, argv, env)
+}
+
+// cmdOperator starts and stops extra operator processes, e.g. a second
+// namespace-scoped operator beside a cluster-wide one.
+func cmdOperator(args []string) error {
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	dir := stateDirFlag(fs)
+	ns := fs.String("namespace", "", "start: namespace-scoped in this namespace (default: cluster-wide)")
+	kill := fs.Bool("kill", false, "stop: SIGKILL instead of SIGTERM")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: dynamo-sim operator start NAME [--namespace NS] [-- OPERATOR FLAGS]\n       dynamo-sim operator stop NAME [--kill]")
+		fs.PrintDefaults()
+	}
+	if len(args) < 2 {
+		fs.Usage()
+		return fmt.Errorf("operator needs start|stop NAME")
+	}
+	verb, name := args[0], args[1]
+	if err := fs.Parse(args[2:]); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := daemon.NewClient(*dir)
+	var msg string
+	var err error
+	switch verb {
+	case "start":
+		msg, err = cl.StartOperator(ctx, daemon.OperatorRequest{Name: name, Namespace: *ns, Args: fs.Args()})
+	case "stop":
+		msg, err = cl.StopOperator(ctx, name, *kill)
+	default:
+		return fmt.Errorf("operator %s: use start or stop", verb)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Println(msg)
+	return nil
 }

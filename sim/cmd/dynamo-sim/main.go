@@ -9,6 +9,7 @@
 //	dynamo-sim status              graphs, nodes with GPUs used, pods per node
 //	dynamo-sim fault KIND [flags]  inject a fault
 //	dynamo-sim workers             fake workers and the calls they received
+//	dynamo-sim operator start|stop another operator process (e.g. a namespace-scoped one)
 //	dynamo-sim kubeconfig          print the kubeconfig path
 //	dynamo-sim exec -- CMD         run CMD inside the simulator's network namespace
 //	dynamo-sim down                stop everything
@@ -30,6 +31,7 @@ const usage = `dynamo-sim: the Dynamo operator simulator
   status      graphs, GPU nodes and the pods on them
   fault       inject a fault: fault KIND [--node N] [--pod NS/NAME] [--namespace NS] [--seed S] [--duration D]
   workers     fake Dynamo workers and the calls they received
+  operator    start or stop another operator process: operator start NAME [--namespace NS] [-- FLAGS]
   kubeconfig  print the path of the kubeconfig for kubectl
   exec        run a command inside the simulator's network namespace: exec -- CMD ARGS
   down        stop the simulator and everything it started
@@ -45,7 +47,7 @@ func main() {
 	}
 	cmds := map[string]func([]string) error{
 		"up": cmdUp, "daemon": cmdDaemon, "down": cmdDown, "status": cmdStatus, "apply": cmdApply,
-		"wait": cmdWait, "fault": cmdFault, "workers": cmdWorkers, "kubeconfig": cmdKubeconfig, "exec": cmdExec,
+		"wait": cmdWait, "fault": cmdFault, "operator": cmdOperator, "workers": cmdWorkers, "kubeconfig": cmdKubeconfig, "exec": cmdExec,
 	}
 	name := os.Args[1]
 	if name == "-h" || name == "--help" || name == "help" {

@@ -38,12 +38,21 @@ func cmdStatus(args []string) error {
 	if err != nil {
 		return err
 	}
-	op := "none"
-	if st.Operator.Pid != 0 {
-		op = fmt.Sprintf("%s, pid %d, running=%v, restarts %d", st.Mode, st.Operator.Pid, st.Operator.Running, st.Operator.Restarts)
+	fmt.Printf("simulator: %s (pid %d, up %s, mode %s), kubeconfig %s\n", st.Phase, st.Pid,
+		time.Since(st.StartedAt).Round(time.Second), st.Mode, st.Kubeconfig)
+	if len(st.Operators) == 0 {
+		fmt.Println("operators: none")
 	}
-	fmt.Printf("simulator: %s (pid %d, up %s), kubeconfig %s\noperator: %s\n\n", st.Phase, st.Pid,
-		time.Since(st.StartedAt).Round(time.Second), st.Kubeconfig, op)
+	for _, op := range st.Operators {
+		scope := "cluster-wide"
+		for _, a := range op.Args {
+			if strings.HasPrefix(a, "--restrict-namespace=") {
+				scope = "namespace " + strings.TrimPrefix(a, "--restrict-namespace=")
+			}
+		}
+		fmt.Printf("operator %s: %s, pid %d, running=%v, restarts %d, log %s\n", op.Name, scope, op.Pid, op.Running, op.Restarts, op.Log)
+	}
+	fmt.Println()
 	c, err := kubeClient(*dir)
 	if err != nil {
 		return err

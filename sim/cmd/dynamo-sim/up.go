@@ -44,7 +44,7 @@ func newUpFlags(name string) *upFlags {
 	f.binDir = f.fs.String("bin-dir", os.Getenv("KUBEBUILDER_ASSETS"), "directory of etcd, kube-apiserver, kube-controller-manager, kube-scheduler (default: .cache/k8s/<version>)")
 	f.crdDir = f.fs.String("crds", filepath.Join(root, "crds"), "CRDs to install; empty installs none")
 	f.operator = f.fs.String("operator", filepath.Join(root, "bin", "dynamo-operator"), "operator binary to run; empty runs none")
-	f.mode = f.fs.String("mode", "cluster-wide", "operator mode: cluster-wide or namespace:<name>")
+	f.mode = f.fs.String("mode", "cluster-wide", "operator mode: cluster-wide, namespace:<name>, or hybrid:<name> (cluster-wide plus namespace-scoped in <name>)")
 	f.poolsFile = f.fs.String("pools", "", "YAML file of GPU node pools (pools: [{name, count, gpus, product, memoryMiB}])")
 	f.fs.Var(&f.pools, "pool", "a GPU pool, name=h100,count=4,gpus=8,product=NVIDIA-H100-80GB-HBM3,memory=81559 (repeatable; replaces the default pools)")
 	f.fs.Var(&f.operatorArgs, "operator-arg", "extra operator flag (repeatable)")
@@ -181,8 +181,8 @@ func cmdUp(args []string) error {
 	fmt.Printf("dynamo-sim: ready in %.1fs (control plane healthy after %.1fs)\n", time.Since(start).Seconds(), st.ClusterHealthy.Seconds())
 	fmt.Printf("  kubectl --kubeconfig %s get nodes\n", st.Kubeconfig)
 	fmt.Printf("  export KUBECONFIG=%s\n", st.Kubeconfig)
-	if st.Operator.Pid != 0 {
-		fmt.Printf("  operator (%s) pid %d, log %s\n", st.Mode, st.Operator.Pid, st.Operator.Log)
+	for _, op := range st.Operators {
+		fmt.Printf("  %s (%s) pid %d, log %s\n", op.Name, st.Mode, op.Pid, op.Log)
 	}
 	return nil
 }

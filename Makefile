@@ -93,7 +93,36 @@ fuzz: ## Fuzz each webhook validator for FUZZTIME (default 10s): no input may pa
 features: k8s-bins ## Only the feature files; GODOG_TAGS=@api or GODOG_PATHS=api.feature narrows them.
 	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/... -run TestFeatures -v
 
+.PHONY: features-sim
+features-sim: k8s-bins sim-build ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, the operator as a process.
+	DYNAMO_SIM_FEATURES=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run TestFeatures -v -timeout 30m
+
 ##@ Run
+
+SIM       := $(BIN)/dynamo-sim
+SIM_GRAPH ?= ../shared/compat/examples/backends/vllm/deploy/disagg.yaml
+SIM_FLAGS ?=
+
+.PHONY: sim-build
+sim-build: build ## Build the simulator CLI into bin/dynamo-sim (and the operator it runs).
+	$(GO) build -o $(SIM) ./sim/cmd/dynamo-sim
+
+.PHONY: sim
+sim: k8s-bins sim-build ## Simulated GPU cluster + operator, apply SIM_GRAPH (a compat graph), show it Ready; left running.
+	@$(SIM) down >/dev/null
+	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(SIM) up $(SIM_FLAGS)
+	$(SIM) apply -f $(SIM_GRAPH)
+	$(SIM) wait -f $(SIM_GRAPH)
+	@$(SIM) status
+	@echo
+	@echo "The simulator keeps running:"
+	@echo "  export KUBECONFIG=$$($(SIM) kubeconfig); kubectl get dgd,pods -o wide"
+	@echo "  bin/dynamo-sim status | fault --help | workers"
+	@echo "  make sim-down     (or bin/dynamo-sim down) stops it"
+
+.PHONY: sim-down
+sim-down: ## Stop the simulator started by make sim.
+	@if [ -x $(SIM) ]; then $(SIM) down; else echo "no bin/dynamo-sim: nothing to stop"; fi
 
 .PHONY: run
 run: k8s-bins build ## Start a local control plane (etcd, kube-apiserver, CRDs) and the operator against it.
@@ -111,3 +140,9 @@ bench: k8s-bins ## Scale benchmark: 500 graphs x 4 services against the raw-writ
 bench-handover: k8s-bins ## Hand-over latency between a cluster-wide and a namespace-scoped operator (BENCH_FLAGS='-handovers=20 -graphs=20').
 	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GO) test -run '^$$' -bench BenchmarkHandover -benchtime 1x -timeout 30m \
 	  ./operator/scope/benchmarks/ -args $(BENCH_FLAGS)
+
+SIM_BENCH_FLAGS ?=
+.PHONY: bench-sim
+bench-sim: k8s-bins ## Simulator: cold start, then 1,000 GPU nodes and 10,000 pods Ready (SIM_BENCH_FLAGS='-nodes=100 -pods=1000').
+	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GO) test -run '^$$' -bench BenchmarkSimScale -benchtime 1x -timeout 60m \
+	  ./sim/bench/ -args $(SIM_BENCH_FLAGS)

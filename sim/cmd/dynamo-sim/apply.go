@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/sim/daemon"
+)
+
+func cmdApply(args []string) error {
+	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
+	dir := stateDirFlag(fs)
+	var files listFlag
+	fs.Var(&files, "f", "manifest file or directory (repeatable; - reads stdin)")
+	ns := fs.String("n", "default", "namespace of objects that name none")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("apply needs -f FILE")
+	}
+	c, err := kubeClient(*dir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, f := range files {
+		objs, err := readManifests(f)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if o.GetNamespace() == "" {
+				if namespaced, err := c.IsObjectNamespaced(o); err == nil && namespaced {
+					o.SetNamespace(*ns)
+				}
+			}
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("dynamo-sim"), client.ForceOwnership); err != nil {
+				return fmt.Errorf("%s: %s %s: %w", f, o.GetKind(), o.GetName(), err)
+			}
+			fmt.Printf("%s/%s applied\n", strings.ToLower(o.GetKind()), o.GetName())
+		}
+	}
+	return nil
+}
+
+// readManifests reads YAML or JSON documents from a file, every *.yaml,
+// *.yml and *.json under a directory, or stdin for "-".
+func readManifests(path string) ([]*unstructured.Unstructured, error) {
+	var paths []string
+	if path == "-" {
+		data, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return nil, err
+		}
+		return parseManifests("stdin", data)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if info.IsDir() {
+		err = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml") || strings.HasSuffix(p, ".json")) {
+				paths = append(paths, p)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(paths)
+	} else {
+		paths = []string{path}
+	}
+	var out []*unstructured.Unstructured
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := parseManifests(p, data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+func parseManifests(name string, data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for i := 1; ; i++ {
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if u.GetAPIVersion() == "" || u.GetKind() == "" {
+			return nil, fmt.Errorf("%s: document %d: apiVersion and kind are required", name, i)
+		}
+		out = append(out, u)
+	}
+}
+
+func cmdWait(args []string) error {
+	fs := flag.NewFlagSet("wait", flag.ContinueOnError)
+	dir := stateDirFlag(fs)
+	ns := fs.String("n", "default", "namespace")
+	timeout := fs.Duration("timeout", 3*time.Minute, "give up after")
+	var files listFlag
+	fs.Var(&files, "f", "wait for every graph in this manifest file (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	targets := fs.Args()
+	for _, f := range files {
+		objs, err := readManifests(f)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if o.GetKind() == "DynamoGraphDeployment" {
+				targets = append(targets, "dgd/"+o.GetName())
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return fmt.Errorf("wait needs dgd/NAME or -f FILE with graphs")
+	}
+	c, err := kubeClient(*dir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	start := time.Now()
+	for _, arg := range targets {
+		kind, name, ok := strings.Cut(arg, "/")
+		if !ok || (kind != "dgd" && kind != "dynamographdeployment") {
+			return fmt.Errorf("wait: %q: only dgd/NAME is supported", arg)
+		}
+		last := ""
+		for {
+			var d v1alpha1.DynamoGraphDeployment
+			err := c.Get(ctx, client.ObjectKey{Namespace: *ns, Name: name}, &d)
+			line := ""
+			if err != nil {
+				line = err.Error()
+			} else {
+				ready := "Unknown"
+				msg := ""
+				if cond := meta.FindStatusCondition(d.Status.Conditions, "Ready"); cond != nil {
+					ready, msg = string(cond.Status), cond.Message
+				}
+				line = fmt.Sprintf("state=%s ready=%s %s %s", d.Status.State, ready, services(&d), truncate(msg, 80))
+				if ready == "True" && d.Status.ObservedGeneration == d.Generation {
+					fmt.Printf("  [%5.1fs] dgd/%s: %s\n", time.Since(start).Seconds(), name, line)
+					fmt.Printf("dynamo-sim: dgd/%s is Ready after %.1fs\n", name, time.Since(start).Seconds())
+					break
+				}
+			}
+			if st, err := daemon.NewClient(*dir).Status(ctx); err == nil && st.Operator.Pid != 0 && !st.Operator.Running {
+				line += fmt.Sprintf(" (the operator is not running; see %s)", st.Operator.Log)
+			}
+			if line != last {
+				fmt.Printf("  [%5.1fs] dgd/%s: %s\n", time.Since(start).Seconds(), name, line)
+				last = line
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("dgd/%s not Ready within %s; last: %s", name, *timeout, last)
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}

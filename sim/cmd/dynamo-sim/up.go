@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dynamoctl/dynamo-operator/sim/cluster"
+	"github.com/dynamoctl/dynamo-operator/sim/daemon"
+	"github.com/dynamoctl/dynamo-operator/sim/nodes"
+)
+
+// upFlags are shared by up and the daemon it starts.
+type upFlags struct {
+	fs            *flag.FlagSet
+	dir           *string
+	binDir        *string
+	crdDir        *string
+	operator      *string
+	mode          *string
+	poolsFile     *string
+	pools         listFlag
+	operatorArgs  listFlag
+	podReadyDelay *time.Duration
+	port          *int
+	timeout       *time.Duration
+	watchPid      *int
+}
+
+func newUpFlags(name string) *upFlags {
+	root := repoRoot()
+	f := &upFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	f.dir = stateDirFlag(f.fs)
+	f.binDir = f.fs.String("bin-dir", os.Getenv("KUBEBUILDER_ASSETS"), "directory of etcd, kube-apiserver, kube-controller-manager, kube-scheduler (default: .cache/k8s/<version>)")
+	f.crdDir = f.fs.String("crds", filepath.Join(root, "crds"), "CRDs to install; empty installs none")
+	f.operator = f.fs.String("operator", filepath.Join(root, "bin", "dynamo-operator"), "operator binary to run; empty runs none")
+	f.mode = f.fs.String("mode", "cluster-wide", "operator mode: cluster-wide, namespace:<name>, or hybrid:<name> (cluster-wide plus namespace-scoped in <name>)")
+	f.poolsFile = f.fs.String("pools", "", "YAML file of GPU node pools (pools: [{name, count, gpus, product, memoryMiB}])")
+	f.fs.Var(&f.pools, "pool", "a GPU pool, name=h100,count=4,gpus=8,product=NVIDIA-H100-80GB-HBM3,memory=81559 (repeatable; replaces the default pools)")
+	f.fs.Var(&f.operatorArgs, "operator-arg", "extra operator flag (repeatable)")
+	f.podReadyDelay = f.fs.Duration("pod-ready-delay", time.Second, "time from scheduling to Running and Ready")
+	f.port = f.fs.Int("port", 0, "host loopback port forwarded to the API server (0 picks a free one)")
+	f.timeout = f.fs.Duration("timeout", 3*time.Minute, "how long up waits for the simulator to be ready")
+	f.watchPid = f.fs.Int("watch-pid", 0, "stop the simulator when this process exits (for tests)")
+	return f
+}
+
+func (f *upFlags) resolvePools() ([]nodes.Pool, error) {
+	var pools []nodes.Pool
+	if *f.poolsFile != "" {
+		p, err := nodes.LoadConfig(*f.poolsFile)
+		if err != nil {
+			return nil, err
+		}
+		pools = append(pools, p...)
+	}
+	for _, s := range f.pools {
+		p, err := nodes.ParsePool(s)
+		if err != nil {
+			return nil, err
+		}
+		pools = append(pools, p)
+	}
+	if len(pools) == 0 {
+		pools = nodes.DefaultPools()
+	}
+	return pools, nil
+}
+
+func (f *upFlags) resolveBinDir() (string, error) {
+	if *f.binDir != "" {
+		return *f.binDir, nil
+	}
+	matches, _ := filepath.Glob(filepath.Join(repoRoot(), ".cache", "k8s", "*", "kube-apiserver"))
+	if len(matches) == 0 {
+		return "", fmt.Errorf("no Kubernetes binaries in .cache/k8s: run make k8s-bins or pass --bin-dir")
+	}
+	return filepath.Dir(matches[len(matches)-1]), nil
+}
+
+func cmdUp(args []string) error {
+	f := newUpFlags("up")
+	if err := f.fs.Parse(args); err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(*f.dir)
+	if err != nil {
+		return err
+	}
+	if pid := daemon.ReadPid(dir); pid != 0 && alive(pid) {
+		return fmt.Errorf("a simulator already runs from %s (pid %d); run dynamo-sim down first", dir, pid)
+	}
+	// Check everything a user can get wrong before starting anything.
+	if _, err := f.resolvePools(); err != nil {
+		return err
+	}
+	if _, err := f.resolveBinDir(); err != nil {
+		return err
+	}
+	if *f.operator != "" {
+		if _, err := os.Stat(*f.operator); err != nil {
+			return fmt.Errorf("operator binary: %w (run make build, or pass --operator='' to run none)", err)
+		}
+	}
+	if err := resetStateDir(dir, false); err != nil {
+		return err
+	}
+	// The listener is made here, on the host's loopback, and handed to the
+	// daemon: it keeps the host's namespace when the daemon leaves it.
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(*f.port))
+	if err != nil {
+		return fmt.Errorf("host port for the API server: %w", err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	lnFile, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		return err
+	}
+	_ = ln.Close()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	dargs := append([]string{"daemon", "--host-port=" + strconv.Itoa(port), "--listen-fd=3"}, args...)
+	dargs = append(dargs, "--state-dir="+dir)
+	logFile, err := os.Create(daemon.LogPath(dir))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, dargs...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.ExtraFiles = []*os.File{lnFile}
+	cmd.SysProcAttr = cluster.NamespaceAttr()
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the simulator daemon: %w", err)
+	}
+	_ = lnFile.Close()
+	_ = logFile.Close()
+	if err := os.WriteFile(daemon.PidPath(dir), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		return err
+	}
+	// Reap the daemon if it dies while up still waits; up's exit then
+	// leaves it to init.
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, *f.timeout)
+	defer cancelT()
+	fmt.Printf("dynamo-sim: starting in %s (daemon pid %d, log %s)\n", dir, cmd.Process.Pid, daemon.LogPath(dir))
+	waitCtx, stopWait := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-exited:
+			stopWait()
+		case <-waitCtx.Done():
+		}
+	}()
+	st, err := daemon.NewClient(dir).WaitReady(waitCtx, func(s daemon.State) {
+		if s.Step != "" {
+			fmt.Printf("  [%5.1fs] %s\n", time.Since(start).Seconds(), s.Step)
+		}
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dynamo-sim: the simulator did not come up; last lines of %s:\n%s\n", daemon.LogPath(dir), tail(daemon.LogPath(dir), 15))
+		_ = stopDaemon(dir, cmd.Process.Pid, 20*time.Second)
+		return err
+	}
+	fmt.Printf("dynamo-sim: ready in %.1fs (control plane healthy after %.1fs)\n", time.Since(start).Seconds(), st.ClusterHealthy.Seconds())
+	fmt.Printf("  kubectl --kubeconfig %s get nodes\n", st.Kubeconfig)
+	fmt.Printf("  export KUBECONFIG=%s\n", st.Kubeconfig)
+	for _, op := range st.Operators {
+		fmt.Printf("  %s (%s) pid %d, log %s\n", op.Name, st.Mode, op.Pid, op.Log)
+	}
+	return nil
+}
+
+func cmdDaemon(args []string) error {
+	f := newUpFlags("daemon")
+	hostPort := f.fs.Int("host-port", 0, "host port of the forwarded listener")
+	fd := f.fs.Int("listen-fd", 0, "file descriptor of the host listener")
+	if err := f.fs.Parse(args); err != nil {
+		return err
+	}
+	pools, err := f.resolvePools()
+	if err != nil {
+		return err
+	}
+	binDir, err := f.resolveBinDir()
+	if err != nil {
+		return err
+	}
+	var ln net.Listener
+	if *fd != 0 {
+		if ln, err = net.FileListener(os.NewFile(uintptr(*fd), "host-listener")); err != nil {
+			return fmt.Errorf("host listener: %w", err)
+		}
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	err = daemon.Run(ctx, daemon.Options{
+		Dir: *f.dir, BinDir: binDir, CRDDir: *f.crdDir, Operator: *f.operator, OperatorArgs: f.operatorArgs,
+		Mode: *f.mode, Pools: pools, PodReadyDelay: *f.podReadyDelay, HostListener: ln, HostPort: *hostPort,
+		WatchPid: *f.watchPid,
+	}, os.Stderr)
+	_ = os.Remove(daemon.PidPath(*f.dir))
+	return err
+}
+
+func cmdDown(args []string) error {
+	fs := flag.NewFlagSet("down", flag.ContinueOnError)
+	dir := stateDirFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pid := daemon.ReadPid(*dir)
+	if pid == 0 || !alive(pid) {
+		fmt.Println("dynamo-sim: not running")
+		return resetStateDir(*dir, true)
+	}
+	start := time.Now()
+	if err := stopDaemon(*dir, pid, 30*time.Second); err != nil {
+		return err
+	}
+	fmt.Printf("dynamo-sim: stopped in %.1fs; logs kept in %s\n", time.Since(start).Seconds(), filepath.Join(*dir, "logs"))
+	return resetStateDir(*dir, true)
+}
+
+// stopDaemon asks the daemon to stop (SIGTERM) and kills it after grace.
+// Its children die with it (Pdeathsig), its namespace with the last of them.
+func stopDaemon(dir string, pid int, grace time.Duration) error {
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			time.Sleep(200 * time.Millisecond)
+			if alive(pid) {
+				return fmt.Errorf("daemon pid %d survives SIGKILL", pid)
+			}
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = os.Remove(daemon.PidPath(dir))
+	return nil
+}
+
+// alive reports whether pid runs and is a simulator daemon (a zombie does
+// not count, nor another program that got the pid of a daemon long gone:
+// down must never signal it).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	// A prefix, so the CLI's own test binary (dynamo-sim.test) counts too.
+	if len(args) < 2 || !strings.HasPrefix(filepath.Base(args[0]), "dynamo-sim") || args[1] != "daemon" {
+		return false
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	s := string(data)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+// resetStateDir empties the state directory, so every up starts a fresh
+// cluster; down keeps the logs of the run for a post-mortem.
+func resetStateDir(dir string, keepLogs bool) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if keepLogs && (e.Name() == "logs" || e.Name() == "daemon.log") {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,448 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/dynamoctl/dynamo-operator/sim/cluster"
+	"github.com/dynamoctl/dynamo-operator/sim/nodes"
+	"github.com/dynamoctl/dynamo-operator/sim/storage"
+	"github.com/dynamoctl/dynamo-operator/sim/workers"
+)
+
+// Options configure a simulator run.
+type Options struct {
+	// Dir is the state directory: cluster files, logs, the control socket.
+	Dir    string
+	BinDir string
+	// CRDDir holds the CRDs to install (crds/ of the repository).
+	CRDDir string
+	// Operator is the operator binary; empty runs no operator.
+	Operator string
+	// OperatorArgs are extra flags for the operator.
+	OperatorArgs []string
+	// Mode is cluster-wide or namespace:<ns>.
+	Mode          string
+	Pools         []nodes.Pool
+	PodReadyDelay time.Duration
+	// HostListener is a listener on the host's loopback (made before the
+	// daemon entered its namespace) forwarded to the API server.
+	HostListener net.Listener
+	HostPort     int
+	// SystemNamespace is where the operator runs; it holds its leader
+	// election and webhook certificate.
+	SystemNamespace string
+	// WatchPid, when set, stops the simulator when that process is gone:
+	// a test that started it and was killed does not leave it behind.
+	WatchPid int
+}
+
+// Daemon is a running simulator.
+type Daemon struct {
+	o       Options
+	clock   clock.Clock
+	cluster *cluster.Cluster
+	client  kubernetes.Interface
+	// op is the primary operator; ops holds every operator by name.
+	op      *operatorProc
+	opsMu   sync.Mutex
+	ops     map[string]*operatorProc
+	workers *workers.Manager
+	log     io.Writer
+
+	mu    sync.Mutex
+	state State
+}
+
+// Run starts everything, serves until ctx ends, then stops everything.
+func Run(ctx context.Context, o Options, log io.Writer) error {
+	if o.SystemNamespace == "" {
+		o.SystemNamespace = "dynamo"
+	}
+	d := &Daemon{o: o, clock: clock.RealClock{}, log: log}
+	d.state = State{Pid: os.Getpid(), Phase: PhaseStarting, HostPort: o.HostPort, Kubeconfig: cluster.HostKubeconfig(o.Dir), Mode: o.Mode, StartedAt: time.Now()}
+
+	_ = os.Remove(SocketPath(o.Dir))
+	sock, err := net.Listen("unix", SocketPath(o.Dir))
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	ctrl := &http.Server{Handler: d.routes(ctx), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = ctrl.Serve(sock) }()
+	defer func() { _ = ctrl.Close(); _ = os.Remove(SocketPath(o.Dir)) }()
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	err = d.start(runCtx)
+	if err != nil {
+		d.setState(func(s *State) { s.Phase, s.Error = PhaseFailed, err.Error() })
+		fmt.Fprintf(log, "dynamo-sim: %v\n", err)
+	} else {
+		d.setState(func(s *State) { s.Phase, s.Step, s.ReadyAt = PhaseReady, "", time.Since(s.StartedAt) })
+		fmt.Fprintf(log, "dynamo-sim: ready after %s\n", d.snapshot().ReadyAt.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+		case <-watchPid(runCtx, o.WatchPid):
+			fmt.Fprintf(log, "dynamo-sim: process %d is gone; stopping\n", o.WatchPid)
+		case err = <-d.watchFailures(runCtx):
+			d.setState(func(s *State) { s.Phase, s.Error = PhaseFailed, err.Error() })
+			fmt.Fprintf(log, "dynamo-sim: %v\n", err)
+		}
+	}
+	d.setState(func(s *State) { s.Phase = PhaseStopping })
+	d.opsMu.Lock()
+	ops := d.ops
+	d.opsMu.Unlock()
+	for _, op := range ops {
+		op.stop(false)
+	}
+	cancel()
+	if d.cluster != nil {
+		d.cluster.Stop()
+	}
+	return err
+}
+
+func (d *Daemon) step(s string) {
+	fmt.Fprintf(d.log, "dynamo-sim: %s\n", s)
+	d.setState(func(st *State) { st.Step = s })
+}
+
+func (d *Daemon) start(ctx context.Context) error {
+	d.step("setting up the network namespace")
+	if err := cluster.SetupNetwork(); err != nil {
+		return err
+	}
+	c, err := cluster.Start(ctx, cluster.Config{Dir: d.o.Dir, BinDir: d.o.BinDir, HostPort: d.o.HostPort, Progress: d.step})
+	if err != nil {
+		return err
+	}
+	d.cluster = c
+	d.setState(func(s *State) { s.ClusterHealthy = time.Since(s.StartedAt) })
+	if d.o.HostListener != nil {
+		go forward(ctx, d.o.HostListener, "127.0.0.1:"+strconv.Itoa(cluster.APIServerPort))
+	}
+	d.client = kubernetes.NewForConfigOrDie(c.AdminConfig())
+
+	d.step("starting KWOK and creating GPU nodes")
+	if err := nodes.StartKWOK(ctx, nodes.KWOKOptions{
+		Kubeconfig: c.AdminKubeconfig(), PodReadyDelay: d.o.PodReadyDelay, LeaseDuration: 20 * time.Second, Clock: d.clock, Log: d.log,
+	}); err != nil {
+		return err
+	}
+	if err := nodes.CreatePools(ctx, d.client, d.o.Pools); err != nil {
+		return err
+	}
+	if err := storage.Run(ctx, d.client, func(f string, a ...any) { fmt.Fprintf(d.log, "dynamo-sim: "+f+"\n", a...) }); err != nil {
+		return err
+	}
+	d.workers = workers.NewManager(workers.NewRecorder(d.clock))
+	d.workers.Log = func(f string, a ...any) { fmt.Fprintf(d.log, "dynamo-sim: "+f+"\n", a...) }
+	if err := d.workers.Run(ctx, d.client); err != nil {
+		return err
+	}
+
+	if d.o.CRDDir != "" {
+		d.step("installing CRDs from " + d.o.CRDDir)
+		if _, err := envtest.InstallCRDs(c.AdminConfig(), envtest.CRDInstallOptions{Paths: []string{d.o.CRDDir}, ErrorIfPathMissing: true}); err != nil {
+			return fmt.Errorf("installing CRDs: %w", err)
+		}
+	}
+	if err := d.ensureNamespace(ctx, d.o.SystemNamespace); err != nil {
+		return err
+	}
+	d.step("waiting for the nodes to be Ready")
+	if err := d.waitNodesReady(ctx); err != nil {
+		return err
+	}
+	if len(d.o.Pools) > 0 && d.o.Pools[0].Count > 0 {
+		d.step("warming up the pod IP pool")
+		if err := nodes.WarmIPPool(ctx, d.client, d.o.Pools[0].NodeName(0)); err != nil {
+			return err
+		}
+	}
+	if d.o.Operator != "" {
+		plans, err := planOperators(d.o.Mode)
+		if err != nil {
+			return err
+		}
+		d.step("starting the operator (" + d.o.Mode + ")")
+		for _, p := range plans {
+			if _, err := d.startOperator(ctx, p.name, p.namespace, d.o.OperatorArgs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// opPlan is one operator a mode runs.
+type opPlan struct{ name, namespace string }
+
+// planOperators turns a mode into operators: cluster-wide, namespace:<ns>
+// (namespace-scoped), or hybrid:<ns> (a cluster-wide operator and a
+// namespace-scoped one in ns, SPEC section 3).
+func planOperators(mode string) ([]opPlan, error) {
+	switch {
+	case mode == "" || mode == "cluster-wide":
+		return []opPlan{{PrimaryOperator, ""}}, nil
+	case strings.HasPrefix(mode, "namespace:") && len(mode) > len("namespace:"):
+		return []opPlan{{PrimaryOperator, strings.TrimPrefix(mode, "namespace:")}}, nil
+	case strings.HasPrefix(mode, "hybrid:") && len(mode) > len("hybrid:"):
+		ns := strings.TrimPrefix(mode, "hybrid:")
+		return []opPlan{{PrimaryOperator, ""}, {PrimaryOperator + "-" + ns, ns}}, nil
+	default:
+		return nil, fmt.Errorf("unknown mode %q: use cluster-wide, namespace:<name> or hybrid:<name>", mode)
+	}
+}
+
+// PrimaryOperator names the operator every mode runs first.
+const PrimaryOperator = "operator"
+
+// startOperator runs another operator process; namespace "" is cluster-wide.
+// Each gets its own health and webhook ports, as pods would have their own
+// addresses.
+func (d *Daemon) startOperator(ctx context.Context, name, namespace string, extra []string) (*operatorProc, error) {
+	if d.o.Operator == "" {
+		return nil, fmt.Errorf("the simulator runs without an operator binary (--operator)")
+	}
+	if namespace != "" {
+		if err := d.ensureNamespace(ctx, namespace); err != nil {
+			return nil, err
+		}
+	}
+	d.opsMu.Lock()
+	if d.ops == nil {
+		d.ops = map[string]*operatorProc{}
+	}
+	if _, ok := d.ops[name]; ok {
+		d.opsMu.Unlock()
+		return nil, fmt.Errorf("an operator named %s exists already", name)
+	}
+	slot := len(d.ops)
+	args := operatorArgs(namespace, slot, extra)
+	op := &operatorProc{name: name, bin: d.o.Operator, logDir: d.cluster.LogDir(), kubeconfig: d.cluster.OperatorKubeconfig(), args: args, log: d.log}
+	d.ops[name] = op
+	d.opsMu.Unlock()
+	if err := op.start(); err != nil {
+		return nil, err
+	}
+	if name == PrimaryOperator {
+		d.op = op
+	}
+	return op, nil
+}
+
+// operator finds an operator by name ("" is the primary one).
+func (d *Daemon) operator(name string) (*operatorProc, error) {
+	if name == "" {
+		name = PrimaryOperator
+	}
+	d.opsMu.Lock()
+	defer d.opsMu.Unlock()
+	op, ok := d.ops[name]
+	if !ok {
+		return nil, fmt.Errorf("no operator named %q runs in the simulator", name)
+	}
+	return op, nil
+}
+
+// operatorArgs are the flags the simulator runs an operator with: no
+// metrics server (nothing scrapes it), health probes on the namespace's
+// loopback (a port per operator), webhooks off until the operator serves
+// them, namespace-scoped when namespace is set, then the user's flags,
+// which win. A user who turns webhooks on gets them called at 127.0.0.1:
+// the operator runs as a process beside the API server, not behind a
+// Service.
+func operatorArgs(namespace string, slot int, extra []string) []string {
+	args := []string{
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(8081+slot),
+		"--webhook-port=" + strconv.Itoa(9443+slot),
+		"--enable-webhooks=false",
+	}
+	if namespace != "" {
+		args = append(args, "--restrict-namespace="+namespace)
+	}
+	webhooks, urlHost := false, false
+	for _, a := range extra {
+		switch {
+		case a == "--enable-webhooks" || a == "--enable-webhooks=true":
+			webhooks = true
+		case a == "--enable-webhooks=false":
+			webhooks = false
+		case strings.HasPrefix(a, "--webhook-url-host"):
+			urlHost = true
+		}
+	}
+	args = append(args, extra...)
+	if webhooks && !urlHost {
+		args = append(args, "--webhook-url-host=127.0.0.1")
+	}
+	return args
+}
+
+func (d *Daemon) ensureNamespace(ctx context.Context, ns string) error {
+	_, err := d.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+func (d *Daemon) waitNodesReady(ctx context.Context) error {
+	want := 0
+	for _, p := range d.o.Pools {
+		want += p.Count
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		list, err := d.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err == nil {
+			ready := 0
+			for _, n := range list.Items {
+				for _, c := range n.Status.Conditions {
+					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+						ready++
+					}
+				}
+			}
+			d.setState(func(s *State) { s.Step = fmt.Sprintf("waiting for the nodes to be Ready (%d/%d)", ready, want) })
+			if ready >= want {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nodes not Ready within 5 minutes (last error: %v)", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// watchFailures reports a control plane component that died.
+func (d *Daemon) watchFailures(ctx context.Context) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := d.cluster.Failed(); err != nil && !d.restartingAPIServer() {
+					out <- err
+					return
+				}
+			}
+		}
+	}()
+	return out
+}
+
+func (d *Daemon) restartingAPIServer() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.state.Step == "restarting kube-apiserver"
+}
+
+func (d *Daemon) setState(f func(*State)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f(&d.state)
+}
+
+func (d *Daemon) snapshot() State {
+	d.mu.Lock()
+	s := d.state
+	d.mu.Unlock()
+	if d.op != nil {
+		s.Operator.Pid, s.Operator.Running, s.Operator.Restarts, s.Operator.Log = d.op.status()
+	}
+	d.opsMu.Lock()
+	for name, op := range d.ops {
+		var o OperatorState
+		o.Name, o.Args = name, op.args
+		o.Pid, o.Running, o.Restarts, o.Log = op.status()
+		s.Operators = append(s.Operators, o)
+	}
+	d.opsMu.Unlock()
+	sort.Slice(s.Operators, func(i, j int) bool { return s.Operators[i].Name < s.Operators[j].Name })
+	return s
+}
+
+// forward copies connections from the host listener to the API server.
+func forward(ctx context.Context, ln net.Listener, to string) {
+	go func() { <-ctx.Done(); _ = ln.Close() }()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		go func() {
+			defer func() { _ = conn.Close() }()
+			up, err := net.Dial("tcp", to)
+			if err != nil {
+				return
+			}
+			defer func() { _ = up.Close() }()
+			done := make(chan struct{}, 2)
+			go func() { _, _ = io.Copy(up, conn); done <- struct{}{} }()
+			go func() { _, _ = io.Copy(conn, up); done <- struct{}{} }()
+			<-done
+		}()
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// watchPid is closed when process pid no longer exists; never for pid 0.
+func watchPid(ctx context.Context, pid int) <-chan struct{} {
+	out := make(chan struct{})
+	if pid == 0 {
+		return out
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+				close(out)
+				return
+			}
+		}
+	}()
+	return out
+}

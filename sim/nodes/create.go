@@ -1,0 +1,60 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/dynamoctl/dynamo-operator/sim/cluster"
+)
+
+// Addresses KWOK hands out, from the cluster's namespace layout.
+const (
+	podCIDR = cluster.PodCIDR
+	nodeIP  = cluster.NodeIP
+)
+
+// CreatePools creates every node of the pools, in parallel, and the DRA
+// devices of pools that have some; objects that already exist are left as
+// they are (a restarted simulator keeps them).
+func CreatePools(ctx context.Context, cs kubernetes.Interface, pools []Pool) error {
+	type job struct {
+		p Pool
+		i int
+	}
+	jobs := make(chan job)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				_, err := cs.CoreV1().Nodes().Create(ctx, j.p.Node(j.i), metav1.CreateOptions{})
+				if err != nil && !apierrors.IsAlreadyExists(err) {
+					select {
+					case errs <- fmt.Errorf("creating node %s: %w", j.p.NodeName(j.i), err):
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for _, p := range pools {
+		for i := range p.Count {
+			jobs <- job{p, i}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+	}
+	return createDRA(ctx, cs, pools)
+}

@@ -1,0 +1,143 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	nodefast "sigs.k8s.io/kwok/kustomize/stage/node/fast"
+	nodeheartbeat "sigs.k8s.io/kwok/kustomize/stage/node/heartbeat-with-lease"
+	podfast "sigs.k8s.io/kwok/kustomize/stage/pod/fast"
+	"sigs.k8s.io/kwok/pkg/apis/internalversion"
+	"sigs.k8s.io/kwok/pkg/client/clientset/versioned"
+	kwokconfig "sigs.k8s.io/kwok/pkg/config"
+	"sigs.k8s.io/kwok/pkg/kwok/controllers"
+	kwoklog "sigs.k8s.io/kwok/pkg/log"
+	kwokclient "sigs.k8s.io/kwok/pkg/utils/client"
+)
+
+// ControllerID is the KWOK controller's fixed identity. Node leases are
+// held under it, so a restarted simulator takes its nodes back at once
+// instead of waiting ~40 s for leases held by a previous random ID.
+const ControllerID = "dynamo-sim-kwok"
+
+// KWOKOptions tune the embedded KWOK controller.
+type KWOKOptions struct {
+	// Kubeconfig reaches the API server as an administrator.
+	Kubeconfig string
+	// PodReadyDelay is how long a scheduled pod takes to become Running and
+	// Ready, as an image pull and model load would.
+	PodReadyDelay time.Duration
+	// LeaseDuration is the nodes' lease duration; KWOK renews at a quarter.
+	LeaseDuration time.Duration
+	// Clock drives KWOK's timers; nil is the real clock.
+	Clock clock.Clock
+	// Log receives KWOK's warnings and errors; nil discards them.
+	Log io.Writer
+}
+
+// Stages returns KWOK's default node and pod stages (shipped in the kwok
+// module) with the pod-ready stage delayed by podReadyDelay, plus the
+// simulator's pod-ready-again stage.
+func Stages(podReadyDelay time.Duration) (map[internalversion.StageResourceRef][]*internalversion.Stage, error) {
+	out := map[internalversion.StageResourceRef][]*internalversion.Stage{}
+	for _, doc := range []string{
+		nodefast.DefaultNodeInit,
+		nodeheartbeat.DefaultNodeHeartbeatWithLease,
+		podfast.DefaultPodReady,
+		podfast.DefaultPodComplete,
+		podfast.DefaultPodDelete,
+		podReadyAgain,
+	} {
+		st, err := kwokconfig.UnmarshalWithType[*internalversion.Stage](doc)
+		if err != nil {
+			return nil, fmt.Errorf("parsing a KWOK default stage: %w", err)
+		}
+		if st.Name == "pod-ready" && podReadyDelay > 0 {
+			ms := podReadyDelay.Milliseconds()
+			st.Spec.Delay = &internalversion.StageDelay{DurationMilliseconds: &ms}
+		}
+		out[st.Spec.ResourceRef] = append(out[st.Spec.ResourceRef], st)
+	}
+	return out, nil
+}
+
+// StartKWOK runs the KWOK controller in this process until ctx ends. It
+// manages the nodes labelled type=kwok. Its pod IP pool lives in memory;
+// on start KWOK marks the addresses of pods that already run as used, so a
+// restarted simulator does not hand them out twice.
+func StartKWOK(ctx context.Context, o KWOKOptions) error {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	ctx = kwoklog.NewContext(ctx, kwoklog.NewLogger(o.Log, kwoklog.LevelWarn))
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = 40 * time.Second
+	}
+	stages, err := Stages(o.PodReadyDelay)
+	if err != nil {
+		return err
+	}
+	cs, err := kwokclient.NewClientset("", o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	restConfig, err := cs.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("KWOK client: %w", err)
+	}
+	dyn, err := cs.ToDynamicClient()
+	if err != nil {
+		return err
+	}
+	mapper, err := cs.ToRESTMapper()
+	if err != nil {
+		return err
+	}
+	restClient, err := rest.RESTClientFor(restConfig)
+	if err != nil {
+		return err
+	}
+	typed, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	typedKwok, err := versioned.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	ctr, err := controllers.NewController(controllers.Config{
+		Clock:                        o.Clock,
+		DynamicClient:                dyn,
+		RESTClient:                   restClient,
+		RESTMapper:                   mapper,
+		ImpersonatingDynamicClient:   cs.ToImpersonatingDynamicClient(),
+		ImpersonatingTypedClient:     cs.ToImpersonatingTypedClient(),
+		TypedClient:                  typed,
+		TypedKwokClient:              typedKwok,
+		ManageNodesWithLabelSelector: LabelManaged + "=" + ManagedValue,
+		CIDR:                         podCIDR,
+		NodeIP:                       nodeIP,
+		LocalStages:                  stages,
+		NodeLeaseDurationSeconds:     uint(o.LeaseDuration / time.Second),
+		ID:                           ControllerID,
+		PodPlayStageParallelism:      16,
+		NodePlayStageParallelism:     16,
+		NodeLeaseParallelism:         16,
+		PodsOnNodeSyncParallelism:    16,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the KWOK controller: %w", err)
+	}
+	if err := ctr.Start(ctx); err != nil {
+		return fmt.Errorf("starting the KWOK controller: %w", err)
+	}
+	return nil
+}

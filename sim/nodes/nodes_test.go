@@ -1,0 +1,217 @@
+package nodes
+
+import (
+	"context"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/dynamoctl/dynamo-operator/sim/cluster"
+)
+
+func TestMain(m *testing.M) { os.Exit(cluster.TestMainInNamespace(m)) }
+
+// TestGPUPodsScheduleAndRun runs the whole path: a real scheduler places
+// GPU pods on KWOK nodes by their requests, leaves the one that does not
+// fit Pending with the scheduler's reason, and the placed ones become
+// Running and Ready with addresses from the pod CIDR.
+func TestGPUPodsScheduleAndRun(t *testing.T) {
+	bin, err := cluster.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	launch := time.Now()
+	c, err := cluster.Start(ctx, cluster.Config{Dir: t.TempDir(), BinDir: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	kctx, stopKWOK := context.WithCancel(ctx)
+	defer stopKWOK()
+	if err := StartKWOK(kctx, KWOKOptions{Kubeconfig: c.AdminKubeconfig(), PodReadyDelay: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(c.AdminConfig())
+	pool := Pool{Name: "gpu", Count: 2, GPUs: 2, Product: "NVIDIA-H100-80GB-HBM3", MemoryMiB: 81559}
+	if err := CreatePools(ctx, cs, []Pool{pool}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WarmIPPool(ctx, cs, pool.NodeName(0)); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "gpu"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](5),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "main", Image: "example/worker:1",
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{GPUResource: resource.MustParse("1")}},
+				}}},
+			},
+		},
+	}
+	if _, err := cs.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, cidr, _ := net.ParseCIDR(cluster.PodCIDR)
+	var running, pending []corev1.Pod
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=gpu"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		running, pending = nil, nil
+		for _, p := range pods.Items {
+			switch {
+			case p.Status.Phase == corev1.PodRunning && podReady(&p):
+				running = append(running, p)
+			case p.Status.Phase == corev1.PodPending && unschedulable(&p) != "":
+				pending = append(pending, p)
+			}
+		}
+		if len(running) == 4 && len(pending) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("want 4 pods Running and Ready and 1 unschedulable; got %d and %d", len(running), len(pending))
+		}
+	}
+	t.Logf("4 GPU pods Ready %s after launch", time.Since(launch).Round(time.Millisecond))
+	perNode := map[string]int{}
+	ips := map[string]string{}
+	for _, p := range running {
+		perNode[p.Spec.NodeName]++
+		if other, dup := ips[p.Status.PodIP]; dup {
+			t.Errorf("pods %s and %s share the address %s", other, p.Name, p.Status.PodIP)
+		}
+		ips[p.Status.PodIP] = p.Name
+		if ip := net.ParseIP(p.Status.PodIP); ip == nil || !cidr.Contains(ip) {
+			t.Errorf("pod %s has address %q, outside %s", p.Name, p.Status.PodIP, cluster.PodCIDR)
+		}
+	}
+	if perNode["gpu-0"] != 2 || perNode["gpu-1"] != 2 {
+		t.Errorf("pods per node %v, want two on each 2-GPU node", perNode)
+	}
+	if msg := unschedulable(&pending[0]); !strings.Contains(msg, "Insufficient nvidia.com/gpu") {
+		t.Errorf("the pending pod's reason is %q, want the scheduler's Insufficient nvidia.com/gpu", msg)
+	}
+	node, err := cs.CoreV1().Nodes().Get(ctx, "gpu-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !nodeReady(node) {
+		t.Errorf("node gpu-0 is not Ready: %+v", node.Status.Conditions)
+	}
+	if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "gpu-0", metav1.GetOptions{}); err != nil {
+		t.Errorf("node gpu-0 has no lease: %v", err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		d, err := cs.AppsV1().Deployments("default").Get(ctx, "gpu", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status.AvailableReplicas == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Deployment reports %d available, want 4", d.Status.AvailableReplicas)
+		}
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func unschedulable(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// TestPodReadyAgain: pods the node lifecycle controller marked unready
+// (their node was late) become Ready again, as a kubelet would report them.
+func TestPodReadyAgain(t *testing.T) {
+	bin, err := cluster.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Config{Dir: t.TempDir(), BinDir: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	if err := StartKWOK(ctx, KWOKOptions{Kubeconfig: c.AdminKubeconfig()}); err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(c.AdminConfig())
+	pool := Pool{Name: "n", Count: 1}
+	if err := CreatePools(ctx, cs, []Pool{pool}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+		Spec:       corev1.PodSpec{NodeName: "n-0", Containers: []corev1.Container{{Name: "main", Image: "x"}}},
+	}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitReady := func(want corev1.ConditionStatus) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			p, err := cs.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
+			if err == nil && (podReady(p) == (want == corev1.ConditionTrue)) && p.Status.Phase == corev1.PodRunning {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pod never Ready=%s: %v", want, err)
+			}
+		}
+	}
+	waitReady(corev1.ConditionTrue)
+	// What the node lifecycle controller writes for a node gone NotReady.
+	patch := `{"status":{"conditions":[{"type":"Ready","status":"False","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
+	marked, err := cs.CoreV1().Pods("default").Patch(ctx, "p", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if podReady(marked) {
+		t.Fatal("the patch did not mark the pod unready")
+	}
+	waitReady(corev1.ConditionTrue)
+}

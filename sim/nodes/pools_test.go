@@ -1,0 +1,103 @@
+package nodes
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParsePool(t *testing.T) {
+	p, err := ParsePool("name=a100,count=3,gpus=8,product=NVIDIA-A100-SXM4-80GB,memory=81920")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := p.Node(2)
+	if n.Name != "a100-2" {
+		t.Errorf("name %q", n.Name)
+	}
+	for k, want := range map[string]string{
+		LabelGPUProduct: "NVIDIA-A100-SXM4-80GB", LabelGPUCount: "8", LabelGPUMemory: "81920", LabelManaged: ManagedValue,
+	} {
+		if got := n.Labels[k]; got != want {
+			t.Errorf("label %s = %q, want %q", k, got, want)
+		}
+	}
+	if q := n.Status.Allocatable[GPUResource]; q.Value() != 8 {
+		t.Errorf("allocatable GPUs %v, want 8", q.String())
+	}
+	if q := n.Status.Capacity["pods"]; q.Value() != 110 {
+		t.Errorf("pod capacity %v, want 110", q.String())
+	}
+}
+
+func TestParsePoolErrors(t *testing.T) {
+	for in, want := range map[string]string{
+		"count=1":             "needs a name",
+		"name=x,gpus=2":       "need a product",
+		"name=x,colour=red":   "unknown key",
+		"name=x,count=two":    "count",
+		"name=x,count=-1":     "negative",
+		"name=x,cpu=lots":     "lots",
+		"name=x,count=1,gpus": "not key=value",
+	} {
+		_, err := ParsePool(in)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParsePool(%q) = %v, want an error containing %q", in, err, want)
+		}
+	}
+}
+
+func TestCPUOnlyPoolHasNoGPULabels(t *testing.T) {
+	n := Pool{Name: "cpu", Count: 1}.Node(0)
+	if _, ok := n.Labels[LabelGPUProduct]; ok {
+		t.Error("a CPU node carries a GPU product label")
+	}
+	if _, ok := n.Status.Capacity[GPUResource]; ok {
+		t.Error("a CPU node has GPU capacity")
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(good, []byte("pools:\n- name: h100\n  count: 2\n  gpus: 8\n  product: H100\n  memoryMiB: 80000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pools, err := LoadConfig(good)
+	if err != nil || len(pools) != 1 || pools[0].Count != 2 || pools[0].MemoryMiB != 80000 {
+		t.Fatalf("LoadConfig = %+v, %v", pools, err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("pools:\n- name: h100\n  gpu: 8\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(bad); err == nil || !strings.Contains(err.Error(), "gpu") {
+		t.Errorf("an unknown field was not rejected: %v", err)
+	}
+}
+
+func TestDefaultPoolsAreValid(t *testing.T) {
+	for _, p := range DefaultPools() {
+		if err := p.validate(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestDRAPool(t *testing.T) {
+	p, err := ParsePool("name=xpu,count=2,draDriver=gpu.intel.com,draDevices=4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := p.ResourceSlice(1)
+	if rs.Spec.Driver != "gpu.intel.com" || *rs.Spec.NodeName != "xpu-1" || len(rs.Spec.Devices) != 4 {
+		t.Errorf("ResourceSlice %+v", rs.Spec)
+	}
+	if dc := DeviceClass("gpu.intel.com"); dc.Name != "gpu.intel.com" || !strings.Contains(dc.Spec.Selectors[0].CEL.Expression, `"gpu.intel.com"`) {
+		t.Errorf("DeviceClass %+v", dc)
+	}
+	if _, err := ParsePool("name=xpu,draDriver=gpu.intel.com"); err == nil {
+		t.Error("a DRA driver without devices was accepted")
+	}
+}

@@ -1,0 +1,136 @@
+// Package workers runs fake Dynamo workers: for each Running pod of a Dynamo
+// component, an HTTP server on <podIP>:9090 that answers health checks and
+// the LoRA API the DynamoModel controller calls (SPEC section 6), and
+// records every call so tests and `dynamo-sim workers` can see them.
+package workers
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Port is the Dynamo system port, where workers serve health and /v1/loras.
+const Port = 9090
+
+// Call is one request a fake worker received.
+type Call struct {
+	Time   time.Time `json:"time"`
+	Pod    string    `json:"pod"` // namespace/name
+	Addr   string    `json:"addr"`
+	Method string    `json:"method"`
+	Path   string    `json:"path"`
+	Body   string    `json:"body,omitempty"`
+	Status int       `json:"status"`
+}
+
+// LoRA is an adapter loaded on a worker.
+type LoRA struct {
+	Name   string `json:"lora_name"`
+	Source struct {
+		URI string `json:"uri"`
+	} `json:"source"`
+}
+
+// Recorder keeps the calls of every worker.
+type Recorder struct {
+	clock clock.Clock
+	mu    sync.Mutex
+	calls []Call
+}
+
+// NewRecorder makes a Recorder stamping calls with clk.
+func NewRecorder(clk clock.Clock) *Recorder { return &Recorder{clock: clk} }
+
+func (r *Recorder) add(c Call) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c.Time = r.clock.Now()
+	r.calls = append(r.calls, c)
+}
+
+// Calls returns the calls so far, oldest first.
+func (r *Recorder) Calls() []Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Call(nil), r.calls...)
+}
+
+// Worker is the state of one fake worker: its loaded adapters.
+type Worker struct {
+	pod, addr string
+	rec       *Recorder
+
+	mu    sync.Mutex
+	loras map[string]LoRA
+}
+
+// NewWorker makes the fake worker of pod (namespace/name) at addr.
+func NewWorker(pod, addr string, rec *Recorder) *Worker {
+	return &Worker{pod: pod, addr: addr, rec: rec, loras: map[string]LoRA{}}
+}
+
+// ServeHTTP answers the subset of the Dynamo system API the operator uses.
+func (w *Worker) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	status, resp := w.handle(req.Method, req.URL.Path, body)
+	w.rec.add(Call{Pod: w.pod, Addr: w.addr, Method: req.Method, Path: req.URL.Path, Body: string(body), Status: status})
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(status)
+	_ = json.NewEncoder(rw).Encode(resp)
+}
+
+func (w *Worker) handle(method, path string, body []byte) (int, any) {
+	switch {
+	case path == "/health" || path == "/live":
+		if method != http.MethodGet {
+			return http.StatusMethodNotAllowed, errBody("use GET")
+		}
+		return http.StatusOK, map[string]string{"status": "healthy"}
+	case path == "/v1/loras" && method == http.MethodGet:
+		return http.StatusOK, map[string]any{"loras": w.list()}
+	case path == "/v1/loras" && method == http.MethodPost:
+		var l LoRA
+		if err := json.Unmarshal(body, &l); err != nil {
+			return http.StatusBadRequest, errBody("body is not JSON: " + err.Error())
+		}
+		if l.Name == "" || l.Source.URI == "" {
+			return http.StatusBadRequest, errBody("lora_name and source.uri are required")
+		}
+		w.mu.Lock()
+		w.loras[l.Name] = l
+		w.mu.Unlock()
+		return http.StatusOK, map[string]string{"status": "success", "message": "LoRA adapter '" + l.Name + "' loaded"}
+	case strings.HasPrefix(path, "/v1/loras/") && method == http.MethodDelete:
+		name := strings.TrimPrefix(path, "/v1/loras/")
+		w.mu.Lock()
+		_, ok := w.loras[name]
+		delete(w.loras, name)
+		w.mu.Unlock()
+		if !ok {
+			return http.StatusNotFound, errBody("LoRA adapter '" + name + "' is not loaded")
+		}
+		return http.StatusOK, map[string]string{"status": "success", "message": "LoRA adapter '" + name + "' unloaded"}
+	default:
+		return http.StatusNotFound, errBody(method + " " + path + " is not served by this fake worker")
+	}
+}
+
+func (w *Worker) list() []LoRA {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]LoRA, 0, len(w.loras))
+	for _, l := range w.loras {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func errBody(msg string) map[string]string { return map[string]string{"error": msg} }

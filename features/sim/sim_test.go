@@ -117,6 +117,55 @@ func (o simOperator) writes() []string {
 
 func (o simOperator) Writes() int64 { return int64(len(o.writes())) }
 
+// WritesIn lists the cluster-wide operator's writes in namespace completed
+// in [from, to), from the audit log.
+func (o simOperator) WritesIn(namespace string, from, to time.Time) []string {
+	ws, err := cluster.WritesBy(filepath.Join(o.dir, "logs", "audit.log"), cluster.OperatorUser)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "features/sim: reading the audit log: %v\n", err)
+	}
+	var out []string
+	for _, w := range ws {
+		if w.Namespace == namespace && !w.At.Before(from) && w.At.Before(to) {
+			out = append(out, w.Line+" at "+w.At.Format(time.RFC3339Nano))
+		}
+	}
+	return out
+}
+
+// StartLocal runs a namespace-scoped operator process in the simulator,
+// with lease timings short enough for scenarios to watch a lease expire.
+// It runs without webhooks, as in the envtest suite: a killed operator's
+// webhook (failurePolicy Fail) would refuse every change in its namespace.
+func (o simOperator) StartLocal(ctx context.Context, namespace, version string) (steps.LocalOperator, error) {
+	name := "local-" + namespace
+	_, err := daemon.NewClient(o.dir).StartOperator(ctx, daemon.OperatorRequest{
+		Name: name, Namespace: namespace,
+		Args: []string{
+			"--operator-version=" + version, "--enable-webhooks=false",
+			"--namespace-lease-duration=2s", "--namespace-lease-renew-interval=500ms",
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return localOperator{dir: o.dir, name: name}, nil
+}
+
+// localOperator is a namespace-scoped operator process of the simulator.
+type localOperator struct{ dir, name string }
+
+func (l localOperator) Stop() { l.stop(false) }
+func (l localOperator) Kill() { l.stop(true) }
+
+func (l localOperator) stop(kill bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := daemon.NewClient(l.dir).StopOperator(ctx, l.name, kill); err != nil {
+		fmt.Fprintf(os.Stderr, "features/sim: stopping %s: %v\n", l.name, err)
+	}
+}
+
 func (o simOperator) WritesSince(n int64) []string {
 	w := o.writes()
 	if n >= int64(len(w)) {

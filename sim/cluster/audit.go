@@ -6,6 +6,9 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // auditEvent is the part of an audit log line OperatorWrites reads.
@@ -16,6 +19,19 @@ type auditEvent struct {
 	User       struct {
 		Username string `json:"username"`
 	} `json:"user"`
+	ObjectRef struct {
+		Namespace string `json:"namespace"`
+	} `json:"objectRef"`
+	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
+}
+
+// Write is one write recorded in the audit log.
+type Write struct {
+	// Line is "METHOD requestURI".
+	Line      string
+	Namespace string
+	// At is when the write completed.
+	At time.Time
 }
 
 var verbMethods = map[string]string{
@@ -27,6 +43,17 @@ var verbMethods = map[string]string{
 // audit log, oldest first, as "METHOD requestURI". A missing log means no
 // writes yet.
 func OperatorWrites(auditLog string) ([]string, error) {
+	ws, err := WritesBy(auditLog, OperatorUser)
+	out := make([]string, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, w.Line)
+	}
+	return out, err
+}
+
+// WritesBy lists user's writes recorded in the API server's audit log,
+// oldest first.
+func WritesBy(auditLog, user string) ([]Write, error) {
 	f, err := os.Open(auditLog)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -35,7 +62,7 @@ func OperatorWrites(auditLog string) ([]string, error) {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }()
-	var out []string
+	var out []Write
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 1<<20), 1<<24)
 	for sc.Scan() {
@@ -43,14 +70,14 @@ func OperatorWrites(auditLog string) ([]string, error) {
 		if json.Unmarshal(sc.Bytes(), &ev) != nil {
 			continue // the API server may be writing this line right now
 		}
-		if ev.Stage != "ResponseComplete" || ev.User.Username != OperatorUser {
+		if ev.Stage != "ResponseComplete" || ev.User.Username != user {
 			continue
 		}
 		m := verbMethods[ev.Verb]
 		if m == "" {
 			m = ev.Verb
 		}
-		out = append(out, m+" "+ev.RequestURI)
+		out = append(out, Write{Line: m + " " + ev.RequestURI, Namespace: ev.ObjectRef.Namespace, At: ev.StageTimestamp.Time})
 	}
 	return out, sc.Err()
 }

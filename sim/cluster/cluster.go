@@ -35,6 +35,9 @@ const (
 const (
 	AdminUser    = "dynamo-sim-admin"
 	OperatorUser = "dynamo-operator"
+	// LocalOperatorUser authenticates namespace-scoped operators, so the
+	// audit log tells their writes from the cluster-wide operator's.
+	LocalOperatorUser = "dynamo-operator-local"
 )
 
 // Config says where the cluster lives.
@@ -67,8 +70,14 @@ type Cluster struct {
 // Paths of files a Cluster writes.
 func (c *Cluster) AdminKubeconfig() string    { return filepath.Join(c.cfg.Dir, "admin.kubeconfig") }
 func (c *Cluster) OperatorKubeconfig() string { return filepath.Join(c.cfg.Dir, "operator.kubeconfig") }
-func (c *Cluster) AuditLog() string           { return filepath.Join(c.logs, "audit.log") }
-func (c *Cluster) LogDir() string             { return c.logs }
+
+// LocalOperatorKubeconfig is OperatorKubeconfig for namespace-scoped
+// operators (user LocalOperatorUser).
+func (c *Cluster) LocalOperatorKubeconfig() string {
+	return filepath.Join(c.cfg.Dir, "operator-local.kubeconfig")
+}
+func (c *Cluster) AuditLog() string { return filepath.Join(c.logs, "audit.log") }
+func (c *Cluster) LogDir() string   { return c.logs }
 
 // HostKubeconfig is the kubeconfig for programs on the host: it reaches the
 // API server through the forwarded loopback port.
@@ -297,7 +306,7 @@ kind: Policy
 omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
-  users: ["` + OperatorUser + `"]
+  users: ["` + OperatorUser + `", "` + LocalOperatorUser + `"]
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
 - level: None
 `

@@ -60,6 +60,7 @@ func (c *Cluster) writePKI() error {
 	}{
 		{"admin.kubeconfig", AdminUser, []string{"system:masters"}, inside},
 		{"operator.kubeconfig", OperatorUser, []string{"system:masters"}, inside},
+		{"operator-local.kubeconfig", LocalOperatorUser, []string{"system:masters"}, inside},
 		{"kube-controller-manager.kubeconfig", "system:kube-controller-manager", nil, inside},
 		{"kube-scheduler.kubeconfig", "system:kube-scheduler", nil, inside},
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -238,8 +239,12 @@ func (d *Daemon) startOperator(ctx context.Context, name, namespace string, extr
 		return nil, fmt.Errorf("an operator named %s exists already", name)
 	}
 	slot := len(d.ops)
-	args := operatorArgs(namespace, slot, extra)
-	op := &operatorProc{name: name, bin: d.o.Operator, logDir: d.cluster.LogDir(), kubeconfig: d.cluster.OperatorKubeconfig(), args: args, log: d.log}
+	args := operatorArgs(namespace, slot, filepath.Join(d.o.Dir, "webhook-certs", name), extra)
+	kubeconfig := d.cluster.OperatorKubeconfig()
+	if namespace != "" {
+		kubeconfig = d.cluster.LocalOperatorKubeconfig()
+	}
+	op := &operatorProc{name: name, bin: d.o.Operator, logDir: d.cluster.LogDir(), kubeconfig: kubeconfig, args: args, log: d.log}
 	d.ops[name] = op
 	d.opsMu.Unlock()
 	if err := op.start(); err != nil {
@@ -266,38 +271,30 @@ func (d *Daemon) operator(name string) (*operatorProc, error) {
 }
 
 // operatorArgs are the flags the simulator runs an operator with: no
-// metrics server (nothing scrapes it), health probes on the namespace's
-// loopback (a port per operator), webhooks off until the operator serves
-// them, namespace-scoped when namespace is set, then the user's flags,
-// which win. A user who turns webhooks on gets them called at 127.0.0.1:
-// the operator runs as a process beside the API server, not behind a
-// Service.
-func operatorArgs(namespace string, slot int, extra []string) []string {
+// metrics server (nothing scrapes it), health probes and the webhook server
+// on a port per operator, admission webhooks on as in a real install but
+// called at 127.0.0.1 (the operator runs as a process beside the API
+// server, not behind a Service), with a certificate directory and Secret of
+// its own; namespace-scoped when namespace is set; then the user's flags,
+// which win.
+func operatorArgs(namespace string, slot int, certDir string, extra []string) []string {
+	secret := "dynamo-operator-webhook-cert"
+	if namespace != "" {
+		secret += "-" + namespace
+	}
 	args := []string{
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(8081+slot),
 		"--webhook-port=" + strconv.Itoa(9443+slot),
-		"--enable-webhooks=false",
+		"--enable-webhooks=true",
+		"--webhook-url-host=127.0.0.1",
+		"--webhook-cert-dir=" + certDir,
+		"--webhook-cert-secret=" + secret,
 	}
 	if namespace != "" {
 		args = append(args, "--restrict-namespace="+namespace)
 	}
-	webhooks, urlHost := false, false
-	for _, a := range extra {
-		switch {
-		case a == "--enable-webhooks" || a == "--enable-webhooks=true":
-			webhooks = true
-		case a == "--enable-webhooks=false":
-			webhooks = false
-		case strings.HasPrefix(a, "--webhook-url-host"):
-			urlHost = true
-		}
-	}
-	args = append(args, extra...)
-	if webhooks && !urlHost {
-		args = append(args, "--webhook-url-host=127.0.0.1")
-	}
-	return args
+	return append(args, extra...)
 }
 
 func (d *Daemon) ensureNamespace(ctx context.Context, ns string) error {

@@ -11,26 +11,22 @@ func TestOperatorArgs(t *testing.T) {
 		namespace string
 		slot      int
 		extra     []string
-		want, not []string
+		want      []string
 	}{
-		{want: []string{"--enable-webhooks=false", "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:8081"}, not: []string{"--webhook-url-host=127.0.0.1"}},
-		{namespace: "team-a", slot: 1, want: []string{"--restrict-namespace=team-a", "--health-probe-bind-address=127.0.0.1:8082", "--webhook-port=9444"}},
-		{extra: []string{"--enable-webhooks=true"}, want: []string{"--enable-webhooks=true", "--webhook-url-host=127.0.0.1"}},
-		{extra: []string{"--enable-webhooks", "--webhook-url-host=10.245.0.1"}, want: []string{"--webhook-url-host=10.245.0.1"}, not: []string{"--webhook-url-host=127.0.0.1"}},
+		{want: []string{"--enable-webhooks=true", "--webhook-url-host=127.0.0.1", "--metrics-bind-address=0",
+			"--health-probe-bind-address=127.0.0.1:8081", "--webhook-cert-dir=/certs", "--webhook-cert-secret=dynamo-operator-webhook-cert"}},
+		{namespace: "team-a", slot: 1, want: []string{"--restrict-namespace=team-a", "--health-probe-bind-address=127.0.0.1:8082",
+			"--webhook-port=9444", "--webhook-cert-secret=dynamo-operator-webhook-cert-team-a"}},
+		{extra: []string{"--enable-webhooks=false"}, want: []string{"--enable-webhooks=false"}},
 	} {
-		got := operatorArgs(tc.namespace, tc.slot, tc.extra)
+		got := operatorArgs(tc.namespace, tc.slot, "/certs", tc.extra)
 		for _, w := range tc.want {
 			if !slices.Contains(got, w) {
 				t.Errorf("%+v: %v lacks %s", tc, got, w)
 			}
 		}
-		for _, n := range tc.not {
-			if slices.Contains(got, n) {
-				t.Errorf("%+v: %v has %s", tc, got, n)
-			}
-		}
 		// The user's flags come after the simulator's, so they win.
-		if len(tc.extra) > 0 && slices.Index(got, tc.extra[0]) < slices.Index(got, "--enable-webhooks=false") {
+		if len(tc.extra) > 0 && slices.Index(got, tc.extra[0]) < slices.Index(got, "--enable-webhooks=true") {
 			t.Errorf("user flags before the simulator's: %v", got)
 		}
 	}

@@ -24,7 +24,7 @@ func certExpiry(ctx context.Context, env Env) (string, error) {
 	secrets := env.Client.CoreV1().Secrets(ns)
 	sec, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return "", fmt.Errorf("cert-expiry: no Secret %s/%s: the operator runs without webhooks here (start with --operator-arg=--enable-webhooks=true in auto mode)", ns, name)
+		return "", fmt.Errorf("cert-expiry: no Secret %s/%s: is the operator running with --enable-webhooks=false or a cert mode other than auto?", ns, name)
 	}
 	if err != nil {
 		return "", err

@@ -1,7 +1,9 @@
 package app
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -47,11 +49,30 @@ func addScope(mgr manager.Manager, o *config.Options, c scope.Clock, gate *scope
 		}
 	} else {
 		r = &scope.Tracker{
-			Gate:   gate,
-			Cache:  mgr.GetCache(),
-			Clock:  c,
-			Resume: resync.Namespace,
-			Log:    log,
+			Gate:  gate,
+			Cache: mgr.GetCache(),
+			Clock: c,
+			// The tracker runs on standby replicas too (their webhooks need
+			// it), but only a leader's controllers consume re-enqueued
+			// work; a replica elected later lists everything anyway.
+			Resume: func(ctx context.Context, ns string) {
+				select {
+				case <-mgr.Elected():
+					resync.Namespace(ctx, ns)
+				default:
+				}
+			},
+			Log: log,
+		}
+		// Until the marker Leases are known, this replica's webhooks would
+		// judge namespaces another operator owns: not ready yet.
+		if err := mgr.AddReadyzCheck("namespace-leases", func(*http.Request) error {
+			if !gate.Ready() {
+				return fmt.Errorf("namespace marker leases not listed yet")
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("adding namespace scope readiness: %w", err)
 		}
 	}
 	if err := mgr.Add(r); err != nil {

@@ -3,6 +3,7 @@ package certs
 import (
 	"crypto/x509"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"time"
@@ -188,7 +189,15 @@ func sameHosts(c *x509.Certificate, hosts []string) bool {
 	for _, ip := range c.IPAddresses {
 		have = append(have, ip.String())
 	}
-	want := slices.Clone(hosts)
+	// IP hosts compare in canonical form ("::FFFF:127.0.0.1" is
+	// 127.0.0.1), or a certificate would be issued again on every pass.
+	want := make([]string, 0, len(hosts))
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			h = ip.String()
+		}
+		want = append(want, h)
+	}
 	sort.Strings(have)
 	sort.Strings(want)
 	return slices.Equal(have, want)

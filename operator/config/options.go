@@ -401,9 +401,11 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 	if d := o.NamespaceLease.Duration; d < time.Second || d%time.Second != 0 {
 		p.flag(flagNamespaceLeaseDuration, "must be a whole number of seconds, at least 1s, got %s", d)
 	}
-	if ri := o.NamespaceLease.RenewInterval; ri <= 0 || ri >= o.NamespaceLease.Duration {
-		p.flag(flagNamespaceLeaseRenewInterval, "must be greater than 0 and less than --%s (%s), got %s",
-			flagNamespaceLeaseDuration, o.NamespaceLease.Duration, ri)
+	// The holder stops writing at 90% of the duration; a renewal interval
+	// under 45% leaves room to retry one failed renewal before that.
+	if ri, d := o.NamespaceLease.RenewInterval, o.NamespaceLease.Duration; ri <= 0 || ri > d*45/100 {
+		p.flag(flagNamespaceLeaseRenewInterval, "must be greater than 0 and at most 45%% of --%s (%s), got %s",
+			flagNamespaceLeaseDuration, d, ri)
 	}
 
 	if explicit[flagLeaderElectionID] {

@@ -156,14 +156,14 @@ func TestParseValid(t *testing.T) {
 				"--leader-election-renew-deadline=40s",
 				"--leader-election-retry-period=5s",
 				"--namespace-lease-duration=1m",
-				"--namespace-lease-renew-interval=59s",
+				"--namespace-lease-renew-interval=20s",
 			},
 			edit: func(o *Options) {
 				o.LeaderElection.LeaseDuration = time.Minute
 				o.LeaderElection.RenewDeadline = 40 * time.Second
 				o.LeaderElection.RetryPeriod = 5 * time.Second
 				o.NamespaceLease.Duration = time.Minute
-				o.NamespaceLease.RenewInterval = 59 * time.Second
+				o.NamespaceLease.RenewInterval = 20 * time.Second
 			},
 		},
 		{
@@ -350,9 +350,9 @@ func TestParseInvalid(t *testing.T) {
 			want: []string{`--restrict-namespace: a lowercase RFC 1123 label`, `got "Team_A"`},
 		},
 		{
-			name: "namespace lease renew interval not below duration",
-			args: []string{"--namespace-lease-renew-interval=30s"},
-			want: []string{`--namespace-lease-renew-interval: must be greater than 0 and less than --namespace-lease-duration (30s), got 30s`},
+			name: "namespace lease renew interval too close to the duration",
+			args: []string{"--namespace-lease-renew-interval=14s"},
+			want: []string{`--namespace-lease-renew-interval: must be greater than 0 and at most 45% of --namespace-lease-duration (30s), got 14s`},
 		},
 		{
 			name: "namespace lease durations not positive",

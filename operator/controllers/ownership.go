@@ -3,6 +3,9 @@ package controllers
 import (
 	"context"
 	"errors"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -70,13 +73,14 @@ func (r *Resync) componentSource() source.Source {
 
 // Namespace re-enqueues everything in namespace. It returns at once; the
 // listing and enqueueing happen in the background until ctx ends, so that
-// callers on a watch or timer goroutine are never blocked.
+// callers on a watch or timer goroutine are never blocked. A failed list is
+// retried: dropping it would leave changes made meanwhile unreconciled.
 func (r *Resync) Namespace(ctx context.Context, namespace string) {
 	go func() {
 		log := logf.FromContext(ctx).WithValues("namespace", namespace)
 		graphs := &v1alpha1.DynamoGraphDeploymentList{}
-		if err := r.reader.List(ctx, graphs, client.InNamespace(namespace)); err != nil {
-			log.Error(err, "listing graphs to re-enqueue")
+		if !listRetrying(ctx, log, func() error { return r.reader.List(ctx, graphs, client.InNamespace(namespace)) }) {
+			return
 		}
 		for i := range graphs.Items {
 			select {
@@ -86,8 +90,8 @@ func (r *Resync) Namespace(ctx context.Context, namespace string) {
 			}
 		}
 		components := &v1alpha1.DynamoComponentDeploymentList{}
-		if err := r.reader.List(ctx, components, client.InNamespace(namespace)); err != nil {
-			log.Error(err, "listing components to re-enqueue")
+		if !listRetrying(ctx, log, func() error { return r.reader.List(ctx, components, client.InNamespace(namespace)) }) {
+			return
 		}
 		for i := range components.Items {
 			select {
@@ -97,4 +101,23 @@ func (r *Resync) Namespace(ctx context.Context, namespace string) {
 			}
 		}
 	}()
+}
+
+// listRetrying calls list until it succeeds, backing off up to 10 s, and
+// reports false when ctx ended first.
+func listRetrying(ctx context.Context, log logr.Logger, list func() error) bool {
+	wait := 100 * time.Millisecond
+	for {
+		err := list()
+		if err == nil {
+			return true
+		}
+		log.Error(err, "listing objects to re-enqueue; retrying", "after", wait)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 10*time.Second)
+	}
 }

@@ -132,6 +132,16 @@ func (g *Gate) WaitReady(ctx context.Context) error {
 	}
 }
 
+// Ready reports whether WaitReady would return at once.
+func (g *Gate) Ready() bool {
+	select {
+	case <-g.ready:
+		return true
+	default:
+		return false
+	}
+}
+
 func (g *Gate) markReady() { g.readyOnce.Do(func() { close(g.ready) }) }
 
 // hold records that the namespace-scoped operator may write until until.

@@ -6,11 +6,9 @@ Feature: Webhook certificates never cause a failed admission
   without a restart. (With --webhook-cert-mode=cert-manager or external, the operator serves the Secret it
   is given and leaves the CA bundle to cert-manager or the installer.)
 
-  @envtest-only
   Scenario: The API server trusts the operator's serving certificate
     Then every webhook of the operator's configurations trusts the CA of the Secret "dynamo-operator-webhook-cert" in "dynamo"
 
-  @envtest-only
   Scenario: A CA bundle edited away is restored, and admission keeps working
     When I remove the CA bundle from the operator's webhook configurations
     Then every webhook of the operator's configurations eventually trusts the CA of the Secret "dynamo-operator-webhook-cert" in "dynamo"
@@ -27,7 +25,6 @@ Feature: Webhook certificates never cause a failed admission
       """
     Then it is rejected with a message containing "admission webhook \"validate.dynamographdeployments.nvidia.com\" denied the request"
 
-  @envtest-only
   Scenario: A certificate about to expire is renewed with no failed admission
     Given I keep sending admission requests
     When the serving certificate in the Secret "dynamo-operator-webhook-cert" in "dynamo" is about to expire

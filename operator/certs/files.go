@@ -28,6 +28,16 @@ func writePair(dir string, certPEM, keyPEM []byte) (bool, error) {
 	return true, writeAtomic(certPath, certPEM, 0o644)
 }
 
+// pairInDir reports whether dir holds a serving certificate and key.
+func pairInDir(dir string) bool {
+	for _, name := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // writeAtomic replaces path with data by a rename, so readers see the old or
 // the new content, never a part.
 func writeAtomic(path string, data []byte, mode os.FileMode) error {

@@ -238,7 +238,9 @@ func (m *Manager) reconcile(ctx context.Context) (time.Time, error) {
 	if err := m.ensureConfigurations(ctx, bundle, now); err != nil {
 		return now, err
 	}
-	m.ready.Store(len(certPEM) > 0 || m.o.Mode != config.WebhookCertModeAuto)
+	// Outside auto mode the pair may come from a mounted Secret volume
+	// rather than the Secret read here; either way, not ready without one.
+	m.ready.Store(len(certPEM) > 0 || (m.o.Mode != config.WebhookCertModeAuto && pairInDir(m.o.CertDir)))
 	return wake, nil
 }
 

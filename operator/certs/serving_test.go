@@ -69,3 +69,16 @@ func TestServeFromDirReloadsChangedFiles(t *testing.T) {
 		t.Errorf("key file mode: %v %v", fi.Mode(), err)
 	}
 }
+
+func TestPairInDir(t *testing.T) {
+	dir := t.TempDir()
+	if pairInDir(dir) {
+		t.Fatal("an empty directory holds no pair")
+	}
+	if _, err := writePair(dir, []byte("cert"), []byte("key")); err != nil {
+		t.Fatal(err)
+	}
+	if !pairInDir(dir) {
+		t.Error("a written pair must be found")
+	}
+}

@@ -186,13 +186,60 @@ func (d *Daemon) start(ctx context.Context) error {
 			return err
 		}
 		d.step("starting the operator (" + d.o.Mode + ")")
+		var ops []*operatorProc
 		for _, p := range plans {
-			if _, err := d.startOperator(ctx, p.name, p.namespace, d.o.OperatorArgs); err != nil {
+			op, err := d.startOperator(ctx, p.name, p.namespace, d.o.OperatorArgs)
+			if err != nil {
 				return err
+			}
+			ops = append(ops, op)
+		}
+		// Ready means the webhooks answer: a manifest applied right after
+		// up is judged, not refused by a webhook still starting.
+		d.step("waiting for the operator to be ready")
+		for _, op := range ops {
+			if err := waitReadyz(ctx, op.args); err != nil {
+				return fmt.Errorf("operator %s: %w (log: %s)", op.name, err, op.logDir)
 			}
 		}
 	}
 	return nil
+}
+
+// waitReadyz polls the operator's /readyz on its health probe address.
+func waitReadyz(ctx context.Context, args []string) error {
+	addr := ""
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--health-probe-bind-address="); ok {
+			addr = v
+		}
+	}
+	if addr == "" || addr == "0" {
+		return nil // no probe to ask
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	var last error
+	for time.Now().Before(deadline) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("/readyz answered %s", resp.Status)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("not ready within 2 minutes: %v", last)
 }
 
 // opPlan is one operator a mode runs.

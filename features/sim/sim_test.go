@@ -190,7 +190,7 @@ func TestFeatures(t *testing.T) {
 		Client: strict,
 		Config: rc,
 		CreateNamespace: func(ctx context.Context, prefix string) (string, error) {
-			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: dnsPrefix(prefix) + "-"}}
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: testenv.NamespacePrefix(prefix) + "-"}}
 			if err := strict.Create(ctx, ns); err != nil {
 				return "", err
 			}
@@ -233,24 +233,4 @@ func TestFeatures(t *testing.T) {
 	if suite.Run() != 0 {
 		t.Fatal("feature scenarios failed on the simulator")
 	}
-}
-
-// dnsPrefix turns a scenario name into a namespace name prefix.
-func dnsPrefix(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	out := strings.Trim(b.String(), "-")
-	if len(out) > 40 {
-		out = strings.TrimRight(out[:40], "-")
-	}
-	if out == "" {
-		out = "scenario"
-	}
-	return out
 }

@@ -158,7 +158,7 @@ func (e *Env) Namespace(t testing.TB, prefix string) string {
 
 // CreateNamespace creates a namespace with a unique name starting with prefix.
 func (e *Env) CreateNamespace(ctx context.Context, prefix string) (string, error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: sanitize(prefix) + "-"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: NamespacePrefix(prefix) + "-"}}
 	if err := e.Client.Create(ctx, ns); err != nil {
 		return "", err
 	}
@@ -174,8 +174,9 @@ func (e *Env) DeleteNamespace(ctx context.Context, ns string) {
 	}
 }
 
-// sanitize turns a test name into a DNS-1123 label prefix.
-func sanitize(s string) string {
+// NamespacePrefix turns a test or scenario name into a DNS-1123 label
+// prefix for a generated namespace name.
+func NamespacePrefix(s string) string {
 	s = strings.ToLower(s)
 	var b strings.Builder
 	for _, r := range s {

@@ -94,8 +94,8 @@ func TestSanitize(t *testing.T) {
 		"---":             "test",
 		"A very long scenario name that goes on and on": "a-very-long-scenario-name-that-goes-on-a",
 	} {
-		if got := sanitize(in); got != want {
-			t.Errorf("sanitize(%q) = %q, want %q", in, got, want)
+		if got := NamespacePrefix(in); got != want {
+			t.Errorf("NamespacePrefix(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

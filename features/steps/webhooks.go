@@ -2,7 +2,6 @@ package steps
 
 import (
 	"context"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -10,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"github.com/dynamoctl/dynamo-operator/operator/certs"
 	"math/big"
 	"strings"
 	"sync"
@@ -254,12 +254,13 @@ func (w *world) shortenCertificate(ctx context.Context, name, ns string) error {
 	if err != nil {
 		return err
 	}
-	caKey, err := pemKey(s.Data["ca.key"])
+	caKey, err := certs.ParsePrivateKey(s.Data["ca.key"])
 	if err != nil {
 		return fmt.Errorf("the Secret's ca.key: %w", err)
 	}
 	var ca *x509.Certificate
-	for _, c := range certs(s.Data["ca.crt"]) {
+	cas, _ := certs.ParseCertificates(s.Data["ca.crt"])
+	for _, c := range cas {
 		if serving.CheckSignatureFrom(c) == nil {
 			ca = c
 		}
@@ -381,39 +382,10 @@ func (w *world) noAdmissionFailed(context.Context) error {
 	return nil
 }
 
-func certs(data []byte) []*x509.Certificate {
-	var out []*x509.Certificate
-	for {
-		var b *pem.Block
-		b, data = pem.Decode(data)
-		if b == nil {
-			return out
-		}
-		if c, err := x509.ParseCertificate(b.Bytes); err == nil {
-			out = append(out, c)
-		}
-	}
-}
-
 func firstCert(data []byte) (*x509.Certificate, error) {
-	if all := certs(data); len(all) > 0 {
-		return all[0], nil
-	}
-	return nil, fmt.Errorf("no certificate in PEM data")
-}
-
-func pemKey(data []byte) (crypto.Signer, error) {
-	b, _ := pem.Decode(data)
-	if b == nil {
-		return nil, fmt.Errorf("no PEM block")
-	}
-	k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
+	all, err := certs.ParseCertificates(data)
 	if err != nil {
 		return nil, err
 	}
-	s, ok := k.(crypto.Signer)
-	if !ok {
-		return nil, fmt.Errorf("key cannot sign")
-	}
-	return s, nil
+	return all[0], nil
 }

@@ -70,9 +70,9 @@ func loadAuthority(data map[string][]byte) *authority {
 	if data == nil {
 		return a
 	}
-	a.bundle, _ = parseCerts(data[KeyCABundle])
+	a.bundle, _ = ParseCertificates(data[KeyCABundle])
 	findCA := func(keyPEM []byte) *keyPair {
-		key, err := parseKey(keyPEM)
+		key, err := ParsePrivateKey(keyPEM)
 		if err != nil {
 			return nil
 		}
@@ -85,8 +85,8 @@ func loadAuthority(data map[string][]byte) *authority {
 	}
 	a.active = findCA(data[keyCAKey])
 	a.next = findCA(data[keyNextCAKey])
-	if certs, err := parseCerts(data[corev1.TLSCertKey]); err == nil {
-		if key, err := parseKey(data[corev1.TLSPrivateKeyKey]); err == nil && matches(certs[0], key) {
+	if certs, err := ParseCertificates(data[corev1.TLSCertKey]); err == nil {
+		if key, err := ParsePrivateKey(data[corev1.TLSPrivateKeyKey]); err == nil && matches(certs[0], key) {
 			a.serving = &keyPair{cert: certs[0], key: key, certPEM: data[corev1.TLSCertKey], keyPEM: data[corev1.TLSPrivateKeyKey]}
 		}
 	}

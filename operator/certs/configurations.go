@@ -138,7 +138,7 @@ func (m *Manager) recordTrust(live []client.Object, now time.Time) {
 	for _, b := range bundles {
 		fps, ok := parsed[string(b)]
 		if !ok {
-			cas, _ := parseCerts(b)
+			cas, _ := ParseCertificates(b)
 			seen := map[string]bool{}
 			for _, c := range cas {
 				if fp := fingerprint(c); !seen[fp] {

@@ -118,8 +118,9 @@ func pairFromDER(der []byte, key crypto.Signer, keyPEM []byte) (*keyPair, error)
 	return &keyPair{cert: cert, key: key, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM: keyPEM}, nil
 }
 
-// parseCerts parses every CERTIFICATE block of a PEM bundle.
-func parseCerts(data []byte) ([]*x509.Certificate, error) {
+// ParseCertificates parses every CERTIFICATE block of a PEM bundle; it
+// fails when there is none.
+func ParseCertificates(data []byte) ([]*x509.Certificate, error) {
 	var out []*x509.Certificate
 	for {
 		var block *pem.Block
@@ -142,7 +143,8 @@ func parseCerts(data []byte) ([]*x509.Certificate, error) {
 	return out, nil
 }
 
-func parseKey(data []byte) (crypto.Signer, error) {
+// ParsePrivateKey parses a PKCS#8 PEM private key that can sign.
+func ParsePrivateKey(data []byte) (crypto.Signer, error) {
 	block, _ := pem.Decode(data)
 	if block == nil {
 		return nil, errors.New("no key in PEM data")

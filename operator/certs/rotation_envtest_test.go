@@ -174,11 +174,11 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if c, err := parseFirst(s.Data[corev1.TLSCertKey]); err == nil {
-			storedSerials[c.SerialNumber.String()] = true
+		if served, err := certs.ParseCertificates(s.Data[corev1.TLSCertKey]); err == nil {
+			storedSerials[served[0].SerialNumber.String()] = true
 		}
-		rest := s.Data[certs.KeyCABundle]
-		for _, c := range parseAll(rest) {
+		bundle, _ := certs.ParseCertificates(s.Data[certs.KeyCABundle])
+		for _, c := range bundle {
 			cas[string(c.Signature[:16])] = true
 		}
 	})

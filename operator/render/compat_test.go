@@ -1,22 +1,15 @@
 package render
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dynamoctl/dynamo-operator/internal/compat"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
@@ -32,41 +25,15 @@ type compatGraph struct {
 
 func compatGraphs(t *testing.T) []compatGraph {
 	t.Helper()
-	if _, err := os.Stat(compatDir); err != nil {
-		t.Fatalf("the compat manifests are missing: %v", err)
+	docs, err := compat.Documents(compatDir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var graphs []compatGraph
-	err := filepath.WalkDir(compatDir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !(strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
-			return err
+	for _, d := range docs {
+		if d.Kind == "DynamoGraphDeployment" {
+			graphs = append(graphs, compatGraph{file: d.File, doc: d.Raw})
 		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(compatDir, path)
-		reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-		for {
-			doc, err := reader.Read()
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			var head struct {
-				Kind string `json:"kind"`
-			}
-			if err := yaml.Unmarshal(doc, &head); err != nil {
-				return err
-			}
-			if head.Kind == "DynamoGraphDeployment" {
-				graphs = append(graphs, compatGraph{file: rel, doc: doc})
-			}
-		}
-	})
-	if err != nil {
-		t.Fatalf("reading %s: %v", compatDir, err)
 	}
 	if len(graphs) == 0 {
 		t.Fatalf("no DynamoGraphDeployment documents under %s", compatDir)

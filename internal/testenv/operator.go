@@ -76,9 +76,6 @@ func (e *Env) NewOperatorAs(user string, args []string, deps app.Deps) (*Operato
 	return &Operator{env: e, opts: o, deps: deps, config: cfg}, nil
 }
 
-// Options is the operator's configuration.
-func (o *Operator) Options() *config.Options { return o.opts }
-
 // Start runs the controllers until Stop or until ctx ends, and waits for
 // their caches to sync.
 func (o *Operator) Start(ctx context.Context) error {

@@ -1,0 +1,280 @@
+// Package builders holds the test builders shared by every test of the
+// project, in the style of kueue's pkg/util/testing wrappers:
+//
+//	graph := builders.MakeGraph("llm", ns).
+//		Backend(v1alpha1.BackendFrameworkVLLM).
+//		Service("Frontend", builders.MakeService().Type(v1alpha1.ComponentTypeFrontend)).
+//		Service("Worker", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).GPUs(1)).
+//		Obj()
+//
+// Each builder wraps the API object it builds; methods set one field and
+// return the builder, Obj returns the object. Extend a builder with a method
+// rather than writing an object literal in a test.
+package builders
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+// GraphWrapper builds a DynamoGraphDeployment.
+type GraphWrapper struct{ v1alpha1.DynamoGraphDeployment }
+
+// MakeGraph starts a graph with no services.
+func MakeGraph(name, namespace string) *GraphWrapper {
+	return &GraphWrapper{v1alpha1.DynamoGraphDeployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "DynamoGraphDeployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec:       v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{}},
+	}}
+}
+
+// Obj returns the graph.
+func (g *GraphWrapper) Obj() *v1alpha1.DynamoGraphDeployment { return &g.DynamoGraphDeployment }
+
+// Service adds (or replaces) a service.
+func (g *GraphWrapper) Service(name string, s *ServiceWrapper) *GraphWrapper {
+	g.Spec.Services[name] = s.Obj()
+	return g
+}
+
+// Backend sets spec.backendFramework.
+func (g *GraphWrapper) Backend(b v1alpha1.BackendFramework) *GraphWrapper {
+	g.Spec.BackendFramework = b
+	return g
+}
+
+// Env adds a global env var.
+func (g *GraphWrapper) Env(name, value string) *GraphWrapper {
+	g.Spec.Envs = append(g.Spec.Envs, corev1.EnvVar{Name: name, Value: value})
+	return g
+}
+
+// Label sets a label on the graph's metadata.
+func (g *GraphWrapper) Label(k, v string) *GraphWrapper {
+	if g.Labels == nil {
+		g.Labels = map[string]string{}
+	}
+	g.Labels[k] = v
+	return g
+}
+
+// Annotation sets an annotation on the graph's metadata.
+func (g *GraphWrapper) Annotation(k, v string) *GraphWrapper {
+	if g.Annotations == nil {
+		g.Annotations = map[string]string{}
+	}
+	g.Annotations[k] = v
+	return g
+}
+
+// PVC adds an entry of spec.pvcs.
+func (g *GraphWrapper) PVC(p v1alpha1.GraphPVC) *GraphWrapper {
+	g.Spec.PVCs = append(g.Spec.PVCs, p)
+	return g
+}
+
+// DynamoComponent sets spec.dynamoComponent (name:version).
+func (g *GraphWrapper) DynamoComponent(ref string) *GraphWrapper {
+	g.Spec.DynamoComponent = ref
+	return g
+}
+
+// Generation sets metadata.generation (for pure render and status tests).
+func (g *GraphWrapper) Generation(n int64) *GraphWrapper {
+	g.ObjectMeta.Generation = n
+	return g
+}
+
+// UID sets metadata.uid (for pure render tests that check owner references).
+func (g *GraphWrapper) UID(uid string) *GraphWrapper {
+	g.ObjectMeta.UID = types.UID(uid)
+	return g
+}
+
+// ServiceWrapper builds one service spec of a graph or component.
+type ServiceWrapper struct {
+	v1alpha1.DynamoComponentDeploymentSharedSpec
+}
+
+// MakeService starts a service with one replica and image "img:1".
+func MakeService() *ServiceWrapper {
+	return &ServiceWrapper{v1alpha1.DynamoComponentDeploymentSharedSpec{
+		Replicas: ptr.To[int32](1),
+		ExtraPodSpec: &v1alpha1.ExtraPodSpec{
+			MainContainer: &corev1.Container{Image: "img:1"},
+		},
+	}}
+}
+
+// Obj returns the service spec.
+func (s *ServiceWrapper) Obj() *v1alpha1.DynamoComponentDeploymentSharedSpec {
+	return &s.DynamoComponentDeploymentSharedSpec
+}
+
+// Type sets componentType.
+func (s *ServiceWrapper) Type(t v1alpha1.ComponentType) *ServiceWrapper {
+	s.ComponentType = t
+	return s
+}
+
+// SubType sets subComponentType.
+func (s *ServiceWrapper) SubType(t string) *ServiceWrapper {
+	s.SubComponentType = t
+	return s
+}
+
+// Replicas sets replicas.
+func (s *ServiceWrapper) Replicas(n int32) *ServiceWrapper {
+	s.DynamoComponentDeploymentSharedSpec.Replicas = ptr.To(n)
+	return s
+}
+
+// NoReplicas leaves replicas unset (for defaulting tests).
+func (s *ServiceWrapper) NoReplicas() *ServiceWrapper {
+	s.DynamoComponentDeploymentSharedSpec.Replicas = nil
+	return s
+}
+
+// GPUs sets a GPU limit of the default GPU type.
+func (s *ServiceWrapper) GPUs(n int) *ServiceWrapper {
+	if s.Resources == nil {
+		s.Resources = &v1alpha1.Resources{}
+	}
+	if s.Resources.Limits == nil {
+		s.Resources.Limits = &v1alpha1.ResourceItem{}
+	}
+	s.Resources.Limits.GPU = strconv.Itoa(n)
+	return s
+}
+
+// Image sets the main container's image.
+func (s *ServiceWrapper) Image(image string) *ServiceWrapper {
+	s.mainContainer().Image = image
+	return s
+}
+
+// Command sets the main container's command and args.
+func (s *ServiceWrapper) Command(command []string, args ...string) *ServiceWrapper {
+	c := s.mainContainer()
+	c.Command, c.Args = command, args
+	return s
+}
+
+// Env adds a service env var.
+func (s *ServiceWrapper) Env(name, value string) *ServiceWrapper {
+	s.Envs = append(s.Envs, corev1.EnvVar{Name: name, Value: value})
+	return s
+}
+
+// Multinode sets multinode.nodeCount.
+func (s *ServiceWrapper) Multinode(nodeCount int32) *ServiceWrapper {
+	s.DynamoComponentDeploymentSharedSpec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: nodeCount}
+	return s
+}
+
+// ModelRef sets modelRef.name.
+func (s *ServiceWrapper) ModelRef(name string) *ServiceWrapper {
+	s.DynamoComponentDeploymentSharedSpec.ModelRef = &v1alpha1.ModelReference{Name: name}
+	return s
+}
+
+// DynamoNamespace sets dynamoNamespace.
+func (s *ServiceWrapper) DynamoNamespace(ns string) *ServiceWrapper {
+	s.DynamoComponentDeploymentSharedSpec.DynamoNamespace = ptr.To(ns)
+	return s
+}
+
+// VolumeMount mounts an entry of the graph's spec.pvcs.
+func (s *ServiceWrapper) VolumeMount(name, mountPoint string) *ServiceWrapper {
+	s.VolumeMounts = append(s.VolumeMounts, v1alpha1.VolumeMount{Name: name, MountPoint: mountPoint})
+	return s
+}
+
+// Label sets a label of the service (copied to its workload and pods).
+func (s *ServiceWrapper) Label(k, v string) *ServiceWrapper {
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	s.Labels[k] = v
+	return s
+}
+
+func (s *ServiceWrapper) mainContainer() *corev1.Container {
+	if s.ExtraPodSpec == nil {
+		s.ExtraPodSpec = &v1alpha1.ExtraPodSpec{}
+	}
+	if s.ExtraPodSpec.MainContainer == nil {
+		s.ExtraPodSpec.MainContainer = &corev1.Container{}
+	}
+	return s.ExtraPodSpec.MainContainer
+}
+
+// ComponentWrapper builds a DynamoComponentDeployment.
+type ComponentWrapper struct {
+	v1alpha1.DynamoComponentDeployment
+}
+
+// MakeComponent starts a component from a service builder.
+func MakeComponent(name, namespace string, s *ServiceWrapper) *ComponentWrapper {
+	return &ComponentWrapper{v1alpha1.DynamoComponentDeployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "DynamoComponentDeployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec:       v1alpha1.DynamoComponentDeploymentSpec{DynamoComponentDeploymentSharedSpec: *s.Obj()},
+	}}
+}
+
+// Obj returns the component.
+func (c *ComponentWrapper) Obj() *v1alpha1.DynamoComponentDeployment {
+	return &c.DynamoComponentDeployment
+}
+
+// Backend sets spec.backendFramework.
+func (c *ComponentWrapper) Backend(b v1alpha1.BackendFramework) *ComponentWrapper {
+	c.Spec.BackendFramework = b
+	return c
+}
+
+// Generation sets metadata.generation.
+func (c *ComponentWrapper) Generation(n int64) *ComponentWrapper {
+	c.ObjectMeta.Generation = n
+	return c
+}
+
+// Label sets a label on the component's metadata.
+func (c *ComponentWrapper) Label(k, v string) *ComponentWrapper {
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	c.Labels[k] = v
+	return c
+}
+
+// ModelWrapper builds a DynamoModel.
+type ModelWrapper struct{ v1alpha1.DynamoModel }
+
+// MakeModel starts a base model named modelName served by workers whose
+// modelRef names baseModel.
+func MakeModel(name, namespace, modelName, baseModel string) *ModelWrapper {
+	return &ModelWrapper{v1alpha1.DynamoModel{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "DynamoModel"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec:       v1alpha1.DynamoModelSpec{ModelName: modelName, BaseModelName: baseModel, ModelType: v1alpha1.ModelTypeBase},
+	}}
+}
+
+// Obj returns the model.
+func (m *ModelWrapper) Obj() *v1alpha1.DynamoModel { return &m.DynamoModel }
+
+// LoRA makes the model a LoRA adapter loaded from uri.
+func (m *ModelWrapper) LoRA(uri string) *ModelWrapper {
+	m.Spec.ModelType = v1alpha1.ModelTypeLoRA
+	m.Spec.Source = &v1alpha1.ModelSource{URI: uri}
+	return m
+}

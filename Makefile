@@ -80,7 +80,7 @@ test-go: k8s-bins ## Every Go test: unit, envtest and the feature files against 
 # Each fuzz target of the webhook validators runs FUZZTIME; CI keeps it short,
 # a longer local run is FUZZTIME=5m make fuzz.
 FUZZTIME ?= 10s
-FUZZ_PKG := ./operator/webhooks
+FUZZ_PKG := ./operator/webhooks/rules
 
 .PHONY: fuzz
 fuzz: ## Fuzz each webhook validator for FUZZTIME (default 10s): no input may panic.

@@ -9,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/webhooks/rules"
 )
 
 func TestConfigurationsClusterWideThroughService(t *testing.T) {
@@ -80,8 +82,8 @@ func pathOf(resource string) *string {
 // a namespace a namespace-scoped operator owns.
 func TestExcludedNamespacesAreNotJudged(t *testing.T) {
 	excluded := func(ns string) bool { return ns == "team-a" }
-	v := &validator[*v1alpha1.DynamoGraphDeployment]{create: ValidateGraph, update: ValidateGraphUpdate, excluded: excluded}
-	bad := graph("llm", map[string]*svc{"my_worker": {}})
+	v := &validator[*v1alpha1.DynamoGraphDeployment]{create: rules.ValidateGraph, update: rules.ValidateGraphUpdate, excluded: excluded}
+	bad := builders.MakeGraph("llm", "ns").Service("my_worker", builders.MakeService()).Obj()
 	bad.Namespace = "team-a"
 	if _, err := v.ValidateCreate(context.Background(), bad); err != nil {
 		t.Errorf("excluded namespace judged: %v", err)
@@ -111,8 +113,8 @@ func TestExcludedNamespacesAreNotJudged(t *testing.T) {
 
 // Objects being deleted are not judged: finalizers must come off.
 func TestDeletingObjectsAreNotJudged(t *testing.T) {
-	v := &validator[*v1alpha1.DynamoGraphDeployment]{create: ValidateGraph, update: ValidateGraphUpdate}
-	old := graph("llm", map[string]*svc{"W": {}})
+	v := &validator[*v1alpha1.DynamoGraphDeployment]{create: rules.ValidateGraph, update: rules.ValidateGraphUpdate}
+	old := builders.MakeGraph("llm", "ns").Service("W", builders.MakeService()).Obj()
 	cur := old.DeepCopy()
 	cur.Spec.BackendFramework = v1alpha1.BackendFrameworkVLLM
 	if _, err := v.ValidateUpdate(context.Background(), old, cur); err == nil {

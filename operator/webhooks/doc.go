@@ -18,18 +18,18 @@
 //	services.*.pvc create: true needs name and size        CRD CEL
 //	lora needs source.uri s3:// or hf://                   CRD CEL
 //	DynamoComponent spec.dynamoComponent is name:version   CRD schema pattern
-//	child names are DNS-1035 labels <= 63, no collisions   rules_names.go (render.Components)
-//	DCD name usable as Deployment/Service name             rules_names.go
-//	resource quantities and GPU counts parse               rules_service.go (render.ValidateResources)
-//	resource names are valid Kubernetes resource names     rules_service.go
-//	volumeMounts name an entry of spec.pvcs                rules_service.go (render.ValidateVolumeMounts)
-//	extraPodSpec merges into the generated pod             rules_service.go (render.ValidateExtraPodSpec)
-//	sharedMemory.size is positive                          rules_service.go
-//	propagated labels and annotations are valid            rules_metadata.go
-//	Secret, claim and component references are valid      rules_refs.go
-//	imageBuildTimeout is positive                          rules_refs.go
-//	autoscaling is deprecated: a warning                   rules_service.go
-//	immutable fields                                       rules_immutable.go
+//	child names are DNS-1035 labels <= 63, no collisions   rules/names.go (render.Components)
+//	DCD name usable as Deployment/Service name             rules/names.go
+//	resource quantities and GPU counts parse               rules/service.go (render.ValidateResources)
+//	resource names are valid Kubernetes resource names     rules/service.go
+//	volumeMounts name an entry of spec.pvcs                rules/service.go (render.ValidateVolumeMounts)
+//	extraPodSpec merges into the generated pod             rules/service.go (render.ValidateExtraPodSpec)
+//	sharedMemory.size is positive                          rules/service.go
+//	propagated labels and annotations are valid            rules/metadata.go
+//	Secret, claim and component references are valid      rules/refs.go
+//	imageBuildTimeout is positive                          rules/refs.go
+//	autoscaling is deprecated: a warning                   rules/service.go
+//	immutable fields                                       rules/immutable.go
 //
 // All violations of one object come back in one response, as a Kubernetes
 // Invalid status listing each field path with its rule.

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/webhooks/rules"
 )
 
 func TestMetricsCountAnswersAndDenialReasons(t *testing.T) {
@@ -19,7 +20,7 @@ func TestMetricsCountAnswersAndDenialReasons(t *testing.T) {
 	}
 	const kind = "MetricsTestGraph" // a label value no other test uses
 	h := instrumented{resource: kind, next: admission.WithValidator(scheme, &validator[*v1alpha1.DynamoGraphDeployment]{
-		create: ValidateGraph, update: ValidateGraphUpdate,
+		create: rules.ValidateGraph, update: rules.ValidateGraphUpdate,
 	}).Handler}
 	req := func(op admissionv1.Operation, obj, old string) admission.Request {
 		r := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
@@ -62,11 +63,11 @@ func TestMetricsCountAnswersAndDenialReasons(t *testing.T) {
 		labels []string
 		want   float64
 	}{
-		{[]string{kind, "CREATE", ReasonChildName}, 1},
-		{[]string{kind, "CREATE", ReasonReference}, 1},
-		{[]string{kind, "CREATE", ReasonResources}, 1},
-		{[]string{kind, "UPDATE", ReasonImmutable}, 1},
-		{[]string{kind, "CREATE", ReasonImmutable}, 0},
+		{[]string{kind, "CREATE", rules.ReasonChildName}, 1},
+		{[]string{kind, "CREATE", rules.ReasonReference}, 1},
+		{[]string{kind, "CREATE", rules.ReasonResources}, 1},
+		{[]string{kind, "UPDATE", rules.ReasonImmutable}, 1},
+		{[]string{kind, "CREATE", rules.ReasonImmutable}, 0},
 	} {
 		if got := testutil.ToFloat64(webhookDenials.WithLabelValues(c.labels...)); got != c.want {
 			t.Errorf("webhook_denials_total%v = %v, want %v", c.labels, got, c.want)

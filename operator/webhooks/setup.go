@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/webhooks/rules"
 )
 
 // Options configure the webhooks.
@@ -40,17 +41,17 @@ func Setup(mgr manager.Manager, o Options) error {
 		srv.Register(path, &webhook.Admission{Handler: instrumented{resource: kind, next: h}})
 	}
 	register(PathValidateGraph, "DynamoGraphDeployment", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoGraphDeployment]{
-		kind: gk("DynamoGraphDeployment"), create: ValidateGraph, update: ValidateGraphUpdate, excluded: o.NamespaceExcluded,
+		kind: gk("DynamoGraphDeployment"), create: rules.ValidateGraph, update: rules.ValidateGraphUpdate, excluded: o.NamespaceExcluded,
 	}).Handler)
 	register(PathValidateComponentDeployment, "DynamoComponentDeployment", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoComponentDeployment]{
-		kind: gk("DynamoComponentDeployment"), create: ValidateComponentDeployment, update: ValidateComponentDeploymentUpdate,
+		kind: gk("DynamoComponentDeployment"), create: rules.ValidateComponentDeployment, update: rules.ValidateComponentDeploymentUpdate,
 		excluded: o.NamespaceExcluded,
 	}).Handler)
 	register(PathValidateModel, "DynamoModel", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoModel]{
-		kind: gk("DynamoModel"), create: ValidateModel, update: ValidateModelUpdate, excluded: o.NamespaceExcluded,
+		kind: gk("DynamoModel"), create: rules.ValidateModel, update: rules.ValidateModelUpdate, excluded: o.NamespaceExcluded,
 	}).Handler)
 	register(PathValidateComponent, "DynamoComponent", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoComponent]{
-		kind: gk("DynamoComponent"), create: ValidateComponent, update: ValidateComponentUpdate, excluded: o.NamespaceExcluded,
+		kind: gk("DynamoComponent"), create: rules.ValidateComponent, update: rules.ValidateComponentUpdate, excluded: o.NamespaceExcluded,
 	}).Handler)
 	register(PathMutateGraph, "DynamoGraphDeployment", &graphDefaulter{
 		decoder: admission.NewDecoder(scheme), version: o.OperatorVersion, excluded: o.NamespaceExcluded,

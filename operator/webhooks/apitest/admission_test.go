@@ -27,6 +27,7 @@ import (
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/webhooks"
+	"github.com/dynamoctl/dynamo-operator/operator/webhooks/rules"
 )
 
 var (
@@ -174,7 +175,7 @@ func TestValidGraphIsDefaultedAndDeprecatedFieldsWarn(t *testing.T) {
 	if r := dgd.Spec.Services["Worker"].Replicas; r == nil || *r != 0 {
 		t.Errorf("Worker replicas = %v, want 0 as written", r)
 	}
-	if v := dgd.Annotations[webhooks.OriginVersionAnnotation]; v != "1.2.3" {
+	if v := dgd.Annotations[rules.OriginVersionAnnotation]; v != "1.2.3" {
 		t.Errorf("origin version %q, want 1.2.3", v)
 	}
 	w.mu.Lock()
@@ -187,11 +188,11 @@ func TestValidGraphIsDefaultedAndDeprecatedFieldsWarn(t *testing.T) {
 	// The origin version is the creator's, not the last updater's. (Patches,
 	// not updates, here and below: the controllers write these objects too.)
 	patch := client.MergeFrom(dgd.DeepCopy())
-	dgd.Annotations[webhooks.OriginVersionAnnotation] = "0.1.0"
+	dgd.Annotations[rules.OriginVersionAnnotation] = "0.1.0"
 	if err := c.Patch(context.Background(), dgd, patch); err != nil {
 		t.Fatal(err)
 	}
-	if v := dgd.Annotations[webhooks.OriginVersionAnnotation]; v != "0.1.0" {
+	if v := dgd.Annotations[rules.OriginVersionAnnotation]; v != "0.1.0" {
 		t.Errorf("update rewrote the origin version to %q", v)
 	}
 }

@@ -1,4 +1,4 @@
-package webhooks
+package rules
 
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"

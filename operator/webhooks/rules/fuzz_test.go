@@ -1,4 +1,4 @@
-package webhooks
+package rules
 
 import (
 	"encoding/json"

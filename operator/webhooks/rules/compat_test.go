@@ -1,4 +1,4 @@
-package webhooks
+package rules
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ import (
 
 // compatDir holds the manifests Dynamo's users run; the webhooks must accept
 // every one (features/api.feature checks the same through the API server).
-const compatDir = "../../../shared/compat"
+const compatDir = "../../../../shared/compat"
 
 func TestCompatManifestsPassEveryRule(t *testing.T) {
 	docs, err := compat.Documents(compatDir)

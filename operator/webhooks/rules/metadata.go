@@ -1,4 +1,4 @@
-package webhooks
+package rules
 
 import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"

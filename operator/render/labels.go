@@ -59,6 +59,7 @@ var operatorKeys = map[string]bool{
 	LabelBaseModelHash:        true,
 	LabelManagedBy:            true,
 	LabelPVCRetained:          true,
+	LabelWorkerHash:           true,
 	lastAppliedHashAnnotation: true,
 }
 

@@ -156,7 +156,7 @@ func TestRuntimeEnv(t *testing.T) {
 			o:    Options{NATSAddr: "nats://nats:4222", EtcdAddr: "http://etcd:2379"},
 			want: []corev1.EnvVar{
 				{Name: "DYN_NAMESPACE", Value: "ns-g"},
-				{Name: "DYN_COMPONENT", Value: "Worker"},
+				{Name: "DYN_COMPONENT", Value: "worker"},
 				{Name: "DYN_SYSTEM_ENABLED", Value: "true"},
 				{Name: "DYN_SYSTEM_PORT", Value: "9090"},
 				{Name: "NATS_SERVER", Value: "nats://nats:4222"},
@@ -170,7 +170,7 @@ func TestRuntimeEnv(t *testing.T) {
 			dcd:  newDCD(),
 			want: []corev1.EnvVar{
 				{Name: "DYN_NAMESPACE", Value: "ns-g"},
-				{Name: "DYN_COMPONENT", Value: "Worker"},
+				{Name: "DYN_COMPONENT", Value: "worker"},
 				{Name: "DYN_SYSTEM_ENABLED", Value: "true"},
 				{Name: "DYN_SYSTEM_PORT", Value: "9090"},
 				{Name: "DYN_PARENT_DGD_K8S_NAME", Value: "g"},
@@ -194,9 +194,36 @@ func TestRuntimeEnv(t *testing.T) {
 			}),
 			want: []corev1.EnvVar{
 				{Name: "DYN_NAMESPACE", Value: "ns-solo"},
-				{Name: "DYN_COMPONENT", Value: "solo"},
+				{Name: "DYN_COMPONENT", Value: "worker"},
 				{Name: "DYN_PARENT_DGD_K8S_NAME", Value: "solo"},
 			},
+		},
+		{
+			name: "etcd discovery, chosen by annotation, drops the kubernetes backend",
+			dcd: newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+				d.Annotations = map[string]string{AnnotationDiscoveryBackend: "etcd"}
+			}),
+			absent: []string{"DYN_DISCOVERY_BACKEND"},
+		},
+		{
+			name:   "a generic component has neither DYN_COMPONENT without a type nor worker env",
+			dcd:    newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.ComponentType = "" }),
+			want:   []corev1.EnvVar{{Name: "DYN_DISCOVERY_BACKEND", Value: "kubernetes"}},
+			absent: []string{"DYN_COMPONENT", "NIXL_TELEMETRY_ENABLE", "DYN_NAMESPACE_PREFIX"},
+		},
+		{
+			name: "a frontend finds workers by namespace prefix",
+			dcd:  newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.ComponentType = v1alpha1.ComponentTypeFrontend }),
+			want: []corev1.EnvVar{
+				{Name: "DYN_NAMESPACE_PREFIX", Value: "ns-g"}, {Name: "DYN_HTTP_PORT", Value: "8000"},
+				{Name: "DYNAMO_PORT", Value: "8000"}, {Name: "DYN_COMPONENT", Value: "frontend"},
+			},
+			absent: []string{"NIXL_TELEMETRY_ENABLE", "DYN_NAMESPACE_WORKER_SUFFIX"},
+		},
+		{
+			name: "a worker registers under the graph's worker hash",
+			dcd:  newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Labels[LabelWorkerHash] = "0c5b225e" }),
+			want: []corev1.EnvVar{{Name: "DYN_NAMESPACE_WORKER_SUFFIX", Value: "0c5b225e"}},
 		},
 		{
 			name: "multinode",

@@ -67,6 +67,8 @@ type contract struct {
 	ports []corev1.ContainerPort
 	// env besides the common runtime env (runtimeEnv).
 	env func(c contractContext) []corev1.EnvVar
+	// command and args when the user gives neither.
+	command, args []string
 	// Default probes; nil for none. A user's probe with a handler replaces
 	// one, a user's probe without a handler is laid over it.
 	startup, liveness, readiness *corev1.Probe
@@ -84,6 +86,8 @@ type contractContext struct {
 var contracts = map[v1alpha1.ComponentType]contract{
 	v1alpha1.ComponentTypeFrontend: {
 		httpPort: true,
+		command:  []string{"python3"},
+		args:     []string{"-m", "dynamo.frontend"},
 		env: func(c contractContext) []corev1.EnvVar {
 			port := strconv.Itoa(HTTPPort)
 			return []corev1.EnvVar{

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -87,7 +88,14 @@ func Deployment(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Gr
 			errs = append(errs, field.Required(specPath.Child("frontendSidecar", "image"),
 				"set the frontend sidecar's image"))
 		}
-		errs = append(errs, handlerlessProbes(spec, findContainer(pod.Containers, MainContainerName), specPath)...)
+		main := findContainer(pod.Containers, MainContainerName)
+		errs = append(errs, handlerlessProbes(spec, main, specPath)...)
+		// The type's default process, only when the user chose none: a
+		// default command beside a user's args (or the reverse) could
+		// run something nobody wrote.
+		if main != nil && len(main.Command) == 0 && len(main.Args) == 0 && c.command != nil {
+			main.Command, main.Args = slices.Clone(c.command), slices.Clone(c.args)
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()

@@ -23,6 +23,13 @@ const (
 	ComponentTypeDefault  ComponentType = "default"
 )
 
+// ComponentTypes are the component types Dynamo gives a meaning; any other
+// value is accepted and runs as a generic component.
+var ComponentTypes = []ComponentType{
+	ComponentTypeFrontend, ComponentTypeWorker, ComponentTypePrefill, ComponentTypeDecode,
+	ComponentTypePlanner, ComponentTypeEPP, ComponentTypeDefault,
+}
+
 // BackendFramework is the inference engine a graph runs.
 // +kubebuilder:validation:Enum=sglang;vllm;trtllm
 type BackendFramework string

@@ -60,6 +60,17 @@ verify-generate: generate ## Fail when regenerating changes the checked-in deepc
 	  git --no-pager diff --stat -- crds operator/api; exit 1; \
 	fi
 
+.PHONY: golden
+golden: ## Rewrite operator/render/testdata/*.golden.yaml from the current rendering; review the diff.
+	$(GO) test ./operator/render -run 'TestGolden$$' -count=1 -update
+
+.PHONY: verify-golden
+verify-golden: golden ## Fail when the golden files do not match the rendering (or were not committed).
+	@changed=$$(git status --porcelain -- operator/render/testdata); \
+	if [ -n "$$changed" ]; then \
+	  echo "golden files are out of date; run 'make golden', review and commit:"; echo "$$changed"; exit 1; \
+	fi
+
 ##@ Check
 
 .PHONY: lint
@@ -70,7 +81,7 @@ lint: ## gofmt and go vet, for the main module and the tools module.
 	cd tools && $(GO) vet ./...
 
 .PHONY: test
-test: lint verify-generate test-go fuzz ## Everything CI runs: lint, generated-code drift, every Go test with -race, brief fuzzing.
+test: lint verify-generate verify-golden test-go fuzz ## Everything CI runs: lint, generated-code drift, every Go test with -race, brief fuzzing.
 
 .PHONY: test-go
 test-go: k8s-bins ## Every Go test: unit, envtest and the feature files against a real kube-apiserver.

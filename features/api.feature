@@ -163,20 +163,28 @@ Feature: The nvidia.com/v1alpha1 API accepts what Dynamo users write and rejects
     Then it is rejected with a message containing "spec.backendFramework"
     And the message also contains "supported values: \"sglang\", \"vllm\", \"trtllm\""
 
-  Scenario: An unknown component type is rejected
+  Scenario: Any component type is accepted, as in Dynamo's CRD, and optional fields may be written as null
+    Dynamo's planner tests and recipes use componentType main; tools that template manifests write unset
+    optional fields as null, which server-side apply refuses unless the schema allows it.
     When I apply the manifest:
       """
       apiVersion: nvidia.com/v1alpha1
       kind: DynamoGraphDeployment
       metadata:
-        name: bad-type
+        name: main-type
       spec:
         services:
-          Frontend:
-            componentType: gateway
+          Main:
+            componentType: main
+            subComponentType: null
+            extraPodSpec:
+              containers: null
+              mainContainer:
+                image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0
       """
-    Then it is rejected with a message containing "spec.services.Frontend.componentType"
-    And the message also contains "Unsupported value: \"gateway\""
+    Then it is accepted
+    And the dgd "main-type" has ".spec.services.Main.componentType" equal to "main"
+    And the dgd "main-type" has ".spec.services.Main.extraPodSpec.mainContainer.image" equal to "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0"
 
   Scenario: Negative replicas are rejected
     When I apply the manifest:

@@ -57,6 +57,22 @@ Feature: A DynamoGraphDeployment runs as one component per service, and its stat
     And the Service "llm-frontend" has ".spec.ports[*].port" equal to "8000 9090"
     And the Service "llm-vllmworker" has ".spec.ports[*].port" equal to "9090"
 
+  Scenario: Pods carry the runtime's contract: probes, identity, discovery account, a rollout that keeps capacity
+    Then the Deployment "llm-vllmworker" eventually has ".spec.template.spec.containers[?(@.name=="main")].startupProbe.httpGet.path" equal to "/live"
+    And the Deployment "llm-vllmworker" has ".spec.template.spec.containers[?(@.name=="main")].readinessProbe.httpGet.path" equal to "/health"
+    And the Deployment "llm-vllmworker" has ".spec.template.spec.containers[?(@.name=="main")].readinessProbe.httpGet.port" equal to "system"
+    And the Deployment "llm-frontend" has ".spec.template.spec.containers[?(@.name=="main")].readinessProbe.httpGet.port" equal to "http"
+    And the Deployment "llm-vllmworker" has ".spec.template.spec.containers[?(@.name=="main")].ports[*].containerPort" equal to "9090 19090"
+    And the Deployment "llm-vllmworker" has ".spec.template.spec.containers[?(@.name=="main")].env[?(@.name=="POD_NAME")].valueFrom.fieldRef.fieldPath" equal to "metadata.name"
+    And the Deployment "llm-vllmworker" has ".spec.template.spec.containers[?(@.name=="main")].env[?(@.name=="DYN_DISCOVERY_BACKEND")].value" equal to "kubernetes"
+    And the Deployment "llm-frontend" has ".spec.template.spec.containers[?(@.name=="main")].env[?(@.name=="DYN_NAMESPACE_PREFIX")].value" containing "-llm"
+    And the Deployment "llm-vllmworker" has ".spec.strategy.rollingUpdate.maxUnavailable" equal to "0"
+    And the Deployment "llm-vllmworker" has ".spec.template.spec.terminationGracePeriodSeconds" equal to "60"
+    And the Deployment "llm-vllmworker" has ".spec.template.spec.serviceAccountName" equal to "llm-k8s-service-discovery"
+    And the ServiceAccount "llm-k8s-service-discovery" eventually exists
+    And the RoleBinding "llm-k8s-service-discovery-binding" eventually has ".roleRef.name" equal to "llm-k8s-service-discovery-role"
+    And the Role "llm-k8s-service-discovery-role" has ".metadata.ownerReferences[0].name" equal to "llm"
+
   Scenario: Scaling a service scales its Deployment and the graph stays honest
     Given the dgd "llm" eventually has ".status.state" equal to "successful"
     When I patch the dgd "llm" with:

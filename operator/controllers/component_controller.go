@@ -41,7 +41,7 @@ type ComponentReconciler struct {
 // Only namespaces the gate allows are reconciled; resync brings back those
 // handed over by another operator.
 func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int, gate *scope.Gate, resync *Resync) error {
-	return builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr).
 		For(&v1alpha1.DynamoComponentDeployment{}, builder.WithPredicates(specOrMetadataChanged())).
 		// A component's volumeMounts name its graph's spec.pvcs, which
 		// live on the graph, not on the component.
@@ -49,7 +49,9 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
-		Owns(&networkingv1.Ingress{}).
+		Owns(&networkingv1.Ingress{})
+	// A component that stands alone owns its discovery objects.
+	return ownDiscoveryKinds(b).
 		WatchesRawSource(resync.componentSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(owned{gate: gate, next: r})
@@ -79,6 +81,9 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	}
 
 	var changes changeSet
+	if err := applyDiscovery(ctx, r.Client, r.Applier, dcd, render.ComponentDiscoveryRBAC(dcd), &changes); err != nil {
+		return reconcile.Result{}, err
+	}
 	if err := r.applyChild(ctx, dcd, deploy, &appsv1.Deployment{}, &changes); err != nil {
 		if isUserError(err) {
 			return reconcile.Result{}, r.fail(ctx, dcd, err)

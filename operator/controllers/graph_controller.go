@@ -41,9 +41,10 @@ type GraphReconciler struct {
 // Only namespaces the gate allows are reconciled; resync brings back those
 // handed over by another operator.
 func (r *GraphReconciler) SetupWithManager(mgr manager.Manager, workers int, gate *scope.Gate, resync *Resync) error {
-	return builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr).
 		For(&v1alpha1.DynamoGraphDeployment{}, builder.WithPredicates(specOrMetadataChanged())).
-		Owns(&v1alpha1.DynamoComponentDeployment{}).
+		Owns(&v1alpha1.DynamoComponentDeployment{})
+	return ownDiscoveryKinds(b).
 		WatchesRawSource(resync.graphSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(owned{gate: gate, next: r})
@@ -77,6 +78,9 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		if isUserError(err) {
 			return reconcile.Result{}, r.fail(ctx, dgd, err)
 		}
+		return reconcile.Result{}, err
+	}
+	if err := applyDiscovery(ctx, r.Client, r.Applier, dgd, render.GraphDiscoveryRBAC(dgd), &changes); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.createClaims(ctx, dgd, &changes); err != nil {

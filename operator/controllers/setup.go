@@ -81,10 +81,14 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 // cluster rather than to the graphs.
 func CacheOptions() cache.Options {
 	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+	byObject := map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}:            managed,
 		&corev1.Service{}:               managed,
 		&networkingv1.Ingress{}:         managed,
 		&corev1.PersistentVolumeClaim{}: managed,
-	}}
+	}
+	for _, kind := range discoveryKinds {
+		byObject[kind] = managed
+	}
+	return cache.Options{ByObject: byObject}
 }

@@ -114,11 +114,16 @@ func checkCompatGraph(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment, globalE
 		if want, _ := lookup(mc, "image").(string); main.Image != want {
 			t.Errorf("service %s: image %q, manifest %q", name, main.Image, want)
 		}
-		if want := stringList(lookup(mc, "command")); !reflect.DeepEqual(main.Command, want) {
-			t.Errorf("service %s: command %q, manifest %q", name, main.Command, want)
+		wantCommand, wantArgs := stringList(lookup(mc, "command")), stringList(lookup(mc, "args"))
+		if c := contractOf(dcd.Spec.ComponentType); len(wantCommand) == 0 && len(wantArgs) == 0 && c.command != nil {
+			// The component type's default process, as upstream renders it.
+			wantCommand, wantArgs = c.command, c.args
 		}
-		if want := stringList(lookup(mc, "args")); !reflect.DeepEqual(main.Args, want) {
-			t.Errorf("service %s: args %q, manifest %q", name, main.Args, want)
+		if !reflect.DeepEqual(main.Command, wantCommand) {
+			t.Errorf("service %s: command %q, manifest %q", name, main.Command, wantCommand)
+		}
+		if !reflect.DeepEqual(main.Args, wantArgs) {
+			t.Errorf("service %s: args %q, manifest %q", name, main.Args, wantArgs)
 		}
 
 		gpu := main.Resources.Limits[corev1.ResourceName(v1alpha1.DefaultGPUType)]

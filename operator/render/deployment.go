@@ -1,11 +1,15 @@
 package render
 
 import (
+	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -45,17 +49,29 @@ func Deployment(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Gr
 	volumes, mounts, volErrs := podStorage(spec, graphPVCs, specPath)
 	errs = append(errs, volErrs...)
 
+	c := contractOf(spec.ComponentType)
 	main := corev1.Container{
-		Name:           MainContainerName,
-		Ports:          containerPorts(spec.ComponentType),
-		Env:            MergeEnv(env, spec.Envs),
-		EnvFrom:        secretEnvFrom(spec.EnvFromSecret),
-		Resources:      resources,
-		LivenessProbe:  spec.LivenessProbe.DeepCopy(),
-		ReadinessProbe: spec.ReadinessProbe.DeepCopy(),
+		Name:      MainContainerName,
+		Ports:     containerPorts(spec.ComponentType),
+		Env:       MergeEnv(env, spec.Envs),
+		EnvFrom:   secretEnvFrom(spec.EnvFromSecret),
+		Resources: resources,
+		// The runtime's default probes, then the service's probes over
+		// them; extraPodSpec.mainContainer's probes go over both.
+		StartupProbe:   c.startup.DeepCopy(),
+		LivenessProbe:  overlayProbe(c.liveness, spec.LivenessProbe),
+		ReadinessProbe: overlayProbe(c.readiness, spec.ReadinessProbe),
 		VolumeMounts:   mounts,
 	}
-	pod := corev1.PodSpec{Containers: []corev1.Container{main}, Volumes: volumes}
+	pod := corev1.PodSpec{
+		Containers:                    []corev1.Container{main},
+		Volumes:                       volumes,
+		TerminationGracePeriodSeconds: ptr.To[int64](terminationGracePeriodSeconds),
+		SecurityContext:               &corev1.PodSecurityContext{FSGroup: ptr.To[int64](podFSGroup)},
+	}
+	if discoveryBackend(dcd) == DiscoveryKubernetes {
+		pod.ServiceAccountName = DiscoveryServiceAccountName(graphName(dcd))
+	}
 	if spec.FrontendSidecar != nil {
 		pod.Containers = append(pod.Containers, sidecarContainer(spec.FrontendSidecar, env))
 	}
@@ -71,6 +87,14 @@ func Deployment(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Gr
 		if c := findContainer(pod.Containers, SidecarContainerName); spec.FrontendSidecar != nil && (c == nil || c.Image == "") {
 			errs = append(errs, field.Required(specPath.Child("frontendSidecar", "image"),
 				"set the frontend sidecar's image"))
+		}
+		main := findContainer(pod.Containers, MainContainerName)
+		errs = append(errs, handlerlessProbes(spec, main, specPath)...)
+		// The type's default process, only when the user chose none: a
+		// default command beside a user's args (or the reverse) could
+		// run something nobody wrote.
+		if main != nil && len(main.Command) == 0 && len(main.Args) == 0 && c.command != nil {
+			main.Command, main.Args = slices.Clone(c.command), slices.Clone(c.args)
 		}
 	}
 	if len(errs) > 0 {
@@ -91,8 +115,10 @@ func Deployment(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Gr
 	if spec.SubComponentType != "" {
 		podLabels[LabelSubComponentType] = spec.SubComponentType
 	}
-	// The selector label comes last: a user's value would orphan the pods.
-	podLabels = merged(podLabels, spec.Labels, extraLabels, selector(dcd))
+	// The runtime's labels win over the user's: PodMonitors and discovery
+	// select on them. The selector label comes last: a user's value would
+	// orphan the pods.
+	podLabels = merged(podLabels, spec.Labels, extraLabels, contractLabels(dcd), selector(dcd))
 
 	return &appsv1.Deployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
@@ -105,6 +131,7 @@ func Deployment(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Gr
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(int32(replicas)),
 			Selector: &metav1.LabelSelector{MatchLabels: selector(dcd)},
+			Strategy: rolloutStrategy(pod),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      podLabels,
@@ -114,6 +141,83 @@ func Deployment(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Gr
 			},
 		},
 	}, nil
+}
+
+// rolloutStrategy never lowers serving capacity: no old pod goes before its
+// replacement is ready (maxUnavailable 0), which the readiness probe makes
+// mean "model loaded". A pod that asks for GPUs surges one at a time: each
+// surge pod needs a spare instance's worth of GPUs, and 25% of a large pool
+// would rarely fit; a rollout without a spare GPU waits, Pending, and the
+// graph says why, rather than taking a serving worker away. Other
+// components surge 25%, Kubernetes' default, as CPU is cheap.
+func rolloutStrategy(pod corev1.PodSpec) appsv1.DeploymentStrategy {
+	surge := intstr.FromString("25%")
+	if requestsGPUs(pod) {
+		surge = intstr.FromInt32(1)
+	}
+	zero := intstr.FromInt32(0)
+	return appsv1.DeploymentStrategy{
+		Type:          appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &zero, MaxSurge: &surge},
+	}
+}
+
+// requestsGPUs reports whether a container of the pod asks for an extended
+// resource with "gpu" in its name (nvidia.com/gpu, amd.com/gpu, MIG slices).
+func requestsGPUs(pod corev1.PodSpec) bool {
+	for _, c := range pod.Containers {
+		for _, list := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
+			for name, q := range list {
+				if strings.Contains(string(name), "gpu") && !q.IsZero() {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// handlerlessProbes reports the main container's probes that have no
+// handler: a user's probe that only adjusts timings, on a component type
+// without a default probe to adjust. The API server would refuse the pod
+// template; naming the field the user wrote is clearer.
+func handlerlessProbes(spec *v1alpha1.DynamoComponentDeploymentSharedSpec, main *corev1.Container, path *field.Path) field.ErrorList {
+	if main == nil {
+		return nil
+	}
+	var user *corev1.Container
+	if spec.ExtraPodSpec != nil {
+		user = spec.ExtraPodSpec.MainContainer
+	}
+	var errs field.ErrorList
+	check := func(p *corev1.Probe, name string) {
+		if p == nil || hasHandler(p) {
+			return
+		}
+		// The service's own livenessProbe and readinessProbe, unless
+		// mainContainer's went over them.
+		where := path.Child(name)
+		if user != nil && userProbe(user, name) != nil {
+			where = path.Child("extraPodSpec", "mainContainer", name)
+		}
+		errs = append(errs, field.Invalid(where, field.OmitValueType{}, fmt.Sprintf(
+			"a probe without a handler (httpGet, tcpSocket, exec or grpc) can only adjust the default probe, "+
+				"and componentType %q has no default %s: give it a handler", spec.ComponentType, name)))
+	}
+	check(main.StartupProbe, "startupProbe")
+	check(main.LivenessProbe, "livenessProbe")
+	check(main.ReadinessProbe, "readinessProbe")
+	return errs
+}
+
+func userProbe(c *corev1.Container, name string) *corev1.Probe {
+	switch name {
+	case "startupProbe":
+		return c.StartupProbe
+	case "livenessProbe":
+		return c.LivenessProbe
+	}
+	return c.ReadinessProbe
 }
 
 // selector selects the pods of a component.

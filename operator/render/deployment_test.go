@@ -1,6 +1,7 @@
 package render
 
 import (
+	"github.com/google/go-cmp/cmp"
 	"reflect"
 	"strings"
 	"testing"
@@ -55,13 +56,12 @@ func TestDeploymentMetadata(t *testing.T) {
 	if want := map[string]string{LabelComponent: "g-worker"}; !reflect.DeepEqual(d.Spec.Selector.MatchLabels, want) {
 		t.Errorf("selector %v, want %v", d.Spec.Selector, want)
 	}
-	if d.Spec.Strategy.Type != "" || d.Spec.Strategy.RollingUpdate != nil {
-		t.Errorf("strategy %+v set; the API server's default is wanted", d.Spec.Strategy)
-	}
 	wantPodLabels := map[string]string{
 		LabelComponent: "g-worker", LabelGraphName: "g",
 		LabelComponentType: "worker", LabelSubComponentType: "decode",
 		"svc": "pod-wins", "pod": "l",
+		LabelMetricsEnabled: "true", LabelDiscoveryBackend: "kubernetes", LabelDiscoveryEnabled: "true",
+		LabelDynamoNamespace: "ns-g",
 	}
 	if !reflect.DeepEqual(d.Spec.Template.Labels, wantPodLabels) {
 		t.Errorf("pod labels %v, want %v", d.Spec.Template.Labels, wantPodLabels)
@@ -90,7 +90,10 @@ func TestDeploymentMinimalMetadata(t *testing.T) {
 	if want := map[string]string{LabelComponent: "solo", LabelManagedBy: ManagedByValue}; !reflect.DeepEqual(d.Labels, want) {
 		t.Errorf("labels %v, want %v", d.Labels, want)
 	}
-	if want := map[string]string{LabelComponent: "solo"}; !reflect.DeepEqual(d.Spec.Template.Labels, want) {
+	if want := map[string]string{
+		LabelComponent: "solo", LabelMetricsEnabled: "true", LabelDiscoveryBackend: "kubernetes",
+		LabelDiscoveryEnabled: "true", LabelDynamoNamespace: "ns-solo",
+	}; !reflect.DeepEqual(d.Spec.Template.Labels, want) {
 		t.Errorf("pod labels %v, want %v", d.Spec.Template.Labels, want)
 	}
 	if d.Annotations != nil || d.Spec.Template.Annotations != nil {
@@ -182,15 +185,26 @@ func TestDeploymentEnvPrecedence(t *testing.T) {
 	}
 	_, main := mustDeploy(t, dcds[0], nil, Options{NATSAddr: "nats://n:4222", EtcdAddr: "http://e:2379"})
 
+	// The runtime's env, sorted by name, with the users' values in place.
 	want := []corev1.EnvVar{
+		{Name: "DYN_COMPONENT", Value: "worker"},
+		{Name: "DYN_DISCOVERY_BACKEND", Value: "kubernetes"},
+		{Name: "DYN_HEALTH_CHECK_ENABLED", Value: "false"},
 		{Name: "DYN_NAMESPACE", Value: "from-global"},
-		{Name: "DYN_COMPONENT", Value: "Worker"},
-		{Name: "DYN_SYSTEM_ENABLED", Value: "true"},
-		{Name: "DYN_SYSTEM_PORT", Value: "9345"},
-		{Name: "NATS_SERVER", Value: "nats://n:4222"},
-		{Name: "ETCD_ENDPOINTS", Value: "http://e:2379"},
+		{Name: "DYN_NAMESPACE_WORKER_SUFFIX", Value: WorkerHash(dgd)},
 		{Name: "DYN_PARENT_DGD_K8S_NAME", Value: "g"},
 		{Name: "DYN_PARENT_DGD_K8S_NAMESPACE", Value: "ns"},
+		{Name: "DYN_SYSTEM_ENABLED", Value: "true"},
+		{Name: "DYN_SYSTEM_PORT", Value: "9345"},
+		{Name: "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS", Value: `["generate"]`},
+		{Name: "ETCD_ENDPOINTS", Value: "http://e:2379"},
+		{Name: "NATS_SERVER", Value: "nats://n:4222"},
+		{Name: "NIXL_TELEMETRY_ENABLE", Value: "n"},
+		{Name: "NIXL_TELEMETRY_EXPORTER", Value: "prometheus"},
+		{Name: "NIXL_TELEMETRY_PROMETHEUS_PORT", Value: "19090"},
+		fieldEnv("POD_NAME", "metadata.name"),
+		fieldEnv("POD_NAMESPACE", "metadata.namespace"),
+		fieldEnv("POD_UID", "metadata.uid"),
 		{Name: "GLOBAL_ONLY_OVERRIDDEN_BY_SERVICE", Value: "service"},
 		{Name: "GLOBAL_ONLY", Value: "global"},
 		{Name: "SERVICE_ONLY", Value: "service"},
@@ -245,19 +259,23 @@ func TestDeploymentEnvFromSecret(t *testing.T) {
 func TestDeploymentPorts(t *testing.T) {
 	system := corev1.ContainerPort{Name: "system", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}
 	http := corev1.ContainerPort{Name: "http", ContainerPort: 8000, Protocol: corev1.ProtocolTCP}
+	nixl := corev1.ContainerPort{Name: "nixl", ContainerPort: 19090, Protocol: corev1.ProtocolTCP}
 	cases := []struct {
 		componentType v1alpha1.ComponentType
 		userPorts     []corev1.ContainerPort
 		want          []corev1.ContainerPort
 	}{
 		{componentType: v1alpha1.ComponentTypeFrontend, want: []corev1.ContainerPort{http, system}},
-		{componentType: v1alpha1.ComponentTypeWorker, want: []corev1.ContainerPort{system}},
-		{componentType: v1alpha1.ComponentTypePrefill, want: []corev1.ContainerPort{system}},
+		{componentType: v1alpha1.ComponentTypeWorker, want: []corev1.ContainerPort{system, nixl}},
+		{componentType: v1alpha1.ComponentTypePrefill, want: []corev1.ContainerPort{system, nixl}},
+		{componentType: v1alpha1.ComponentTypeDecode, want: []corev1.ContainerPort{system, nixl}},
 		{componentType: "", want: []corev1.ContainerPort{system}},
+		{componentType: "main", want: []corev1.ContainerPort{system}},
 		{
+			// The user's port of the same number merges with the planner's.
 			componentType: v1alpha1.ComponentTypePlanner,
 			userPorts:     []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9085}},
-			want:          []corev1.ContainerPort{system, {Name: "metrics", ContainerPort: 9085}},
+			want:          []corev1.ContainerPort{system, {Name: "metrics", ContainerPort: 9085, Protocol: corev1.ProtocolTCP}},
 		},
 		{
 			// Ports merge by container port: the user's fields win.
@@ -350,18 +368,79 @@ func TestDeploymentResourceErrors(t *testing.T) {
 
 func TestDeploymentProbes(t *testing.T) {
 	live := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/live", Port: intstr.FromInt32(9090)}}, PeriodSeconds: 5}
-	ready := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(9090)}}, FailureThreshold: 60}
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.LivenessProbe, d.Spec.ReadinessProbe = live, ready
+	ready := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"ready"}}}, FailureThreshold: 60}
+
+	t.Run("defaults per component type", func(t *testing.T) {
+		cases := []struct {
+			componentType                v1alpha1.ComponentType
+			startup, liveness, readiness *corev1.Probe
+		}{
+			{v1alpha1.ComponentTypeWorker, httpProbe("/live", "system", 0, 10, 5, 720),
+				httpProbe("/live", "system", 0, 5, 4, 1), httpProbe("/health", "system", 0, 10, 4, 3)},
+			{v1alpha1.ComponentTypeDecode, httpProbe("/live", "system", 0, 10, 5, 720),
+				httpProbe("/live", "system", 0, 5, 4, 1), httpProbe("/health", "system", 0, 10, 4, 3)},
+			{v1alpha1.ComponentTypePlanner, httpProbe("/live", "system", 0, 10, 5, 720),
+				httpProbe("/live", "system", 0, 5, 4, 1), httpProbe("/health", "system", 0, 10, 4, 3)},
+			{v1alpha1.ComponentTypeFrontend, nil,
+				httpProbe("/live", "http", 15, 10, 1, 3), httpProbe("/health", "http", 10, 10, 3, 3)},
+			{"main", nil, nil, nil},
+			{v1alpha1.ComponentTypeDefault, nil, nil, nil},
+		}
+		for _, tc := range cases {
+			_, main := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+				d.Spec.ComponentType = tc.componentType
+			}), nil, Options{})
+			for _, p := range []struct {
+				name      string
+				got, want *corev1.Probe
+			}{{"startup", main.StartupProbe, tc.startup}, {"liveness", main.LivenessProbe, tc.liveness}, {"readiness", main.ReadinessProbe, tc.readiness}} {
+				if diff := cmp.Diff(p.want, p.got); diff != "" {
+					t.Errorf("%s %s probe (-want +got):\n%s", tc.componentType, p.name, diff)
+				}
+			}
+		}
 	})
-	_, main := mustDeploy(t, dcd, nil, Options{})
-	if !reflect.DeepEqual(main.LivenessProbe, live) || !reflect.DeepEqual(main.ReadinessProbe, ready) {
-		t.Errorf("probes %+v / %+v", main.LivenessProbe, main.ReadinessProbe)
-	}
-	_, main = mustDeploy(t, newDCD(), nil, Options{})
-	if main.LivenessProbe != nil || main.ReadinessProbe != nil {
-		t.Error("probes set without a spec")
-	}
+
+	t.Run("a user's probe with a handler replaces the default", func(t *testing.T) {
+		_, main := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+			d.Spec.LivenessProbe, d.Spec.ReadinessProbe = live, ready
+		}), nil, Options{})
+		if diff := cmp.Diff(live, main.LivenessProbe); diff != "" {
+			t.Errorf("liveness (-want +got):\n%s", diff)
+		}
+		// An exec readiness probe must not keep the default's httpGet.
+		if diff := cmp.Diff(ready, main.ReadinessProbe); diff != "" {
+			t.Errorf("readiness (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("a user's partial probe is laid over the default", func(t *testing.T) {
+		// As a real Dynamo example writes it: only the initial delay.
+		_, main := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+			d.Spec.ExtraPodSpec.MainContainer.StartupProbe = &corev1.Probe{InitialDelaySeconds: 180}
+			d.Spec.ReadinessProbe = &corev1.Probe{PeriodSeconds: 30}
+			d.Spec.ExtraPodSpec.MainContainer.ReadinessProbe = &corev1.Probe{TimeoutSeconds: 9}
+		}), nil, Options{})
+		want := httpProbe("/live", "system", 180, 10, 5, 720)
+		if diff := cmp.Diff(want, main.StartupProbe); diff != "" {
+			t.Errorf("startup (-want +got):\n%s", diff)
+		}
+		// default < service < mainContainer.
+		want = httpProbe("/health", "system", 0, 30, 9, 3)
+		if diff := cmp.Diff(want, main.ReadinessProbe); diff != "" {
+			t.Errorf("readiness (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("a partial probe without a default is refused by name", func(t *testing.T) {
+		_, err := Deployment(newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+			d.Spec.ComponentType = "main"
+			d.Spec.ExtraPodSpec.MainContainer.StartupProbe = &corev1.Probe{InitialDelaySeconds: 180}
+			d.Spec.LivenessProbe = &corev1.Probe{PeriodSeconds: 3}
+		}), nil, Options{})
+		wantFieldError(t, err, "spec.extraPodSpec.mainContainer.startupProbe", `componentType "main" has no default startupProbe`)
+		wantFieldError(t, err, "spec.livenessProbe", "without a handler")
+	})
 }
 
 func TestDeploymentStorage(t *testing.T) {
@@ -587,10 +666,10 @@ func TestDeploymentExtraPodSpecMerge(t *testing.T) {
 		t.Errorf("claims %+v, want %+v", main.Resources.Claims, want)
 	}
 	// Generated parts the user did not touch remain.
-	if v, _ := envValue(main.Env, "DYN_COMPONENT"); v != "Worker" {
+	if v, _ := envValue(main.Env, "DYN_COMPONENT"); v != "worker" {
 		t.Errorf("runtime env lost in the merge: %v", main.Env)
 	}
-	if len(main.Ports) != 1 || main.Ports[0].Name != SystemPortName {
+	if len(main.Ports) != 2 || main.Ports[0].Name != SystemPortName || main.Ports[1].Name != NixlPortName {
 		t.Errorf("ports %+v", main.Ports)
 	}
 }
@@ -603,8 +682,12 @@ func TestDeploymentExtraPodSpecKeepsGeneratedLists(t *testing.T) {
 		d.Spec.ExtraPodSpec.MainContainer = &corev1.Container{Image: testImage}
 	})
 	pod, main := mustDeploy(t, dcd, nil, Options{})
-	if len(pod.Containers) != 1 || len(pod.Volumes) != 1 || len(main.Ports) != 1 || len(main.VolumeMounts) != 1 || len(main.Env) == 0 {
+	if len(pod.Containers) != 1 || len(pod.Volumes) != 1 || len(main.Ports) != 2 || len(main.VolumeMounts) != 1 || len(main.Env) == 0 {
 		t.Errorf("generated lists lost: %+v", pod)
+	}
+	// The user's scalar wins over the runtime's default.
+	if *pod.TerminationGracePeriodSeconds != 30 {
+		t.Errorf("terminationGracePeriodSeconds %d, want the user's 30", *pod.TerminationGracePeriodSeconds)
 	}
 }
 

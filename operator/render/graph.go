@@ -1,6 +1,9 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"sort"
 	"strings"
 
@@ -38,6 +41,7 @@ func Components(dgd *v1alpha1.DynamoGraphDeployment) ([]*v1alpha1.DynamoComponen
 	labels := propagated(dgd.Labels, dgd.Spec.Labels)
 	annotations := propagated(dgd.Annotations, dgd.Spec.Annotations)
 
+	workerHash := WorkerHash(dgd)
 	out := make([]*v1alpha1.DynamoComponentDeployment, 0, len(dgd.Spec.Services))
 	serviceOf := map[string]string{} // component name -> service key
 	for _, serviceName := range sortedKeys(dgd.Spec.Services) {
@@ -84,6 +88,9 @@ func Components(dgd *v1alpha1.DynamoGraphDeployment) ([]*v1alpha1.DynamoComponen
 			LabelComponent: name,
 			LabelManagedBy: ManagedByValue,
 		})
+		if isWorker(spec.ComponentType) {
+			dcdLabels[LabelWorkerHash] = workerHash
+		}
 		out = append(out, &v1alpha1.DynamoComponentDeployment{
 			TypeMeta: metav1.TypeMeta{
 				APIVersion: v1alpha1.GroupVersion.String(),
@@ -107,6 +114,44 @@ func Components(dgd *v1alpha1.DynamoGraphDeployment) ([]*v1alpha1.DynamoComponen
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// WorkerHash is a digest of everything that shapes the pods of a graph's
+// workers (worker, prefill and decode services): their specs without the
+// replica count, the graph's envs and backend. Workers register in the
+// runtime namespace DYN_NAMESPACE plus this suffix, and the frontend finds
+// every namespace with the prefix; so during a rollout new prefill workers
+// pair only with new decode workers, and old with old. A change to one
+// worker therefore rolls every worker of the graph, as in Dynamo's operator
+// (whose hash is computed differently: the value differs, the role does not).
+// Scaling does not change it. Empty when the graph has no worker.
+func WorkerHash(dgd *v1alpha1.DynamoGraphDeployment) string {
+	type input struct {
+		Backend v1alpha1.BackendFramework                                `json:"backend,omitempty"`
+		Envs    []corev1.EnvVar                                          `json:"envs,omitempty"`
+		Workers map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec `json:"workers"`
+	}
+	in := input{Backend: dgd.Spec.BackendFramework, Envs: dgd.Spec.Envs,
+		Workers: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{}}
+	for name, s := range dgd.Spec.Services {
+		if s == nil || !isWorker(s.ComponentType) {
+			continue
+		}
+		w := s.DeepCopy()
+		// Neither scaling nor what lives outside the pods rolls workers.
+		w.Replicas, w.Autoscaling, w.Ingress, w.ModelRef = nil, nil, nil, nil
+		in.Workers[name] = w
+	}
+	if len(in.Workers) == 0 {
+		return ""
+	}
+	// encoding/json sorts map keys, so equal specs hash equally.
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])[:8]
 }
 
 // MergeEnv returns base with each variable of the overrides, in order,

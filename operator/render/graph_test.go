@@ -82,6 +82,9 @@ func TestComponents(t *testing.T) {
 			LabelGraphName: "g", LabelComponent: dcd.Name, LabelManagedBy: ManagedByValue,
 			"team": "spec", "from-meta": "yes",
 		}
+		if dcd.Spec.ComponentType == v1alpha1.ComponentTypeWorker {
+			wantLabels[LabelWorkerHash] = WorkerHash(dgd)
+		}
 		if !reflect.DeepEqual(dcd.Labels, wantLabels) {
 			t.Errorf("%s: labels %v, want %v", dcd.Name, dcd.Labels, wantLabels)
 		}

@@ -1,7 +1,3 @@
-// Package render turns the operator's API objects into the Kubernetes
-// objects it applies. Every function is pure: no client, no I/O, and the same
-// input always renders byte-identical JSON, so the applier can tell from a
-// hash whether anything changed.
 package render
 
 import (
@@ -59,6 +55,7 @@ var operatorKeys = map[string]bool{
 	LabelBaseModelHash:        true,
 	LabelManagedBy:            true,
 	LabelPVCRetained:          true,
+	LabelWorkerHash:           true,
 	lastAppliedHashAnnotation: true,
 }
 

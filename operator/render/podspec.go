@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -54,18 +55,29 @@ func serviceName(dcd *v1alpha1.DynamoComponentDeployment) string {
 }
 
 // runtimeEnv is the environment the Dynamo runtime of every container of the
-// component reads; users' envs come after it and win.
+// component reads, sorted by name as Dynamo's operator renders it; users'
+// envs come after it and win.
 func runtimeEnv(dcd *v1alpha1.DynamoComponentDeployment, o Options) []corev1.EnvVar {
 	graph := graphName(dcd)
-	dynamoNamespace := dcd.Namespace + "-" + graph
-	if ns := dcd.Spec.DynamoNamespace; ns != nil && *ns != "" {
-		dynamoNamespace = *ns
-	}
+	dynNamespace := dynamoNamespace(dcd)
 	env := []corev1.EnvVar{
-		{Name: "DYN_NAMESPACE", Value: dynamoNamespace},
-		{Name: "DYN_COMPONENT", Value: serviceName(dcd)},
+		{Name: "DYN_NAMESPACE", Value: dynNamespace},
 		{Name: "DYN_SYSTEM_ENABLED", Value: "true"},
 		{Name: "DYN_SYSTEM_PORT", Value: strconv.Itoa(SystemPort)},
+		{Name: "DYN_PARENT_DGD_K8S_NAME", Value: graph},
+		{Name: "DYN_PARENT_DGD_K8S_NAMESPACE", Value: dcd.Namespace},
+		// The runtime names its discovery records and metrics after its pod.
+		fieldEnv("POD_NAME", "metadata.name"),
+		fieldEnv("POD_NAMESPACE", "metadata.namespace"),
+		fieldEnv("POD_UID", "metadata.uid"),
+	}
+	// DYN_COMPONENT is the component type, as upstream renders it; the
+	// service's own name is in the pod's labels.
+	if t := dcd.Spec.ComponentType; t != "" {
+		env = append(env, corev1.EnvVar{Name: "DYN_COMPONENT", Value: string(t)})
+	}
+	if discoveryBackend(dcd) == DiscoveryKubernetes {
+		env = append(env, corev1.EnvVar{Name: "DYN_DISCOVERY_BACKEND", Value: DiscoveryKubernetes})
 	}
 	if o.NATSAddr != "" {
 		env = append(env, corev1.EnvVar{Name: "NATS_SERVER", Value: o.NATSAddr})
@@ -73,14 +85,23 @@ func runtimeEnv(dcd *v1alpha1.DynamoComponentDeployment, o Options) []corev1.Env
 	if o.EtcdAddr != "" {
 		env = append(env, corev1.EnvVar{Name: "ETCD_ENDPOINTS", Value: o.EtcdAddr})
 	}
-	env = append(env,
-		corev1.EnvVar{Name: "DYN_PARENT_DGD_K8S_NAME", Value: graph},
-		corev1.EnvVar{Name: "DYN_PARENT_DGD_K8S_NAMESPACE", Value: dcd.Namespace},
-	)
 	if n := nodeCount(dcd); n > 1 {
 		env = append(env, corev1.EnvVar{Name: "DYN_MULTINODE_NODE_COUNT", Value: strconv.Itoa(int(n))})
 	}
+	if c := contractOf(dcd.Spec.ComponentType); c.env != nil {
+		env = append(env, c.env(contractContext{
+			dynamoNamespace: dynNamespace,
+			workerHash:      dcd.Labels[LabelWorkerHash],
+		})...)
+	}
+	slices.SortStableFunc(env, func(a, b corev1.EnvVar) int { return strings.Compare(a.Name, b.Name) })
 	return env
+}
+
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path},
+	}}
 }
 
 // nodeCount is the number of nodes one instance of the component spans.
@@ -91,14 +112,17 @@ func nodeCount(dcd *v1alpha1.DynamoComponentDeployment) int32 {
 	return 1
 }
 
-// containerPorts are the ports of the main container: the runtime's system
-// port everywhere, and the OpenAI HTTP port first on a frontend.
+// containerPorts are the ports of the main container: the OpenAI HTTP port
+// first on a frontend, the runtime's system port everywhere, then those of
+// the component type's contract (nixl on workers, metrics on the planner).
 func containerPorts(componentType v1alpha1.ComponentType) []corev1.ContainerPort {
-	system := corev1.ContainerPort{Name: SystemPortName, ContainerPort: SystemPort, Protocol: corev1.ProtocolTCP}
-	if componentType == v1alpha1.ComponentTypeFrontend {
-		return []corev1.ContainerPort{httpContainerPort(), system}
+	c := contractOf(componentType)
+	var ports []corev1.ContainerPort
+	if c.httpPort {
+		ports = append(ports, httpContainerPort())
 	}
-	return []corev1.ContainerPort{system}
+	ports = append(ports, corev1.ContainerPort{Name: SystemPortName, ContainerPort: SystemPort, Protocol: corev1.ProtocolTCP})
+	return append(ports, c.ports...)
 }
 
 func httpContainerPort() corev1.ContainerPort {
@@ -306,7 +330,9 @@ func sidecarContainer(s *v1alpha1.FrontendSidecar, env []corev1.EnvVar) corev1.C
 // strategic merge would do it wrongly: env (it merges an entry's fields, so a
 // user's valueFrom would sit next to a generated value, and the order would
 // depend on the patch), envFrom and resources.claims (no merge key: the
-// user's list would drop the generated entries).
+// user's list would drop the generated entries). So are the probes (see
+// overlayProbe): the strategic merge would put a user's exec next to the
+// default httpGet, a probe with two handlers.
 func mergeExtraPodSpec(pod corev1.PodSpec, extra *v1alpha1.ExtraPodSpec, path *field.Path) (corev1.PodSpec, *field.Error) {
 	if extra == nil || (extra.PodSpec == nil && extra.MainContainer == nil) {
 		return pod, nil
@@ -322,7 +348,11 @@ func mergeExtraPodSpec(pod corev1.PodSpec, extra *v1alpha1.ExtraPodSpec, path *f
 			main.Env = MergeEnv(main.Env, user.Env)
 			main.EnvFrom = appendEnvFrom(main.EnvFrom, user.EnvFrom)
 			main.Resources.Claims = mergeClaims(main.Resources.Claims, user.Resources.Claims)
+			main.StartupProbe = overlayProbe(main.StartupProbe, user.StartupProbe)
+			main.LivenessProbe = overlayProbe(main.LivenessProbe, user.LivenessProbe)
+			main.ReadinessProbe = overlayProbe(main.ReadinessProbe, user.ReadinessProbe)
 			user.Env, user.EnvFrom, user.Resources.Claims = nil, nil, nil
+			user.StartupProbe, user.LivenessProbe, user.ReadinessProbe = nil, nil, nil
 		}
 		patch.Containers = append(patch.Containers, *user)
 	}
@@ -422,6 +452,36 @@ func dropNulls(v any) {
 			dropNulls(e)
 		}
 	}
+}
+
+// overlayProbe lays a user's probe over a default one. A user's probe with a
+// handler (httpGet, tcpSocket, exec, grpc) replaces the default whole; one
+// without, such as only `initialDelaySeconds: 180` as Dynamo's examples
+// write, adjusts the default's timings and keeps its handler. The fields the
+// user set (non-zero) win.
+func overlayProbe(base, user *corev1.Probe) *corev1.Probe {
+	switch {
+	case user == nil:
+		return base
+	case base == nil || hasHandler(user):
+		return user.DeepCopy()
+	}
+	out := base.DeepCopy()
+	// A probe's JSON omits its zero fields, so unmarshalling the user's
+	// probe over the default sets exactly the fields the user set.
+	raw, err := json.Marshal(user)
+	if err == nil {
+		err = json.Unmarshal(raw, out)
+	}
+	if err != nil {
+		return user.DeepCopy()
+	}
+	return out
+}
+
+func hasHandler(p *corev1.Probe) bool {
+	h := p.ProbeHandler
+	return h.Exec != nil || h.HTTPGet != nil || h.TCPSocket != nil || h.GRPC != nil
 }
 
 func findContainer(containers []corev1.Container, name string) *corev1.Container {

@@ -149,33 +149,24 @@ func TestRuntimeEnv(t *testing.T) {
 		o      Options
 		want   []corev1.EnvVar
 		absent []string
+		// complete: want is the whole env, in order.
+		complete bool
 	}{
 		{
 			name: "in a graph, with NATS and etcd",
 			dcd:  newDCD(),
 			o:    Options{NATSAddr: "nats://nats:4222", EtcdAddr: "http://etcd:2379"},
-			want: []corev1.EnvVar{
-				{Name: "DYN_NAMESPACE", Value: "ns-g"},
-				{Name: "DYN_COMPONENT", Value: "Worker"},
-				{Name: "DYN_SYSTEM_ENABLED", Value: "true"},
-				{Name: "DYN_SYSTEM_PORT", Value: "9090"},
-				{Name: "NATS_SERVER", Value: "nats://nats:4222"},
-				{Name: "ETCD_ENDPOINTS", Value: "http://etcd:2379"},
-				{Name: "DYN_PARENT_DGD_K8S_NAME", Value: "g"},
-				{Name: "DYN_PARENT_DGD_K8S_NAMESPACE", Value: "ns"},
-			},
+			want: workerEnv(
+				corev1.EnvVar{Name: "ETCD_ENDPOINTS", Value: "http://etcd:2379"},
+				corev1.EnvVar{Name: "NATS_SERVER", Value: "nats://nats:4222"},
+			),
+			complete: true,
 		},
 		{
-			name: "without NATS and etcd, those are not set",
-			dcd:  newDCD(),
-			want: []corev1.EnvVar{
-				{Name: "DYN_NAMESPACE", Value: "ns-g"},
-				{Name: "DYN_COMPONENT", Value: "Worker"},
-				{Name: "DYN_SYSTEM_ENABLED", Value: "true"},
-				{Name: "DYN_SYSTEM_PORT", Value: "9090"},
-				{Name: "DYN_PARENT_DGD_K8S_NAME", Value: "g"},
-				{Name: "DYN_PARENT_DGD_K8S_NAMESPACE", Value: "ns"},
-			},
+			name:     "without NATS and etcd, those are not set",
+			dcd:      newDCD(),
+			want:     workerEnv(),
+			complete: true,
 		},
 		{
 			name: "dynamoNamespace set",
@@ -194,9 +185,36 @@ func TestRuntimeEnv(t *testing.T) {
 			}),
 			want: []corev1.EnvVar{
 				{Name: "DYN_NAMESPACE", Value: "ns-solo"},
-				{Name: "DYN_COMPONENT", Value: "solo"},
+				{Name: "DYN_COMPONENT", Value: "worker"},
 				{Name: "DYN_PARENT_DGD_K8S_NAME", Value: "solo"},
 			},
+		},
+		{
+			name: "etcd discovery, chosen by annotation, drops the kubernetes backend",
+			dcd: newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+				d.Annotations = map[string]string{AnnotationDiscoveryBackend: "etcd"}
+			}),
+			absent: []string{"DYN_DISCOVERY_BACKEND"},
+		},
+		{
+			name:   "a generic component has neither DYN_COMPONENT without a type nor worker env",
+			dcd:    newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.ComponentType = "" }),
+			want:   []corev1.EnvVar{{Name: "DYN_DISCOVERY_BACKEND", Value: "kubernetes"}},
+			absent: []string{"DYN_COMPONENT", "NIXL_TELEMETRY_ENABLE", "DYN_NAMESPACE_PREFIX"},
+		},
+		{
+			name: "a frontend finds workers by namespace prefix",
+			dcd:  newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.ComponentType = v1alpha1.ComponentTypeFrontend }),
+			want: []corev1.EnvVar{
+				{Name: "DYN_NAMESPACE_PREFIX", Value: "ns-g"}, {Name: "DYN_HTTP_PORT", Value: "8000"},
+				{Name: "DYNAMO_PORT", Value: "8000"}, {Name: "DYN_COMPONENT", Value: "frontend"},
+			},
+			absent: []string{"NIXL_TELEMETRY_ENABLE", "DYN_NAMESPACE_WORKER_SUFFIX"},
+		},
+		{
+			name: "a worker registers under the graph's worker hash",
+			dcd:  newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Labels[LabelWorkerHash] = "0c5b225e" }),
+			want: []corev1.EnvVar{{Name: "DYN_NAMESPACE_WORKER_SUFFIX", Value: "0c5b225e"}},
 		},
 		{
 			name: "multinode",
@@ -214,7 +232,7 @@ func TestRuntimeEnv(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := runtimeEnv(tc.dcd, tc.o)
-			if len(tc.want) == len(got) && !reflect.DeepEqual(got, tc.want) {
+			if tc.complete && !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("env %v, want %v", got, tc.want)
 			}
 			for _, w := range tc.want {
@@ -471,4 +489,29 @@ func TestGeneratedFirst(t *testing.T) {
 			t.Errorf("generatedFirst(%v, %v) = %v, want %v", tc.merged, tc.generated, got, tc.want)
 		}
 	}
+}
+
+// workerEnv is the whole runtime env of newDCD's worker, sorted by name, with
+// extra variables (which must sort between DYN_SYSTEM_USE... and NIXL_...).
+func workerEnv(extra ...corev1.EnvVar) []corev1.EnvVar {
+	env := []corev1.EnvVar{
+		{Name: "DYN_COMPONENT", Value: "worker"},
+		{Name: "DYN_DISCOVERY_BACKEND", Value: "kubernetes"},
+		{Name: "DYN_HEALTH_CHECK_ENABLED", Value: "false"},
+		{Name: "DYN_NAMESPACE", Value: "ns-g"},
+		{Name: "DYN_PARENT_DGD_K8S_NAME", Value: "g"},
+		{Name: "DYN_PARENT_DGD_K8S_NAMESPACE", Value: "ns"},
+		{Name: "DYN_SYSTEM_ENABLED", Value: "true"},
+		{Name: "DYN_SYSTEM_PORT", Value: "9090"},
+		{Name: "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS", Value: `["generate"]`},
+	}
+	env = append(env, extra...)
+	return append(env,
+		corev1.EnvVar{Name: "NIXL_TELEMETRY_ENABLE", Value: "n"},
+		corev1.EnvVar{Name: "NIXL_TELEMETRY_EXPORTER", Value: "prometheus"},
+		corev1.EnvVar{Name: "NIXL_TELEMETRY_PROMETHEUS_PORT", Value: "19090"},
+		fieldEnv("POD_NAME", "metadata.name"),
+		fieldEnv("POD_NAMESPACE", "metadata.namespace"),
+		fieldEnv("POD_UID", "metadata.uid"),
+	)
 }

@@ -8,6 +8,13 @@
 //   - Descriptions copied from embedded Kubernetes types (PodSpec, Container,
 //     Probe, EnvVar...) triple the CRDs' size; `kubectl explain pod.spec`
 //     documents them already. Descriptions of our own fields are kept.
+//   - Every optional field of a spec is nullable. Users' manifests (and the
+//     tools that template them) write optional fields as null
+//     (`subComponentType: null`, `extraPodSpec.containers: null`). A plain
+//     create drops such nulls, but server-side apply (Flux, `kubectl apply
+//     --server-side`) refuses a null for a field whose schema is not
+//     nullable, so the same manifest would work one way and not the other.
+//     Markers cannot reach the fields of embedded Kubernetes types, hence here.
 //
 // Usage: crdfix FILE...  (rewrites each file in place)
 package main
@@ -66,6 +73,10 @@ func fixFile(path string) error {
 	for i := range crd.Spec.Versions {
 		if s := crd.Spec.Versions[i].Schema; s != nil && s.OpenAPIV3Schema != nil {
 			walk(s.OpenAPIV3Schema, false)
+			if spec, ok := s.OpenAPIV3Schema.Properties["spec"]; ok {
+				nullableOptional(&spec)
+				s.OpenAPIV3Schema.Properties["spec"] = spec
+			}
 		}
 	}
 	out, err := yaml.Marshal(&crd)
@@ -94,6 +105,31 @@ func walk(s *apiextensionsv1.JSONSchemaProps, inForeign bool) {
 	}
 	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
 		walk(s.AdditionalProperties.Schema, inForeign)
+	}
+}
+
+// nullableOptional marks every property below s that is not required as
+// nullable. Required properties stay non-nullable: null would not satisfy
+// the rule they state. Properties with a default stay as they are too: the
+// API server does not default a null on a nullable field, and list-map keys
+// (a container port's protocol) must keep their default.
+func nullableOptional(s *apiextensionsv1.JSONSchemaProps) {
+	required := map[string]bool{}
+	for _, r := range s.Required {
+		required[r] = true
+	}
+	for name, prop := range s.Properties {
+		if !required[name] && prop.Default == nil {
+			prop.Nullable = true
+		}
+		nullableOptional(&prop)
+		s.Properties[name] = prop
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		nullableOptional(s.Items.Schema)
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		nullableOptional(s.AdditionalProperties.Schema)
 	}
 }
 

@@ -44,3 +44,42 @@ func TestWalkRelaxesMergedFieldsAndDropsForeignDescriptions(t *testing.T) {
 		t.Errorf("extraPodSpec.containers[].name must stay required, got %v", got)
 	}
 }
+
+func TestNullableOptionalMarksOnlyOptionalFieldsWithoutDefault(t *testing.T) {
+	spec := apiextensionsv1.JSONSchemaProps{
+		Required: []string{"services"},
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"services": {AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Schema: &apiextensionsv1.JSONSchemaProps{
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					"subComponentType": {Type: "string"},
+					"extraPodSpec": {Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"containers": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+							Required: []string{"name"},
+							Properties: map[string]apiextensionsv1.JSONSchemaProps{
+								"name":     {Type: "string"},
+								"protocol": {Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`"TCP"`)}},
+							},
+						}}},
+					}},
+				},
+			}}},
+		},
+	}
+	nullableOptional(&spec)
+
+	if spec.Properties["services"].Nullable {
+		t.Errorf("a required field must not become nullable")
+	}
+	svc := spec.Properties["services"].AdditionalProperties.Schema
+	if !svc.Properties["subComponentType"].Nullable || !svc.Properties["extraPodSpec"].Nullable {
+		t.Errorf("optional fields of a service must be nullable: %+v", svc.Properties)
+	}
+	containers := svc.Properties["extraPodSpec"].Properties["containers"]
+	if !containers.Nullable {
+		t.Errorf("extraPodSpec.containers must be nullable")
+	}
+	item := containers.Items.Schema
+	if item.Properties["name"].Nullable || item.Properties["protocol"].Nullable {
+		t.Errorf("required fields and fields with a default must stay non-nullable: %+v", item.Properties)
+	}
+}

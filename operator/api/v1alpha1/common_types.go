@@ -6,8 +6,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// ComponentType is the role a service plays in an inference graph.
-// +kubebuilder:validation:Enum=frontend;worker;prefill;decode;planner;epp;default
+// ComponentType is the role a service plays in an inference graph. It is a
+// free-form string, as in Dynamo's own CRD: the values below get the pod
+// contract of Dynamo's runtime for that role, and any other value (such as
+// `main`, which Dynamo's planner tests and recipes use) is accepted and
+// rendered as a generic component.
 type ComponentType string
 
 const (
@@ -19,6 +22,13 @@ const (
 	ComponentTypeEPP      ComponentType = "epp"
 	ComponentTypeDefault  ComponentType = "default"
 )
+
+// ComponentTypes are the component types Dynamo gives a meaning; any other
+// value is accepted and runs as a generic component.
+var ComponentTypes = []ComponentType{
+	ComponentTypeFrontend, ComponentTypeWorker, ComponentTypePrefill, ComponentTypeDecode,
+	ComponentTypePlanner, ComponentTypeEPP, ComponentTypeDefault,
+}
 
 // BackendFramework is the inference engine a graph runs.
 // +kubebuilder:validation:Enum=sglang;vllm;trtllm

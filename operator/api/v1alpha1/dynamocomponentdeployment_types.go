@@ -19,7 +19,9 @@ type DynamoComponentDeploymentSharedSpec struct {
 	// ServiceName is the logical name of the service in the graph.
 	// +optional
 	ServiceName string `json:"serviceName,omitempty"`
-	// ComponentType is the role of the service.
+	// ComponentType is the role of the service: frontend, worker, prefill,
+	// decode, planner, epp or default, or any other string for a generic
+	// component.
 	// +optional
 	ComponentType ComponentType `json:"componentType,omitempty"`
 	// SubComponentType refines the role, for example prefill or decode.

@@ -247,3 +247,16 @@ func TestUpdatesRatchetOldViolations(t *testing.T) {
 	errs, _ := ValidateGraphUpdate(old, cur)
 	wantErrs(t, errs, "spec.services.W.resources.limits.cpu")
 }
+
+func TestServiceGenericTypeWarns(t *testing.T) {
+	p := field.NewPath("spec", "services").Key("Main")
+	for _, known := range append(v1alpha1.ComponentTypes, "") {
+		if w := serviceGenericType(&v1alpha1.DynamoComponentDeploymentSharedSpec{ComponentType: known}, p); len(w) != 0 {
+			t.Errorf("componentType %q warns: %v", known, w)
+		}
+	}
+	w := serviceGenericType(&v1alpha1.DynamoComponentDeploymentSharedSpec{ComponentType: "main"}, p)
+	if len(w) != 1 || !strings.Contains(w[0], "spec.services[Main].componentType") || !strings.Contains(w[0], "generic component") {
+		t.Errorf("warnings %q", w)
+	}
+}

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -27,7 +28,19 @@ func serviceRules(spec *v1alpha1.DynamoComponentDeploymentSharedSpec, path *fiel
 	errs = append(errs, serviceSharedMemory(spec, path).WithOrigin(ReasonSharedMemory)...)
 	errs = append(errs, serviceMetadata(spec, path).WithOrigin(ReasonMetadata)...)
 	errs = append(errs, serviceReferences(spec, path).WithOrigin(ReasonReference)...)
-	return errs, serviceDeprecations(spec, path)
+	return errs, append(serviceDeprecations(spec, path), serviceGenericType(spec, path)...)
+}
+
+// serviceGenericType: a componentType Dynamo gives no meaning (such as main)
+// is accepted, as Dynamo's CRD accepts any string; the user is told it runs
+// as a generic component, without the default probes of the known types.
+func serviceGenericType(spec *v1alpha1.DynamoComponentDeploymentSharedSpec, path *field.Path) []string {
+	if spec.ComponentType == "" || slices.Contains(v1alpha1.ComponentTypes, spec.ComponentType) {
+		return nil
+	}
+	return []string{path.Child("componentType").String() + ": \"" + string(spec.ComponentType) +
+		"\" is not one of frontend, worker, prefill, decode, planner, epp, default: it runs as a generic component " +
+		"(the runtime's env and system port, no default probes)"}
 }
 
 // serviceResources: quantities must parse and GPU counts be whole numbers,

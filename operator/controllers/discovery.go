@@ -1,0 +1,68 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/dynamoctl/dynamo-operator/operator/apply"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
+)
+
+// discoveryKinds are the kinds of the per-graph objects Kubernetes-based
+// discovery needs (render.DiscoveryRBAC): cached by label like the other
+// children, and owned, so a deleted or edited one is put back.
+var discoveryKinds = []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}}
+
+// ownDiscoveryKinds makes the controller watch the discovery objects it owns.
+func ownDiscoveryKinds(b *builder.Builder) *builder.Builder {
+	for _, kind := range discoveryKinds {
+		b = b.Owns(kind)
+	}
+	return b
+}
+
+// applyDiscovery applies the discovery objects, controlled by owner (the
+// graph, or a component that stands alone). The ServiceAccount goes first:
+// pods that name a missing one are refused. Nothing to do for nil (etcd
+// discovery); objects of a graph that switched to etcd stay until the graph
+// goes, as they grant only reads in its namespace.
+func applyDiscovery(ctx context.Context, c client.Client, a *apply.Applier, owner client.Object,
+	d *render.DiscoveryRBAC, changes *changeSet) error {
+	if d == nil {
+		return nil
+	}
+	for _, child := range []struct{ desired, live client.Object }{
+		{d.ServiceAccount, &corev1.ServiceAccount{}},
+		{d.Role, &rbacv1.Role{}},
+		{d.RoleBinding, &rbacv1.RoleBinding{}},
+	} {
+		if err := controllerutil.SetControllerReference(owner, child.desired, c.Scheme()); err != nil {
+			return err
+		}
+		kind := child.desired.GetObjectKind().GroupVersionKind().Kind
+		current, err := getOptional(ctx, c, client.ObjectKeyFromObject(child.desired), child.live)
+		if err != nil {
+			return err
+		}
+		outcome, err := a.Apply(ctx, child.desired, asObject(current))
+		if err != nil {
+			return fmt.Errorf("applying %s %s: %w", kind, child.desired.GetName(), err)
+		}
+		switch {
+		case outcome == apply.Assumed:
+			changes.assumed = true
+		case outcome == apply.Unchanged:
+		case asObject(current) == nil:
+			changes.created = append(changes.created, kind+"/"+child.desired.GetName())
+		default:
+			changes.updated = append(changes.updated, kind+"/"+child.desired.GetName())
+		}
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+// Package render turns the operator's API objects into the Kubernetes
+// objects it applies. Every function is pure: no client, no I/O, and the same
+// input always renders byte-identical JSON, so the applier can tell from a
+// hash whether anything changed.
+//
+// # The runtime's pod contract
+//
+// A component's pod is its service spec laid over the pod contract of
+// Dynamo's runtime for its componentType (contract.go, one table): the env
+// its processes read, its ports, and default startup, liveness and readiness
+// probes, so that a pod is Ready only when the runtime says it can serve.
+// The values are those Dynamo's own operator renders; TestMigrationChildren
+// compares our rendering with what it rendered for six compat graphs
+// (../shared/migration/children.yaml) field by field.
+//
+//	type                    ports                 probes (startup / liveness / readiness)
+//	frontend                http 8000, system     - / /live on http / /health on http
+//	worker, prefill, decode system, nixl 19090    /live 10s×720 (2 h) / /live 5s×1 / /health on system
+//	planner                 system, metrics 9085  as workers
+//	anything else           system                none (nothing says what it serves)
+//
+// A user's probe (the service's livenessProbe/readinessProbe, then
+// extraPodSpec.mainContainer's) with a handler replaces the default; one
+// without a handler, such as only `startupProbe.initialDelaySeconds: 180` as
+// Dynamo's examples write, is laid over the default; one without a handler
+// where there is no default is refused naming the field. Every pod gets a 60 s
+// grace period, fsGroup 1000 and, with Kubernetes discovery (the default;
+// annotation nvidia.com/dynamo-discovery-backend: etcd turns it off), the
+// graph's ServiceAccount <graph>-k8s-service-discovery, whose Role lets it
+// read pods, endpoints and EndpointSlices and write DynamoWorkerMetadata.
+//
+// # Differences from Dynamo's rendering we keep on purpose
+//
+// TestMigrationChildren fails on any difference not in this list (its
+// knownDifferences table says the same, per field path):
+//
+//	field                          Dynamo's                       ours                          why
+//	Deployment/DCD names           <graph>-<svc>-<worker hash>    <graph>-<svc>                 names stay stable across rollouts; the hash is in a label and the env
+//	selector                       nvidia.com/selector=<name>     nvidia.com/dynamo-component   a Deployment's selector is immutable; ours predates this work
+//	label dynamo-component         service name                   component name                it is our selector label
+//	worker hash value              its digest                     ours (8 hex)                  same role (workers pair only with workers of the same spec), other input encoding
+//	rollingUpdate                  25% / 25%                      maxUnavailable 0; maxSurge 1 for GPU pods, 25% others
+//	                                                                                            never fewer serving workers than desired; one spare instance of GPUs at a time
+//	requests[nvidia.com/gpu]       unset (the API server copies)  = the limit                   the same pods
+//	DYN_SYSTEM_ENABLED/PORT        workers only                   every component               the Service exposes 9090 on all (SPEC 2)
+//	system port on frontends       none                           9090                          as above
+//	planner ServiceAccount         planner-serviceaccount         the graph's discovery account upstream's chart creates that account; ours grants no scaling rights yet
+//	base-model hash label          on pods, Service dynamo-model-<hash>
+//	                                                              Service <component>-model selecting the component
+//	Deployment label dynamo-namespace
+//	                               on Deployment and pods         on pods only                  PodMonitors and discovery select pods
+//
+// Frontends get `python3 -m dynamo.frontend` when the user gives neither
+// command nor args, as upstream. Epp components render as generic ones
+// (upstream's EPP defaults are not implemented).
+//
+// Golden files: TestGolden renders every graph of ../shared/compat and
+// compares the objects whole with testdata/<manifest>.golden.yaml; `make
+// golden` rewrites them. A change there changes every existing workload's pod
+// template, so every workload rolls when the operator is upgraded.
+package render

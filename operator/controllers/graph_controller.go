@@ -180,6 +180,7 @@ func (r *GraphReconciler) takeExistingNames(ctx context.Context, dgd *v1alpha1.D
 	for _, dcd := range desired {
 		if name, ok := existing[dcd.Spec.ServiceName]; ok && name != dcd.Name {
 			dcd.Name = name
+			dcd.Labels[render.LabelComponent] = name
 		}
 	}
 	return nil

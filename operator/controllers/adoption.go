@@ -148,3 +148,17 @@ func equalSelector(a, b *metav1.LabelSelector) bool {
 	}
 	return maps.Equal(a.MatchLabels, b.MatchLabels) && len(a.MatchExpressions) == 0 && len(b.MatchExpressions) == 0
 }
+
+// foreignWorkloadKind returns the kind of the workload another operator
+// reports running the component, when it is one this operator cannot adopt
+// in place (Dynamo's LeaderWorkerSet or Grove PodClique for multinode
+// services); "" when there is none or it is a Deployment. A component whose
+// content this operator rendered is never foreign.
+func foreignWorkloadKind(dcd *v1alpha1.DynamoComponentDeployment) v1alpha1.ComponentKind {
+	s := dcd.Status.Service
+	if s == nil || s.ComponentKind == "" || s.ComponentKind == v1alpha1.ComponentKindDeployment ||
+		dcd.Annotations[AnnotationRenderer] != "" {
+		return ""
+	}
+	return s.ComponentKind
+}

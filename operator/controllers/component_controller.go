@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -81,6 +82,13 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	graphPVCs, err := r.graphPVCs(ctx, dcd)
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if kind := foreignWorkloadKind(dcd); kind != "" {
+		// Rendering a Deployment beside another operator's workload would
+		// run the service twice on the same GPUs.
+		return reconcile.Result{}, r.failWith(ctx, dcd, ReasonNotAdoptable, fmt.Errorf(
+			"its %s %s was created by another operator and cannot be adopted in place; see docs/migration.md",
+			kind, dcd.Status.Service.ComponentName))
 	}
 	deploy, err := render.Deployment(dcd, graphPVCs, r.Render)
 	if err != nil {
@@ -228,10 +236,16 @@ func (r *ComponentReconciler) applyOrDelete(ctx context.Context, dcd *v1alpha1.D
 
 // fail records a spec the user must fix; see GraphReconciler.fail.
 func (r *ComponentReconciler) fail(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment, cause error) error {
+	return r.failWith(ctx, dcd, ReasonInvalidSpec, cause)
+}
+
+// failWith is fail with the condition's reason.
+func (r *ComponentReconciler) failWith(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment, reason string, cause error) error {
 	var changed bool
 	_, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
 		before := c.Status.DeepCopy()
 		c.Status = invalidComponentStatus(c, cause, metav1.NewTime(r.Clock.Now()))
+		meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAvailable).Reason = reason
 		changed = !conditionsEqual(before.Conditions, c.Status.Conditions)
 	})
 	if changed {

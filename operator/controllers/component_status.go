@@ -19,6 +19,9 @@ const (
 	ReasonAvailable         = "Available"
 	ReasonRolloutInProgress = "RolloutInProgress"
 	ReasonInvalidSpec       = "InvalidSpec"
+	// ReasonNotAdoptable: another operator runs the component with a
+	// workload this operator cannot take over in place.
+	ReasonNotAdoptable = "NotAdoptable"
 )
 
 // componentStatus computes a DCD's status from its Deployment as the API

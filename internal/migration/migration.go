@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -72,6 +74,9 @@ func ReadCRDs(file string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 		if err := yaml.UnmarshalStrict(raw, crd); err != nil {
 			return fmt.Errorf("%s: %w", file, err)
 		}
+		if crd.Kind == "" { // a document of comments only
+			return nil
+		}
 		out = append(out, crd)
 		return nil
 	})
@@ -82,9 +87,22 @@ func ReadCRDs(file string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 func readObjects(file string) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	err := eachDocument(file, func(raw []byte) error {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(raw, &u.Object); err != nil {
+		// YAML 1.2, as the files were written: an env value `n` is the
+		// string "n", not YAML 1.1's false.
+		var m map[string]any
+		if err := yamlv3.Unmarshal(raw, &m); err != nil {
 			return fmt.Errorf("%s: %w", file, err)
+		}
+		asJSON, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(asJSON, &u.Object); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		if u.Object == nil || u.GetKind() == "" { // a document of comments only
+			return nil
 		}
 		if !u.IsList() {
 			out = append(out, u)

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
@@ -161,4 +163,21 @@ func foreignWorkloadKind(dcd *v1alpha1.DynamoComponentDeployment) v1alpha1.Compo
 		return ""
 	}
 	return s.ComponentKind
+}
+
+// DynamoFinalizer is the finalizer Dynamo's operator puts on graphs and
+// components. Its cleanup is owner references' work here, and with Dynamo's
+// operator gone nobody would remove it: a graph could never be deleted.
+const DynamoFinalizer = "nvidia.com/finalizer"
+
+// dropDynamoFinalizer removes DynamoFinalizer from obj, once, when it is
+// there; it reports whether it wrote.
+func dropDynamoFinalizer(ctx context.Context, c client.Client, obj client.Object) (bool, error) {
+	if !controllerutil.ContainsFinalizer(obj, DynamoFinalizer) {
+		return false, nil
+	}
+	before := obj.DeepCopyObject().(client.Object)
+	controllerutil.RemoveFinalizer(obj, DynamoFinalizer)
+	return true, c.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}),
+		client.FieldOwner(FieldOwner))
 }

@@ -75,6 +75,9 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	if err := r.Client.Get(ctx, req.NamespacedName, dcd); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if _, err := dropDynamoFinalizer(ctx, r.Client, dcd); err != nil {
+		return reconcile.Result{}, err
+	}
 	if !dcd.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}

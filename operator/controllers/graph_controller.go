@@ -74,6 +74,10 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	// The patch leaves dgd as stored: the reconcile goes on with it.
+	if _, err := dropDynamoFinalizer(ctx, r.Client, dgd); err != nil {
+		return reconcile.Result{}, err
+	}
 	if !dgd.DeletionTimestamp.IsZero() {
 		// Owner references let the garbage collector remove the components;
 		// created claims have none and stay, on purpose.

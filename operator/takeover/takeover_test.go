@@ -309,6 +309,19 @@ func graphsReady(t *testing.T, ns string) (ready bool, waiting string) {
 	return len(graphs.Items) > 0, ""
 }
 
+func waitReady(t *testing.T, ns string, timeout time.Duration, when string) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
+		ok, waiting := graphsReady(t, ns)
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every graph became Ready %s within %v: %s", when, timeout, waiting)
+		}
+	}
+}
+
 func startOperator(t *testing.T, args ...string) *testenv.Operator {
 	t.Helper()
 	op, err := env.NewOperator(args, app.Deps{})
@@ -357,15 +370,7 @@ func TestTakeOverRestartsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := startOperator(t)
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		ok, waiting := graphsReady(t, ns)
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not every graph became Ready under our operator: %s", waiting)
-		}
-	}
+	waitReady(t, ns, 60*time.Second, "under our operator")
 	if op.Writes() == 0 {
 		t.Fatal("the operator wrote nothing: the take-over was not exercised")
 	}
@@ -513,7 +518,7 @@ func TestNewRendererKeepsTemplatesUntilSpecChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := startOperator(t, "--operator-version=v1.0.0", "--natsAddr=nats://old:4222")
-	waitFor(t, 30*time.Second, "the graph is Ready under v1.0.0", func() bool { ok, _ := graphsReady(t, ns); return ok })
+	waitReady(t, ns, 30*time.Second, "under v1.0.0")
 	old.Stop()
 	before := workloads(t, ns)
 
@@ -523,7 +528,7 @@ func TestNewRendererKeepsTemplatesUntilSpecChanges(t *testing.T) {
 		d := &appsv1.Deployment{}
 		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "llm-frontend"}, d) == nil && ptr.Deref(d.Spec.Replicas, 0) == 3
 	})
-	waitFor(t, 30*time.Second, "the graph is Ready under v1.1.0", func() bool { ok, _ := graphsReady(t, ns); return ok })
+	waitReady(t, ns, 30*time.Second, "under v1.1.0")
 	for name, w := range workloads(t, ns) {
 		if diff := cmp.Diff(before[name].template, w.template); diff != "" {
 			t.Errorf("%s: the new version changed the pod template without a spec change (-before +after):\n%s", name, diff)
@@ -534,7 +539,7 @@ func TestNewRendererKeepsTemplatesUntilSpecChanges(t *testing.T) {
 	waitFor(t, 30*time.Second, "the worker is rendered anew after its spec changed", func() bool {
 		return natsOf(workloads(t, ns)["llm-worker"].template) == "nats://new:4222"
 	})
-	waitFor(t, 30*time.Second, "the graph is Ready after the rollout", func() bool { ok, _ := graphsReady(t, ns); return ok })
+	waitReady(t, ns, 30*time.Second, "after the worker's rollout")
 	if diff := cmp.Diff(before["llm-frontend"].template, workloads(t, ns)["llm-frontend"].template); diff != "" {
 		t.Errorf("the frontend's template changed with the worker's spec (-before +after):\n%s", diff)
 	}

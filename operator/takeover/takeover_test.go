@@ -399,6 +399,8 @@ func TestTakeOverRestartsNothing(t *testing.T) {
 	if len(after) != len(before) {
 		t.Errorf("%d Deployments after the take-over, %d before", len(after), len(before))
 	}
+	t.Logf("took over %d graphs and %d Deployments with %d writes; Deployments before %d, after %d",
+		count(created, "DynamoGraphDeployment"), len(before), op.Writes(), len(before), len(after))
 	var components v1alpha1.DynamoComponentDeploymentList
 	if err := env.Client.List(ctx, &components, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)

@@ -76,6 +76,9 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 		Render:  render.Options{NATSAddr: o.NATSAddr, EtcdAddr: o.EtcdAddr},
 		Clock:   d.Clock,
 		Gate:    gate,
+		// A new version keeps what an older one (or Dynamo's operator)
+		// rendered until a spec changes: see controllers/adoption.go.
+		Renderer: controllers.RendererID(o.OperatorVersion),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up controllers: %w", err)

@@ -7,10 +7,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -35,6 +38,13 @@ type ComponentReconciler struct {
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
 	Render   render.Options
+	// Reader reads from the API server what the cache does not hold:
+	// workloads and Services another operator made lack the label the
+	// cache selects on, and must be found before one is applied over them.
+	Reader client.Reader
+	// Renderer identifies this operator's rendering (RendererID); see
+	// adoption.go for what it decides.
+	Renderer string
 }
 
 // SetupWithManager registers the controller.
@@ -67,6 +77,9 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	if err := r.Client.Get(ctx, req.NamespacedName, dcd); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if _, err := dropDynamoFinalizer(ctx, r.Client, dcd); err != nil {
+		return reconcile.Result{}, err
+	}
 	if !dcd.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
@@ -75,25 +88,62 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if kind := foreignWorkloadKind(dcd); kind != "" {
+		// Rendering a Deployment beside another operator's workload would
+		// run the service twice on the same GPUs.
+		return reconcile.Result{}, r.failWith(ctx, dcd, ReasonNotAdoptable, fmt.Errorf(
+			"its %s %s was created by another operator and cannot be adopted in place; see docs/migration.md",
+			kind, dcd.Status.Service.ComponentName))
+	}
 	deploy, err := render.Deployment(dcd, graphPVCs, r.Render)
 	if err != nil {
 		return reconcile.Result{}, r.fail(ctx, dcd, err)
 	}
 
+	liveDeploy, err := lookup(ctx, r.Client, r.Reader, client.ObjectKeyFromObject(deploy), &appsv1.Deployment{})
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	input := workloadInput(dcd, graphPVCs)
+	kept := keepContent(asObject(liveDeploy), r.Renderer, input)
+	switch {
+	case kept:
+		keepWorkload(deploy, liveDeploy)
+		log := ctrl.LoggerFrom(ctx)
+		if liveDeploy.Annotations[AnnotationRenderedFor] == "" {
+			log.Info("adopting a workload another operator rendered; its pod template is kept until the component's spec changes",
+				"deployment", klog.KObj(liveDeploy), "renderer", liveDeploy.Annotations[AnnotationRenderer])
+		} else {
+			log.V(2).Info("keeping the pod template another operator version rendered for this spec",
+				"deployment", klog.KObj(liveDeploy), "renderer", liveDeploy.Annotations[AnnotationRenderer])
+		}
+	case liveDeploy != nil:
+		keepSelector(deploy, liveDeploy)
+	}
+	stamp(deploy, asObject(liveDeploy), r.Renderer, input, kept)
+
 	var changes changeSet
 	if err := applyDiscovery(ctx, r.Client, r.Applier, dcd, render.ComponentDiscoveryRBAC(dcd), &changes); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.applyChild(ctx, dcd, deploy, &appsv1.Deployment{}, &changes); err != nil {
+	if err := r.applyChildOver(ctx, dcd, deploy, asObject(liveDeploy), &changes); err != nil {
 		if isUserError(err) {
 			return reconcile.Result{}, r.fail(ctx, dcd, err)
 		}
 		return reconcile.Result{}, err
 	}
-	if err := r.applyChild(ctx, dcd, render.Service(dcd), &corev1.Service{}, &changes); err != nil {
+	// The Services select the workload's pods by its own selector, which a
+	// workload another operator made keeps.
+	svc := render.Service(dcd)
+	svc.Spec.Selector = deploy.Spec.Selector.MatchLabels
+	if err := r.applyChild(ctx, dcd, svc, &corev1.Service{}, &changes); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.applyOrDelete(ctx, dcd, render.ModelService(dcd), render.ModelServiceName(dcd.Name), &corev1.Service{}, &changes); err != nil {
+	modelSvc := render.ModelService(dcd)
+	if modelSvc != nil {
+		modelSvc.Spec.Selector = deploy.Spec.Selector.MatchLabels
+	}
+	if err := r.applyOrDelete(ctx, dcd, modelSvc, render.ModelServiceName(dcd.Name), &corev1.Service{}, &changes); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.applyOrDelete(ctx, dcd, render.Ingress(dcd), dcd.Name, &networkingv1.Ingress{}, &changes); err != nil {
@@ -141,14 +191,21 @@ func (r *ComponentReconciler) graphPVCs(ctx context.Context, dcd *v1alpha1.Dynam
 // object as stored (also when nothing needed writing).
 func (r *ComponentReconciler) applyChild(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment,
 	desired, live client.Object, changes *changeSet) error {
+	current, err := lookup(ctx, r.Client, r.Reader, client.ObjectKeyFromObject(desired), live)
+	if err != nil {
+		return err
+	}
+	return r.applyChildOver(ctx, dcd, desired, asObject(current), changes)
+}
+
+// applyChildOver is applyChild with the live object already read (nil when
+// there is none).
+func (r *ComponentReconciler) applyChildOver(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment,
+	desired, current client.Object, changes *changeSet) error {
 	if err := controllerutil.SetControllerReference(dcd, desired, r.Client.Scheme()); err != nil {
 		return err
 	}
 	kind := desired.GetObjectKind().GroupVersionKind().Kind
-	current, err := getOptional(ctx, r.Client, client.ObjectKeyFromObject(desired), live)
-	if err != nil {
-		return err
-	}
 	outcome, err := r.Applier.Apply(ctx, desired, asObject(current))
 	if err != nil {
 		return fmt.Errorf("applying %s %s: %w", kind, desired.GetName(), err)
@@ -187,10 +244,16 @@ func (r *ComponentReconciler) applyOrDelete(ctx context.Context, dcd *v1alpha1.D
 
 // fail records a spec the user must fix; see GraphReconciler.fail.
 func (r *ComponentReconciler) fail(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment, cause error) error {
+	return r.failWith(ctx, dcd, ReasonInvalidSpec, cause)
+}
+
+// failWith is fail with the condition's reason.
+func (r *ComponentReconciler) failWith(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment, reason string, cause error) error {
 	var changed bool
 	_, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
 		before := c.Status.DeepCopy()
 		c.Status = invalidComponentStatus(c, cause, metav1.NewTime(r.Clock.Now()))
+		meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAvailable).Reason = reason
 		changed = !conditionsEqual(before.Conditions, c.Status.Conditions)
 	})
 	if changed {

@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"fmt"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
@@ -17,6 +19,9 @@ const (
 	ReasonAvailable         = "Available"
 	ReasonRolloutInProgress = "RolloutInProgress"
 	ReasonInvalidSpec       = "InvalidSpec"
+	// ReasonNotAdoptable: another operator runs the component with a
+	// workload this operator cannot take over in place.
+	ReasonNotAdoptable = "NotAdoptable"
 )
 
 // componentStatus computes a DCD's status from its Deployment as the API
@@ -27,8 +32,20 @@ const (
 func componentStatus(dcd *v1alpha1.DynamoComponentDeployment, deploy *appsv1.Deployment, now metav1.Time) v1alpha1.DynamoComponentDeploymentStatus {
 	st := *dcd.Status.DeepCopy()
 	st.ObservedGeneration = dcd.Generation
-	st.Service = dcd.Name
+	st.Service = &v1alpha1.ServiceReplicaStatus{
+		ComponentKind:     v1alpha1.ComponentKindDeployment,
+		ComponentName:     deploy.Name,
+		ComponentNames:    []string{deploy.Name},
+		Replicas:          deploy.Status.Replicas,
+		UpdatedReplicas:   deploy.Status.UpdatedReplicas,
+		ReadyReplicas:     ptr.To(deploy.Status.ReadyReplicas),
+		AvailableReplicas: ptr.To(deploy.Status.AvailableReplicas),
+	}
+	// The workload's own selector: one another operator made keeps its own.
 	st.PodSelector = map[string]string{render.LabelComponent: dcd.Name}
+	if deploy.Spec.Selector != nil && len(deploy.Spec.Selector.MatchLabels) > 0 {
+		st.PodSelector = maps.Clone(deploy.Spec.Selector.MatchLabels)
+	}
 	st.Selector = labels.SelectorFromSet(st.PodSelector).String()
 	st.Replicas = deploy.Status.Replicas
 	st.UpdatedReplicas = deploy.Status.UpdatedReplicas

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +15,7 @@ import (
 
 func deploymentWith(gen, observed int64, desired, replicas, updated, available int32) *appsv1.Deployment {
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Generation: gen},
+		ObjectMeta: metav1.ObjectMeta{Name: "g-worker", Generation: gen},
 		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(desired)},
 		Status: appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: replicas,
 			UpdatedReplicas: updated, ReadyReplicas: available, AvailableReplicas: available},
@@ -47,8 +48,15 @@ func TestComponentAvailability(t *testing.T) {
 			if st.ObservedGeneration != 4 || c.ObservedGeneration != 4 {
 				t.Errorf("observedGeneration must be the DCD's generation, got %d/%d", st.ObservedGeneration, c.ObservedGeneration)
 			}
-			if st.Selector != "nvidia.com/dynamo-component=g-worker" || st.Service != "g-worker" {
-				t.Errorf("selector %q service %q", st.Selector, st.Service)
+			if st.Selector != "nvidia.com/dynamo-component=g-worker" {
+				t.Errorf("selector %q", st.Selector)
+			}
+			want := &v1alpha1.ServiceReplicaStatus{ComponentKind: v1alpha1.ComponentKindDeployment,
+				ComponentName: "g-worker", ComponentNames: []string{"g-worker"},
+				Replicas: tc.deploy.Status.Replicas, UpdatedReplicas: tc.deploy.Status.UpdatedReplicas,
+				ReadyReplicas: ptr.To(tc.deploy.Status.ReadyReplicas), AvailableReplicas: ptr.To(tc.deploy.Status.AvailableReplicas)}
+			if diff := cmp.Diff(want, st.Service); diff != "" {
+				t.Errorf("status.service (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -32,8 +35,17 @@ type GraphReconciler struct {
 	Applier  *apply.Applier
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
+	// Reader reads from the API server what the cache does not hold: claims
+	// another operator made, which lack the label the cache selects on.
+	Reader client.Reader
+	// Renderer identifies this operator's rendering (RendererID); see
+	// adoption.go for what it decides.
+	Renderer string
 
 	progress progressThrottle
+	// released remembers the graphs whose claims were looked at since this
+	// process started, so the uncached look happens once per graph.
+	released sync.Map // types.UID -> struct{}
 }
 
 // SetupWithManager registers the controller. Changes of a graph's labels and
@@ -63,6 +75,10 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	// The patch leaves dgd as stored: the reconcile goes on with it.
+	if _, err := dropDynamoFinalizer(ctx, r.Client, dgd); err != nil {
+		return reconcile.Result{}, err
+	}
 	if !dgd.DeletionTimestamp.IsZero() {
 		// Owner references let the garbage collector remove the components;
 		// created claims have none and stay, on purpose.
@@ -72,6 +88,9 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	desired, err := render.Components(dgd)
 	if err != nil {
 		return reconcile.Result{}, r.fail(ctx, dgd, err)
+	}
+	if err := r.takeExistingNames(ctx, dgd, desired); err != nil {
+		return reconcile.Result{}, err
 	}
 	components, changes, err := r.applyComponents(ctx, dgd, desired)
 	if err != nil {
@@ -84,6 +103,9 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, err
 	}
 	if err := r.createClaims(ctx, dgd, &changes); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.releaseClaims(ctx, dgd, &changes); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.deleteRemovedComponents(ctx, dgd, desired, &changes); err != nil {
@@ -117,6 +139,12 @@ func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.Dyn
 		if err != nil {
 			return nil, changes, err
 		}
+		input := serviceInput(dgd, dcd.Spec.ServiceName)
+		kept := keepContent(asObject(live), r.Renderer, input)
+		if kept {
+			keepComponent(dcd, live)
+		}
+		stamp(dcd, asObject(live), r.Renderer, input, kept)
 		outcome, err := r.Applier.Apply(ctx, dcd, asObject(live))
 		if err != nil {
 			return nil, changes, fmt.Errorf("applying DynamoComponentDeployment %s: %w", dcd.Name, err)
@@ -133,6 +161,82 @@ func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.Dyn
 		out = append(out, dcd)
 	}
 	return out, changes, nil
+}
+
+// takeExistingNames renames each desired component to the component that
+// already runs its service, when one does under another name: Dynamo's
+// operator names workers' components <graph>-<service>-<8-hex hash>. The
+// existing component is adopted in place; a second one beside it would
+// start a second workload holding the same GPUs.
+func (r *GraphReconciler) takeExistingNames(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment,
+	desired []*v1alpha1.DynamoComponentDeployment) error {
+	var list v1alpha1.DynamoComponentDeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(dgd.Namespace),
+		client.MatchingLabels{render.LabelGraphName: dgd.Name}); err != nil {
+		return err
+	}
+	existing := map[string]string{}
+	for i := range list.Items {
+		dcd := &list.Items[i]
+		if metav1.IsControlledBy(dcd, dgd) && dcd.DeletionTimestamp.IsZero() && dcd.Spec.ServiceName != "" {
+			// Our own name wins when both exist.
+			if _, ok := existing[dcd.Spec.ServiceName]; !ok || dcd.Name == render.ComponentName(dgd.Name, dcd.Spec.ServiceName) {
+				existing[dcd.Spec.ServiceName] = dcd.Name
+			}
+		}
+	}
+	for _, dcd := range desired {
+		if name, ok := existing[dcd.Spec.ServiceName]; ok && name != dcd.Name {
+			dcd.Name = name
+			dcd.Labels[render.LabelComponent] = name
+		}
+	}
+	return nil
+}
+
+// releaseClaims takes the graph's owner reference off claims another
+// operator created owned by it (Dynamo's does), and labels them as this
+// operator labels the claims it keeps: model caches outlive the graph. The
+// look is uncached (such claims lack the cache's label) and made once per
+// graph per process.
+func (r *GraphReconciler) releaseClaims(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, changes *changeSet) error {
+	if r.Reader == nil {
+		return nil
+	}
+	if _, done := r.released.Load(dgd.UID); done {
+		return nil
+	}
+	var claims corev1.PersistentVolumeClaimList
+	if err := r.Reader.List(ctx, &claims, client.InNamespace(dgd.Namespace)); err != nil {
+		return err
+	}
+	for i := range claims.Items {
+		pvc := &claims.Items[i]
+		if !metav1.IsControlledBy(pvc, dgd) {
+			continue
+		}
+		before := pvc.DeepCopy()
+		var refs []metav1.OwnerReference
+		for _, ref := range pvc.OwnerReferences {
+			if ref.UID != dgd.UID {
+				refs = append(refs, ref)
+			}
+		}
+		pvc.OwnerReferences = refs
+		if pvc.Labels == nil {
+			pvc.Labels = map[string]string{}
+		}
+		pvc.Labels[render.LabelPVCRetained] = "true"
+		if err := r.Client.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}),
+			client.FieldOwner(r.Applier.FieldOwner)); err != nil {
+			return fmt.Errorf("releasing PersistentVolumeClaim %s from the graph: %w", pvc.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).V(1).Info("claim released from the graph: it is kept when the graph is deleted",
+			"claim", klog.KObj(pvc))
+		changes.updated = append(changes.updated, "PersistentVolumeClaim/"+pvc.Name)
+	}
+	r.released.Store(dgd.UID, struct{}{})
+	return nil
 }
 
 // createClaims creates the claims the graph asks for, once. They carry no

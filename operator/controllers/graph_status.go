@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
@@ -28,19 +29,13 @@ func graphStatus(dgd *v1alpha1.DynamoGraphDeployment, components []*v1alpha1.Dyn
 	var waiting, invalid []string
 	for _, dcd := range components {
 		service := dcd.Spec.ServiceName
-		st.Services[service] = v1alpha1.ServiceReplicaStatus{
-			ComponentName:     dcd.Name,
-			Replicas:          dcd.Status.Replicas,
-			UpdatedReplicas:   dcd.Status.UpdatedReplicas,
-			ReadyReplicas:     dcd.Status.ReadyReplicas,
-			AvailableReplicas: dcd.Status.AvailableReplicas,
-		}
+		st.Services[service] = serviceStatus(dcd)
 		available, cond := componentCurrent(dcd)
 		switch {
 		case available:
 		case cond == nil:
 			waiting = append(waiting, fmt.Sprintf("%s (not yet reconciled)", service))
-		case cond.Reason == ReasonInvalidSpec:
+		case cond.Reason == ReasonInvalidSpec || cond.Reason == ReasonNotAdoptable:
 			invalid = append(invalid, fmt.Sprintf("%s: %s", service, cond.Message))
 		default:
 			waiting = append(waiting, fmt.Sprintf("%s (%s)", service, cond.Message))
@@ -84,4 +79,28 @@ func invalidGraphStatus(dgd *v1alpha1.DynamoGraphDeployment, err error, now meta
 		LastTransitionTime: now,
 	})
 	return st
+}
+
+// serviceStatus is a service's entry of the graph's status.services in
+// Dynamo's shape, read from its component's status.service, which either
+// operator writes (our top-level replica counts are pruned where Dynamo's
+// CRD is installed). componentName is the workload's name, as Dynamo's
+// operator writes it; before the component reported one, the component's.
+func serviceStatus(dcd *v1alpha1.DynamoComponentDeployment) v1alpha1.ServiceReplicaStatus {
+	if dcd.Status.Service != nil && dcd.Status.Service.ComponentKind != "" {
+		s := *dcd.Status.Service.DeepCopy()
+		if len(s.ComponentNames) == 0 && s.ComponentName != "" {
+			s.ComponentNames = []string{s.ComponentName}
+		}
+		return s
+	}
+	return v1alpha1.ServiceReplicaStatus{
+		ComponentKind:     v1alpha1.ComponentKindDeployment,
+		ComponentName:     dcd.Name,
+		ComponentNames:    []string{dcd.Name},
+		Replicas:          dcd.Status.Replicas,
+		UpdatedReplicas:   dcd.Status.UpdatedReplicas,
+		ReadyReplicas:     ptr.To(dcd.Status.ReadyReplicas),
+		AvailableReplicas: ptr.To(dcd.Status.AvailableReplicas),
+	}
 }

@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
@@ -16,7 +18,8 @@ func component(service string, gen, observed int64, cond *metav1.Condition) *v1a
 	dcd := &v1alpha1.DynamoComponentDeployment{ObjectMeta: metav1.ObjectMeta{Name: "g-" + strings.ToLower(service), Generation: gen}}
 	dcd.Spec.ServiceName = service
 	dcd.Status.ObservedGeneration = observed
-	dcd.Status.Replicas, dcd.Status.ReadyReplicas = 2, 1
+	dcd.Status.Service = &v1alpha1.ServiceReplicaStatus{ComponentKind: v1alpha1.ComponentKindDeployment,
+		ComponentName: dcd.Name, Replicas: 2, ReadyReplicas: ptr.To[int32](1)}
 	if cond != nil {
 		cond.Type = v1alpha1.ConditionAvailable
 		dcd.Status.Conditions = []metav1.Condition{*cond}
@@ -70,8 +73,11 @@ func TestGraphState(t *testing.T) {
 			if st.ObservedGeneration != 7 || c.ObservedGeneration != 7 {
 				t.Errorf("observedGeneration must be the graph's generation")
 			}
-			if got := st.Services[tc.components[0].Spec.ServiceName]; got.ComponentName != tc.components[0].Name || got.Replicas != 2 || got.ReadyReplicas != 1 {
-				t.Errorf("service counts %+v", got)
+			want := v1alpha1.ServiceReplicaStatus{ComponentKind: v1alpha1.ComponentKindDeployment,
+				ComponentName: tc.components[0].Name, ComponentNames: []string{tc.components[0].Name},
+				Replicas: 2, ReadyReplicas: ptr.To[int32](1)}
+			if diff := cmp.Diff(want, st.Services[tc.components[0].Spec.ServiceName]); diff != "" {
+				t.Errorf("status.services entry (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -38,6 +38,25 @@ func getOptional[T client.Object](ctx context.Context, c client.Client, key clie
 	return obj, nil
 }
 
+// lookup is getOptional from the cache, then, when the cache has no such
+// object and reader is set, from the API server: the cache holds only the
+// children that carry this operator's label, and an object another
+// operator made under the same name must be found, not applied over blind.
+func lookup[T client.Object](ctx context.Context, c client.Client, reader client.Reader, key client.ObjectKey, obj T) (T, error) {
+	found, err := getOptional(ctx, c, key, obj)
+	if err != nil || asObject(found) != nil || reader == nil {
+		return found, err
+	}
+	var zero T
+	if err := reader.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return zero, nil
+		}
+		return zero, err
+	}
+	return obj, nil
+}
+
 // asObject returns obj as a client.Object that is nil when obj is nil,
 // including a nil pointer held in an interface, so callers can test == nil.
 func asObject(obj client.Object) client.Object {

@@ -14,7 +14,7 @@ func status(state v1alpha1.GraphState, gen int64, ready metav1.ConditionStatus, 
 	return &v1alpha1.DynamoGraphDeploymentStatus{
 		State: state, ObservedGeneration: gen,
 		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: ready, Reason: "R"}},
-		Services:   map[string]v1alpha1.ServiceReplicaStatus{"W": {ReadyReplicas: ready2}},
+		Services:   map[string]v1alpha1.ServiceReplicaStatus{"W": {ReadyReplicas: &ready2}},
 	}
 }
 

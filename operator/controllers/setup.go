@@ -27,6 +27,10 @@ type Options struct {
 	Render render.Options
 	// Clock stamps condition transitions; the real clock when nil.
 	Clock clock.PassiveClock
+	// Renderer identifies this operator's rendering (RendererID of its
+	// version): children another renderer wrote keep their content until
+	// their spec changes.
+	Renderer string
 	// Gate says which namespaces this operator owns (deployment modes);
 	// nil means all of them.
 	Gate *scope.Gate
@@ -58,6 +62,8 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 		Applier:  applier,
 		Recorder: graphEvents,
 		Clock:    o.Clock,
+		Reader:   mgr.GetAPIReader(),
+		Renderer: o.Renderer,
 	}
 	if err := graphs.SetupWithManager(mgr, o.Workers, o.Gate, resync); err != nil {
 		return nil, err
@@ -68,6 +74,8 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 		Recorder: componentEvents,
 		Clock:    o.Clock,
 		Render:   o.Render,
+		Reader:   mgr.GetAPIReader(),
+		Renderer: o.Renderer,
 	}
 	if err := components.SetupWithManager(mgr, o.Workers, o.Gate, resync); err != nil {
 		return nil, err

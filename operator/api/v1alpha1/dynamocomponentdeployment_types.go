@@ -140,9 +140,10 @@ type DynamoComponentDeploymentStatus struct {
 	// Selector is PodSelector in string form, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`
-	// Service is the name of the component's Service.
+	// Service describes the component's workload in Dynamo's shape, so that
+	// Dynamo's tools and operator read it: its kind, name and replica counts.
 	// +optional
-	Service string `json:"service,omitempty"`
+	Service *ServiceReplicaStatus `json:"service,omitempty"`
 	// Replicas is the number of pods of the workload.
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`

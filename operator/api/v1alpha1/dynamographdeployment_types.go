@@ -84,21 +84,6 @@ const (
 	ConditionReady = "Ready"
 )
 
-// ServiceReplicaStatus counts the replicas of one service of a graph.
-type ServiceReplicaStatus struct {
-	// ComponentName is the DynamoComponentDeployment of the service.
-	// +optional
-	ComponentName string `json:"componentName,omitempty"`
-	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
-	// +optional
-	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
-	// +optional
-	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
-	// +optional
-	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
-}
-
 // DynamoGraphDeploymentStatus is the observed state of a graph.
 type DynamoGraphDeploymentStatus struct {
 	// ObservedGeneration is the generation the status was computed for.
@@ -112,7 +97,8 @@ type DynamoGraphDeploymentStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// Services counts replicas per service.
+	// Services describes each service's workload, keyed by service name,
+	// in Dynamo's shape.
 	// +optional
 	Services map[string]ServiceReplicaStatus `json:"services,omitempty"`
 }

@@ -1,0 +1,183 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+// The take-over and upgrade policy: one mechanism for children written by
+// another renderer, whether another version of this operator or Dynamo's
+// own operator.
+//
+// Every child this operator renders records who rendered its content
+// (AnnotationRenderer, this operator's version) and for which input
+// (AnnotationRenderedFor, a hash of the parent's spec without replicas). A
+// child whose content another renderer wrote is kept as it is: only its
+// ownership, labels, annotations and replicas are applied, never its pod
+// template, until its input changes (the user edits the service), when it
+// is rendered anew as a normal rollout. A child found without a record
+// (Dynamo's, or an older version's) is adopted: its current input is
+// recorded and its content kept. So a new operator version whose rendering
+// differs restarts no workload when it starts; the difference reaches each
+// workload at its next spec change, one component at a time, as the user
+// paces them. Nothing is ever created beside an existing workload: names are
+// taken from what exists (see componentNames).
+const (
+	// AnnotationRenderer names the renderer that produced a child's content.
+	AnnotationRenderer = "nvidia.com/dynamo-operator-renderer"
+	// AnnotationRenderedFor is the hash of the input the child's content
+	// was rendered (or adopted) for.
+	AnnotationRenderedFor = "nvidia.com/dynamo-operator-rendered-for"
+)
+
+// RendererID is the renderer identity of an operator version. Any version
+// string counts: two builds that call themselves the same version are
+// taken to render alike.
+func RendererID(version string) string { return "dynamo-operator/" + version }
+
+// keepContent reports whether live's content must be kept rather than
+// replaced by this renderer's: it exists, another renderer (or an unknown
+// one) wrote it, and the input it was written for is still the input.
+func keepContent(live client.Object, renderer, input string) bool {
+	if asObject(live) == nil {
+		return false
+	}
+	a := live.GetAnnotations()
+	if a[AnnotationRenderer] == renderer {
+		return false
+	}
+	done := a[AnnotationRenderedFor]
+	return done == "" || done == input
+}
+
+// stamp records on desired who rendered its content and for which input.
+// When the content is kept, the renderer stays what it was (none for an
+// adopted child) and the input is the one recorded, or now for an adopted
+// child.
+func stamp(desired, live client.Object, renderer, input string, kept bool) {
+	a := maps.Clone(desired.GetAnnotations())
+	if a == nil {
+		a = map[string]string{}
+	}
+	delete(a, AnnotationRenderer)
+	a[AnnotationRenderedFor] = input
+	if !kept {
+		a[AnnotationRenderer] = renderer
+	} else if r := live.GetAnnotations()[AnnotationRenderer]; r != "" {
+		a[AnnotationRenderer] = r
+	}
+	desired.SetAnnotations(a)
+}
+
+// inputHash is a stable digest of a child's input.
+func inputHash(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only unmarshalable types fail, and inputs are API types.
+		panic(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:10])
+}
+
+// serviceInput is what a graph's component for service is rendered from:
+// the graph's spec with only that service, less its replicas, which are
+// applied to kept content too (scaling must never wait for a spec change).
+func serviceInput(dgd *v1alpha1.DynamoGraphDeployment, service string) string {
+	spec := dgd.Spec.DeepCopy()
+	svc := spec.Services[service]
+	if svc != nil {
+		svc.Replicas = nil
+	}
+	spec.Services = map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{service: svc}
+	return inputHash(spec)
+}
+
+// workloadInput is what a component's workload is rendered from: its spec
+// less replicas, and the graph's claims its volumeMounts name.
+func workloadInput(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.GraphPVC) string {
+	spec := dcd.Spec.DeepCopy()
+	spec.Replicas = nil
+	return inputHash(struct {
+		Spec *v1alpha1.DynamoComponentDeploymentSpec `json:"spec"`
+		PVCs []v1alpha1.GraphPVC                     `json:"pvcs,omitempty"`
+	}{spec, graphPVCs})
+}
+
+// keepComponent lays live's spec over desired, keeping desired's replicas.
+func keepComponent(desired, live *v1alpha1.DynamoComponentDeployment) {
+	replicas := desired.Spec.Replicas
+	desired.Spec = *live.Spec.DeepCopy()
+	desired.Spec.Replicas = replicas
+}
+
+// keepWorkload keeps live's pod template and selector in desired.
+func keepWorkload(desired, live *appsv1.Deployment) {
+	desired.Spec.Template = *live.Spec.Template.DeepCopy()
+	desired.Spec.Selector = live.Spec.Selector.DeepCopy()
+}
+
+// keepSelector keeps the selector of a Deployment another renderer made,
+// which the API server never lets change, when its template is rendered
+// anew: the new pods carry its labels too, so the Deployment still owns
+// them.
+func keepSelector(desired, live *appsv1.Deployment) {
+	if live.Spec.Selector == nil || equalSelector(desired.Spec.Selector, live.Spec.Selector) {
+		return
+	}
+	desired.Spec.Selector = live.Spec.Selector.DeepCopy()
+	labels := maps.Clone(desired.Spec.Template.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, live.Spec.Selector.MatchLabels)
+	desired.Spec.Template.Labels = labels
+}
+
+func equalSelector(a, b *metav1.LabelSelector) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return maps.Equal(a.MatchLabels, b.MatchLabels) && len(a.MatchExpressions) == 0 && len(b.MatchExpressions) == 0
+}
+
+// foreignWorkloadKind returns the kind of the workload another operator
+// reports running the component, when it is one this operator cannot adopt
+// in place (Dynamo's LeaderWorkerSet or Grove PodClique for multinode
+// services); "" when there is none or it is a Deployment. A component whose
+// content this operator rendered is never foreign.
+func foreignWorkloadKind(dcd *v1alpha1.DynamoComponentDeployment) v1alpha1.ComponentKind {
+	s := dcd.Status.Service
+	if s == nil || s.ComponentKind == "" || s.ComponentKind == v1alpha1.ComponentKindDeployment ||
+		dcd.Annotations[AnnotationRenderer] != "" {
+		return ""
+	}
+	return s.ComponentKind
+}
+
+// DynamoFinalizer is the finalizer Dynamo's operator puts on graphs and
+// components. Its cleanup is owner references' work here, and with Dynamo's
+// operator gone nobody would remove it: a graph could never be deleted.
+const DynamoFinalizer = "nvidia.com/finalizer"
+
+// dropDynamoFinalizer removes DynamoFinalizer from obj, once, when it is
+// there; it reports whether it wrote.
+func dropDynamoFinalizer(ctx context.Context, c client.Client, obj client.Object) (bool, error) {
+	if !controllerutil.ContainsFinalizer(obj, DynamoFinalizer) {
+		return false, nil
+	}
+	before := obj.DeepCopyObject().(client.Object)
+	controllerutil.RemoveFinalizer(obj, DynamoFinalizer)
+	return true, c.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}),
+		client.FieldOwner(FieldOwner))
+}

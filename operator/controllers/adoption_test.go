@@ -1,0 +1,81 @@
+package controllers
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+func deploymentAnnotated(a map[string]string) *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Annotations: a}}
+}
+
+func TestKeepContent(t *testing.T) {
+	const ours, input = "dynamo-operator/v2", "in-1"
+	cases := []struct {
+		name string
+		live *appsv1.Deployment
+		keep bool
+	}{
+		{"nothing exists: render", nil, false},
+		{"ours: render (the applier writes only on change)", deploymentAnnotated(map[string]string{AnnotationRenderer: ours, AnnotationRenderedFor: "old"}), false},
+		{"Dynamo's, never seen: adopt and keep", deploymentAnnotated(map[string]string{"nvidia.com/last-applied-hash": "x"}), true},
+		{"adopted, spec unchanged: keep", deploymentAnnotated(map[string]string{AnnotationRenderedFor: input}), true},
+		{"adopted, spec changed: render", deploymentAnnotated(map[string]string{AnnotationRenderedFor: "in-0"}), false},
+		{"older version, spec unchanged: keep", deploymentAnnotated(map[string]string{AnnotationRenderer: "dynamo-operator/v1", AnnotationRenderedFor: input}), true},
+		{"older version, spec changed: render", deploymentAnnotated(map[string]string{AnnotationRenderer: "dynamo-operator/v1", AnnotationRenderedFor: "in-0"}), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := keepContent(asObject(tc.live), ours, input); got != tc.keep {
+				t.Errorf("keepContent = %v, want %v", got, tc.keep)
+			}
+		})
+	}
+}
+
+func TestStampKeepsTheRendererOfKeptContent(t *testing.T) {
+	desired := deploymentAnnotated(map[string]string{AnnotationRenderer: "inherited-from-the-component"})
+	stamp(desired, deploymentAnnotated(nil), "dynamo-operator/v2", "in-1", true)
+	if _, ok := desired.Annotations[AnnotationRenderer]; ok || desired.Annotations[AnnotationRenderedFor] != "in-1" {
+		t.Errorf("adopted content: %v", desired.Annotations)
+	}
+	stamp(desired, nil, "dynamo-operator/v2", "in-2", false)
+	if desired.Annotations[AnnotationRenderer] != "dynamo-operator/v2" || desired.Annotations[AnnotationRenderedFor] != "in-2" {
+		t.Errorf("rendered content: %v", desired.Annotations)
+	}
+}
+
+func TestServiceInputIgnoresReplicasAndOtherServices(t *testing.T) {
+	base := builders.MakeGraph("g", "ns").Service("Frontend", builders.MakeService().Replicas(1)).
+		Service("Worker", builders.MakeService().GPUs(1)).Obj()
+	scaled := builders.MakeGraph("g", "ns").Service("Frontend", builders.MakeService().Replicas(4)).
+		Service("Worker", builders.MakeService().GPUs(1).Env("X", "1")).Obj()
+	if serviceInput(base, "Frontend") != serviceInput(scaled, "Frontend") {
+		t.Error("scaling a service or editing another must not change its input")
+	}
+	if serviceInput(base, "Worker") == serviceInput(scaled, "Worker") {
+		t.Error("editing a service must change its input")
+	}
+}
+
+func TestForeignWorkloadKind(t *testing.T) {
+	dcd := builders.MakeComponent("g-w-1a2b3c4d", "ns", builders.MakeService()).Obj()
+	dcd.Status.Service = &v1alpha1.ServiceReplicaStatus{ComponentKind: "LeaderWorkerSet", ComponentName: "g-w-1a2b3c4d"}
+	if got := foreignWorkloadKind(dcd); got != "LeaderWorkerSet" {
+		t.Errorf("Dynamo's LeaderWorkerSet: got %q", got)
+	}
+	dcd.Status.Service.ComponentKind = v1alpha1.ComponentKindDeployment
+	if got := foreignWorkloadKind(dcd); got != "" {
+		t.Errorf("a Deployment is adopted: got %q", got)
+	}
+	dcd.Status.Service.ComponentKind = "LeaderWorkerSet"
+	dcd.Annotations = map[string]string{AnnotationRenderer: "dynamo-operator/v2"}
+	if got := foreignWorkloadKind(dcd); got != "" {
+		t.Errorf("content we rendered is never foreign: got %q", got)
+	}
+}

@@ -28,6 +28,7 @@ func defaultOptions() Options {
 			LeaseDuration: 15 * time.Second,
 			RenewDeadline: 10 * time.Second,
 			RetryPeriod:   2 * time.Second,
+			CreateLease:   true,
 		},
 		MetricsBindAddress:     ":8443",
 		MetricsSecure:          true,
@@ -41,6 +42,8 @@ func defaultOptions() Options {
 			ServiceName:  "dynamo-operator-webhook",
 			CertValidity: 90 * 24 * time.Hour,
 			CAValidity:   10 * 365 * 24 * time.Hour,
+
+			ManageConfigurations: true,
 		},
 		OperatorVersion:         Version,
 		MaxConcurrentReconciles: 8,
@@ -195,6 +198,8 @@ func TestParseValid(t *testing.T) {
 					URLHost:      "host.docker.internal",
 					CertValidity: 4 * time.Second,
 					CAValidity:   12 * time.Second,
+
+					ManageConfigurations: true,
 				}
 			},
 		},

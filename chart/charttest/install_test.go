@@ -241,8 +241,13 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("helm upgrade changed the Lease holder from %s", holder)
 	}
 
+	if f := log.Forbidden(); len(f) > 0 {
+		t.Errorf("the operator was refused with the chart's RBAC: %v", f)
+	}
+
 	// helm uninstall while the operator still runs (its pod is terminating):
 	// the operator keeps trying to renew, and must not bring the Lease back.
+	// (From here on its requests are refused: the release's RBAC is gone.)
 	h.mustRun("uninstall", release, "--namespace", ns, "--wait")
 	uninstalled := len(log.Matching("/leases/dynamo-operator-leader"))
 	eventually(t, 20*time.Second, "operator tried to renew the deleted Lease", func(ctx context.Context) (bool, error) {
@@ -250,9 +255,6 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	})
 	if creates := log.Matching("POST /apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"); len(creates) > 0 {
 		t.Errorf("the operator recreated its Lease after uninstall: %v", creates)
-	}
-	if f := log.Forbidden(); len(f) > 0 {
-		t.Errorf("the operator was refused with the chart's RBAC: %v", f)
 	}
 
 	assertNothingLeft(t, ns, release)

@@ -107,6 +107,9 @@ type Options struct {
 type NamespaceLeaseOptions struct {
 	Duration      time.Duration
 	RenewInterval time.Duration
+	// OwnerRole, when set, is a Role in the namespace that the Lease is
+	// created owned by (the chart's), so uninstalling removes it.
+	OwnerRole string
 }
 
 // LeaderElectionOptions configures controller-runtime leader election.
@@ -234,6 +237,7 @@ const (
 	flagApplyCRDs                   = "apply-crds"
 	flagWebhookManageConfigurations = "webhook-manage-configurations"
 	flagLeaderElectionCreateLease   = "leader-election-create-lease"
+	flagNamespaceLeaseOwnerRole     = "namespace-lease-owner-role"
 )
 
 // Environment variable names.
@@ -287,6 +291,8 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 	fs.DurationVar(&o.NamespaceLease.RenewInterval, flagNamespaceLeaseRenewInterval, 10*time.Second,
 		"How often a namespace-scoped operator renews its Lease; must be less than --"+flagNamespaceLeaseDuration+".")
 
+	fs.StringVar(&o.NamespaceLease.OwnerRole, flagNamespaceLeaseOwnerRole, "",
+		"Role in --"+flagRestrictNamespace+" the marker Lease is created owned by, so the garbage collector removes it with the install (the chart's).")
 	fs.BoolVar(&o.LeaderElection.Enabled, flagLeaderElect, false,
 		"Enable leader election so only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElection.ID, flagLeaderElectionID, defaultLeaderElectionID,
@@ -419,6 +425,9 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 		checkDNS1123Label(p, "--"+flagRestrictNamespace, o.RestrictNamespace)
 	}
 
+	if o.NamespaceLease.OwnerRole != "" {
+		checkDNS1123Subdomain(p, "--"+flagNamespaceLeaseOwnerRole, o.NamespaceLease.OwnerRole)
+	}
 	// The Lease stores whole seconds; a fraction would make the holder and
 	// the cluster-wide operator disagree about the expiry.
 	if d := o.NamespaceLease.Duration; d < time.Second || d%time.Second != 0 {

@@ -44,6 +44,12 @@ with exactly these rights and fail on any forbidden request.
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# This Role itself, read for its UID: the marker Lease is created owned by
+# it, so the garbage collector removes the Lease with the release.
+- apiGroups: ["rbac.authorization.k8s.io"]
+  resources: ["roles"]
+  resourceNames: [{{ include "dynamo-operator.fullname" . | quote }}]
+  verbs: ["get"]
 {{- else }}
 # Marker Leases of namespace-scoped operators in every namespace, read to
 # leave their namespaces alone (watched by field selector on the name).

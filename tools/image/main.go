@@ -13,15 +13,19 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -60,11 +64,114 @@ func buildArchive(binaryPath, ref, version, arch, out string) error {
 	if err != nil {
 		return err
 	}
-	tagRef, err := name.NewTag(ref)
+	tag, err := name.NewTag(ref)
 	if err != nil {
 		return err
 	}
-	return tarball.WriteToFile(out, tagRef, img)
+	return WriteArchive(out, tag, img)
+}
+
+// WriteArchive writes img as one tar holding both an OCI image layout
+// (oci-layout, index.json naming the tag, blobs/sha256/...) and Docker's
+// manifest.json over the same blobs, as `docker save` does since Docker 25:
+// `docker load` of any version, `kind load image-archive`, containerd's
+// `ctr import` and skopeo's oci-archive all read it.
+func WriteArchive(out string, tag name.Tag, img v1.Image) error {
+	dir, err := os.MkdirTemp("", "dynamo-image-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return err
+	}
+	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
+		"org.opencontainers.image.ref.name": tag.TagStr(),
+		"io.containerd.image.name":          tag.Name(),
+	})); err != nil {
+		return err
+	}
+	cfgName, err := img.ConfigName()
+	if err != nil {
+		return err
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return err
+	}
+	var layerPaths []string
+	for _, l := range layers {
+		d, err := l.Digest()
+		if err != nil {
+			return err
+		}
+		layerPaths = append(layerPaths, "blobs/sha256/"+d.Hex)
+	}
+	manifest, err := json.Marshal([]map[string]any{{
+		"Config":   "blobs/sha256/" + cfgName.Hex,
+		"RepoTags": []string{tag.Name()},
+		"Layers":   layerPaths,
+	}})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), manifest, 0o644); err != nil {
+		return err
+	}
+	return tarDir(dir, out)
+}
+
+// tarDir writes the files under dir into the tar file out, in a stable order.
+func tarDir(dir, out string) error {
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(f)
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		h, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		h.Name, h.ModTime, h.Uid, h.Gid, h.Uname, h.Gname = filepath.ToSlash(rel), epoch, 0, 0, "", ""
+		if d.IsDir() {
+			h.Name += "/"
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		src, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		_, err = io.Copy(tw, src)
+		return err
+	})
+	if err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // epoch stamps every file and the image, so the same binary always makes

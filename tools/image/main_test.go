@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -34,13 +36,21 @@ func TestImageArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Docker's reading: manifest.json with the tag.
 	tag, _ := name.NewTag("ghcr.io/dynamoctl/dynamo-operator:0.1.0")
-	img, err := tarball.ImageFromPath(archive, &tag)
+	dockerImg, err := tarball.ImageFromPath(archive, &tag)
 	if err != nil {
-		t.Fatalf("reading the archive back as %s: %v", tag, err)
+		t.Fatalf("reading the archive back as %s (docker load's manifest.json): %v", tag, err)
 	}
+	// The OCI reading: index.json names the tag, the manifest is OCI.
+	img := readOCILayout(t, archive, filepath.Join(dir, "layout"))
 	if mt, _ := img.MediaType(); mt != types.OCIManifestSchema1 {
 		t.Errorf("manifest media type %s, want OCI", mt)
+	}
+	d1, _ := dockerImg.ConfigName()
+	d2, _ := img.ConfigName()
+	if d1 != d2 {
+		t.Errorf("manifest.json and index.json name different configs: %s, %s", d1, d2)
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
@@ -103,4 +113,58 @@ func TestImageArchive(t *testing.T) {
 			t.Errorf("--help output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// readOCILayout unpacks the archive and opens it as an OCI image layout,
+// returning the image index.json tags 0.1.0.
+func readOCILayout(t *testing.T, archive, dir string) v1.Image {
+	t.Helper()
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(h.Name))
+		if h.Typeflag == tar.TypeDir {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatalf("not an OCI image layout: %v", err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) != 1 || im.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "0.1.0" {
+		t.Fatalf("index.json: %+v", im.Manifests)
+	}
+	img, err := idx.Image(im.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
 }

@@ -16,9 +16,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +29,7 @@ import (
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
+	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 )
 
 // requestLog records the operator's requests that the API server refused
@@ -153,6 +156,9 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	objs := h.template(release, ns, sets...)
 
 	log := &requestLog{}
+	// The init container's step, with the chart's rights: the CRDs exist
+	// (testenv installed them), so this is the upgrade path, patch by name.
+	applyCRDsAsChart(t, objs, ns, log)
 	startChartOperator(t, objs, ns, log)
 
 	// The operator injects its CA into the release's configurations and
@@ -326,4 +332,28 @@ func names(list client.ObjectList) []string {
 		}
 	}
 	return out
+}
+
+// applyCRDsAsChart runs what the apply-crds init container runs
+// (dynamo-operator --apply-crds) as the chart's ServiceAccount.
+func applyCRDsAsChart(t *testing.T, objs []*unstructured.Unstructured, ns string, log *requestLog) {
+	t.Helper()
+	if !hasInitContainer(objs) {
+		t.Fatal("no apply-crds init container")
+	}
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	sa := find(objs, "ServiceAccount", "").GetName()
+	c, err := client.New(log.wrap(asServiceAccount(ns, sa)), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := crdinstall.Apply(context.Background(), c, 30*time.Second); err != nil {
+		t.Fatalf("applying the CRDs with the chart's RBAC: %v", err)
+	}
+	if len(log.Matching("PATCH /apis/apiextensions.k8s.io/v1/customresourcedefinitions/")) != 4 {
+		t.Errorf("want 4 CRD patches, got %v", log.Matching("customresourcedefinitions"))
+	}
 }

@@ -204,6 +204,21 @@ func TestParseValid(t *testing.T) {
 			},
 		},
 		{
+			name: "installed by the chart",
+			args: []string{
+				"--webhook-manage-configurations=false",
+				"--leader-election-create-lease=false",
+				"--namespace-lease-owner-role=dynamo-test-dynamo-operator",
+				"--apply-crds",
+			},
+			edit: func(o *Options) {
+				o.Webhook.ManageConfigurations = false
+				o.LeaderElection.CreateLease = false
+				o.NamespaceLease.OwnerRole = "dynamo-test-dynamo-operator"
+				o.ApplyCRDs = true
+			},
+		},
+		{
 			name: "IPv6 bind address and webhook host",
 			args: []string{"--metrics-bind-address=[::1]:8443", "--webhook-url-host=::1"},
 			edit: func(o *Options) {

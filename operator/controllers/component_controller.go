@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -151,11 +152,24 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	}
 	changes.emit(r.Recorder, dcd)
 
-	_, err = patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
+	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
 		c.Status = componentStatus(c, deploy, metav1.NewTime(r.Clock.Now()))
 	})
+	if res := changes.result(); err == nil && wrote && res.RequeueAfter == 0 {
+		if available, _ := componentCurrent(dcd); !available {
+			// A status still in progress is looked at again: the next
+			// one is compared with the cache, which may not show this
+			// write yet, and an equal-looking status would not be
+			// written; our own status writes wake nothing (predicate).
+			return reconcile.Result{RequeueAfter: statusRecheck}, nil
+		}
+	}
 	return changes.result(), err
 }
+
+// statusRecheck is how soon a component whose status this controller just
+// wrote as not yet available is reconciled again.
+const statusRecheck = 2 * time.Second
 
 // componentsOfGraph maps a graph to the components it owns.
 func (r *ComponentReconciler) componentsOfGraph(ctx context.Context, obj client.Object) []reconcile.Request {

@@ -38,7 +38,7 @@ const (
 
 // Timing is a probe's schedule and thresholds with the defaults applied.
 type Timing struct {
-	InitialDelay, Period, Timeout       time.Duration
+	InitialDelay, Period, Timeout      time.Duration
 	SuccessThreshold, FailureThreshold int
 }
 

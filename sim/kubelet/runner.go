@@ -192,7 +192,9 @@ func (r *Runner) Restart(pod *corev1.Pod, container string) bool {
 	if p == nil {
 		return false
 	}
+	p.mu.Lock()
 	c := p.containers[container]
+	p.mu.Unlock()
 	if c == nil {
 		return false
 	}
@@ -248,21 +250,22 @@ type podRun struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	sandbox    *exec.Cmd
-	vols       *volumes
+	sandbox  *exec.Cmd
+	vols     *volumes
+	stopOnce sync.Once
+
+	mu         sync.Mutex
 	containers map[string]*containerRun
-	stopOnce   sync.Once
 	grace      time.Duration
-	graceMu    sync.Mutex
 }
 
 func (p *podRun) key() string { return p.pod.Namespace + "/" + p.pod.Name }
 
 // stop ends the pod's containers: SIGTERM, SIGKILL after grace.
 func (p *podRun) stop(grace time.Duration) {
-	p.graceMu.Lock()
+	p.mu.Lock()
 	p.grace = grace
-	p.graceMu.Unlock()
+	p.mu.Unlock()
 	p.stopOnce.Do(p.cancel)
 	<-p.done
 }
@@ -315,7 +318,9 @@ func (p *podRun) run(ctx context.Context) {
 			continue
 		}
 		cr := &containerRun{p: p, c: c, bin: bin, netns: netns, log: logFile}
+		p.mu.Lock()
 		p.containers[c.Name] = cr
+		p.mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -466,9 +471,14 @@ func (cr *containerRun) runOnce(ctx context.Context) (*corev1.ContainerStateTerm
 	select {
 	case werr = <-waited:
 	case <-ctx.Done():
-		cr.p.graceMu.Lock()
+		cr.p.mu.Lock()
 		grace := cr.p.grace
-		cr.p.graceMu.Unlock()
+		cr.p.mu.Unlock()
+		if grace == 0 {
+			// The simulator is going down: the pod's grace period, at
+			// most 5 s.
+			grace = min(gracePeriod(cr.p.pod), 5*time.Second)
+		}
 		werr = terminate(cmd, grace, waited)
 	}
 	cr.mu.Lock()

@@ -256,7 +256,10 @@ type podRun struct {
 
 	mu         sync.Mutex
 	containers map[string]*containerRun
-	grace      time.Duration
+	// grace is the deletion's grace period; graceSet is false when the
+	// runner itself is stopping (the simulator goes down).
+	grace    time.Duration
+	graceSet bool
 }
 
 func (p *podRun) key() string { return p.pod.Namespace + "/" + p.pod.Name }
@@ -264,7 +267,9 @@ func (p *podRun) key() string { return p.pod.Namespace + "/" + p.pod.Name }
 // stop ends the pod's containers: SIGTERM, SIGKILL after grace.
 func (p *podRun) stop(grace time.Duration) {
 	p.mu.Lock()
-	p.grace = grace
+	if !p.graceSet {
+		p.grace, p.graceSet = grace, true
+	}
 	p.mu.Unlock()
 	p.stopOnce.Do(p.cancel)
 	<-p.done
@@ -472,9 +477,9 @@ func (cr *containerRun) runOnce(ctx context.Context) (*corev1.ContainerStateTerm
 	case werr = <-waited:
 	case <-ctx.Done():
 		cr.p.mu.Lock()
-		grace := cr.p.grace
+		grace, set := cr.p.grace, cr.p.graceSet
 		cr.p.mu.Unlock()
-		if grace == 0 {
+		if !set {
 			// The simulator is going down: the pod's grace period, at
 			// most 5 s.
 			grace = min(gracePeriod(cr.p.pod), 5*time.Second)

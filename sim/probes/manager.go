@@ -386,9 +386,10 @@ func SetReadyConditions(pod *corev1.Pod, now time.Time) bool {
 // setCondition sets condition t; its transition time moves only with its
 // status.
 func setCondition(pod *corev1.Pod, t corev1.PodConditionType, status corev1.ConditionStatus, now time.Time) bool {
-	reason := ""
+	reason, message := "", ""
 	if status == corev1.ConditionFalse {
 		reason = "ContainersNotReady"
+		message = fmt.Sprintf("containers with unready status: %s", unready(pod))
 	}
 	for i := range pod.Status.Conditions {
 		c := &pod.Status.Conditions[i]
@@ -398,14 +399,10 @@ func setCondition(pod *corev1.Pod, t corev1.PodConditionType, status corev1.Cond
 		if c.Status == status {
 			return false
 		}
-		c.Status, c.Reason, c.LastTransitionTime = status, reason, metav1.NewTime(now)
-		c.Message = ""
-		if reason != "" {
-			c.Message = fmt.Sprintf("containers with unready status: %s", unready(pod))
-		}
+		c.Status, c.Reason, c.Message, c.LastTransitionTime = status, reason, message, metav1.NewTime(now)
 		return true
 	}
-	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: t, Status: status, Reason: reason, LastTransitionTime: metav1.NewTime(now)})
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: t, Status: status, Reason: reason, Message: message, LastTransitionTime: metav1.NewTime(now)})
 	return true
 }
 

@@ -133,3 +133,30 @@ func TestInitialDelayAndNextDue(t *testing.T) {
 		t.Error("started without a readiness probe is ready")
 	}
 }
+
+// Ready and ContainersReady follow the containers' ready flags; their
+// transition time moves only when their status does.
+func TestSetReadyConditions(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pod := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "a", Ready: true}, {Name: "b", Ready: false}}}}
+	if !SetReadyConditions(pod, t0) {
+		t.Fatal("first call changed nothing")
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Status != corev1.ConditionFalse || c.Reason != "ContainersNotReady" || !c.LastTransitionTime.Time.Equal(t0) || c.Message != "containers with unready status: [b]" {
+			t.Errorf("condition %+v", c)
+		}
+	}
+	if SetReadyConditions(pod, t0.Add(time.Minute)) {
+		t.Error("no change reported as a change")
+	}
+	pod.Status.ContainerStatuses[1].Ready = true
+	if !SetReadyConditions(pod, t0.Add(2*time.Minute)) {
+		t.Fatal("all ready reported no change")
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Status != corev1.ConditionTrue || c.Reason != "" || !c.LastTransitionTime.Time.Equal(t0.Add(2*time.Minute)) {
+			t.Errorf("condition after ready %+v", c)
+		}
+	}
+}

@@ -97,6 +97,11 @@ type containerSpec struct {
 	Path   string    `json:"path"`
 	Args   []string  `json:"args"`
 	Env    []string  `json:"env"`
+	// UID and GID, when set, are the securityContext's runAsUser and
+	// runAsGroup: the program runs as that user, so file permissions of
+	// its volumes matter as in a cluster.
+	UID *int64 `json:"uid,omitempty"`
+	GID *int64 `json:"gid,omitempty"`
 }
 
 type mountAt struct {
@@ -136,6 +141,21 @@ func runContainer() error {
 	if spec.Dir != "" {
 		if err := os.Chdir(spec.Dir); err != nil {
 			return fmt.Errorf("workingDir %s: %w", spec.Dir, err)
+		}
+	}
+	if spec.UID != nil {
+		gid := *spec.UID
+		if spec.GID != nil {
+			gid = *spec.GID
+		}
+		if err := syscall.Setgroups(nil); err != nil {
+			return fmt.Errorf("dropping groups: %w", err)
+		}
+		if err := syscall.Setgid(int(gid)); err != nil {
+			return fmt.Errorf("runAsGroup %d: %w", gid, err)
+		}
+		if err := syscall.Setuid(int(*spec.UID)); err != nil {
+			return fmt.Errorf("runAsUser %d: %w", *spec.UID, err)
 		}
 	}
 	return fmt.Errorf("executing %s: %w", spec.Path, syscall.Exec(spec.Path, spec.Args, spec.Env))

@@ -315,6 +315,20 @@ func (p *podRun) run(ctx context.Context) {
 	}
 	go p.resyncVolumes(ctx)
 
+	// Init containers of mapped images run to completion first, in order
+	// (retried with back-off on failure); others are KWOK's (Completed at
+	// once). Sidecar init containers (restartPolicy Always) are not run.
+	for i := range p.pod.Spec.InitContainers {
+		c := &p.pod.Spec.InitContainers[i]
+		bin := p.r.Match(c.Image)
+		if bin == "" || (c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways) {
+			continue
+		}
+		cr := &containerRun{p: p, c: c, bin: bin, netns: netns, log: logFile, init: true}
+		if !cr.supervise(ctx) {
+			return
+		}
+	}
 	var wg sync.WaitGroup
 	for i := range p.pod.Spec.Containers {
 		c := &p.pod.Spec.Containers[i]
@@ -356,6 +370,9 @@ type containerRun struct {
 	netns string
 	log   *os.File
 
+	// init is an init container: it runs until it succeeds once.
+	init bool
+
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	restarts int32
@@ -370,13 +387,24 @@ const (
 	backoffReset = time.Minute
 )
 
-func (cr *containerRun) supervise(ctx context.Context) {
+// supervise runs the container again whenever it exits (restartPolicy
+// Always), until ctx ends; an init container until it succeeds once, which
+// returns true.
+func (cr *containerRun) supervise(ctx context.Context) bool {
 	backoff := backoffStart
 	for {
 		started := cr.p.r.clock.Now()
 		exit, err := cr.runOnce(ctx)
 		if ctx.Err() != nil {
-			return
+			return false
+		}
+		if cr.init && err == nil && exit.ExitCode == 0 {
+			cr.p.r.Log("kubelet: %s init container %s completed", cr.p.key(), cr.c.Name)
+			cr.writeStatus(ctx, func(st *corev1.ContainerStatus) {
+				st.State = corev1.ContainerState{Terminated: exit}
+				st.Ready, st.Started = true, ptrBool(false)
+			})
+			return true
 		}
 		if err != nil {
 			cr.p.r.Log("kubelet: %s container %s: %v", cr.p.key(), cr.c.Name, err)
@@ -398,7 +426,7 @@ func (cr *containerRun) supervise(ctx context.Context) {
 		})
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-cr.p.r.clock.After(backoff):
 		}
 		backoff = min(2*backoff, backoffMax)
@@ -445,7 +473,8 @@ func (cr *containerRun) runOnce(ctx context.Context) (*corev1.ContainerStateTerm
 		}
 		mounts = append(mounts, mountAt{Source: src, Target: vm.MountPath, ReadOnly: vm.ReadOnly})
 	}
-	spec, err := json.Marshal(containerSpec{NetNS: cr.netns, Mounts: mounts, Dir: cr.c.WorkingDir, Path: path, Args: append([]string{path}, args...), Env: env})
+	uid, gid := runAs(p.pod, cr.c)
+	spec, err := json.Marshal(containerSpec{NetNS: cr.netns, Mounts: mounts, Dir: cr.c.WorkingDir, Path: path, Args: append([]string{path}, args...), Env: env, UID: uid, GID: gid})
 	if err != nil {
 		return nil, err
 	}
@@ -550,15 +579,19 @@ func (cr *containerRun) writeStatus(ctx context.Context, mutate func(*corev1.Con
 			return nil
 		}
 		before := cur.DeepCopy()
+		list := &cur.Status.ContainerStatuses
+		if cr.init {
+			list = &cur.Status.InitContainerStatuses
+		}
 		var st *corev1.ContainerStatus
-		for i := range cur.Status.ContainerStatuses {
-			if cur.Status.ContainerStatuses[i].Name == cr.c.Name {
-				st = &cur.Status.ContainerStatuses[i]
+		for i := range *list {
+			if (*list)[i].Name == cr.c.Name {
+				st = &(*list)[i]
 			}
 		}
 		if st == nil {
-			cur.Status.ContainerStatuses = append(cur.Status.ContainerStatuses, corev1.ContainerStatus{Name: cr.c.Name, Image: cr.c.Image})
-			st = &cur.Status.ContainerStatuses[len(cur.Status.ContainerStatuses)-1]
+			*list = append(*list, corev1.ContainerStatus{Name: cr.c.Name, Image: cr.c.Image})
+			st = &(*list)[len(*list)-1]
 		}
 		mutate(st)
 		probes.SetReadyConditions(cur, cr.p.r.clock.Now())
@@ -580,3 +613,20 @@ func equalStatus(a, b *corev1.Pod) bool {
 }
 
 func ptrBool(b bool) *bool { return &b }
+
+// runAs is the user and group the container runs as: its securityContext,
+// else the pod's.
+func runAs(pod *corev1.Pod, c *corev1.Container) (uid, gid *int64) {
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		uid, gid = psc.RunAsUser, psc.RunAsGroup
+	}
+	if sc := c.SecurityContext; sc != nil {
+		if sc.RunAsUser != nil {
+			uid = sc.RunAsUser
+		}
+		if sc.RunAsGroup != nil {
+			gid = sc.RunAsGroup
+		}
+	}
+	return uid, gid
+}

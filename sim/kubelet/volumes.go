@@ -42,7 +42,11 @@ func (v *volumes) sync(ctx context.Context) error {
 			return fmt.Errorf("volume %q: %w", vol.Name, err)
 		}
 		if files == nil {
+			// Writable by the container's user, whoever it runs as.
 			if err := os.MkdirAll(v.Path(vol.Name), 0o777); err != nil {
+				return err
+			}
+			if err := os.Chmod(v.Path(vol.Name), 0o777); err != nil {
 				return err
 			}
 			continue
@@ -222,6 +226,9 @@ func writeFiles(dir string, files map[string]file) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	// The volumes' parents must be passable for a container's non-root
+	// user (t.TempDir and umask make them 0700 or 0755).
+	_ = os.Chmod(filepath.Dir(dir), 0o755)
 	for rel, f := range files {
 		p := filepath.Join(dir, filepath.Clean("/"+rel))
 		if old, err := os.ReadFile(p); err == nil && string(old) == string(f.data) {

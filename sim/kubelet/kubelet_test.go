@@ -57,6 +57,9 @@ func startSim(t *testing.T, ctx context.Context) *sim {
 	}
 	op := buildOperator(t)
 	dir := t.TempDir()
+	// The pods run as a non-root user (as the chart's): the state
+	// directory must be passable for it, as .cache/sim is.
+	passable(t, dir)
 	c, err := cluster.Start(ctx, cluster.Config{Dir: dir, BinDir: bin})
 	if err != nil {
 		t.Fatal(err)
@@ -109,12 +112,25 @@ func startSim(t *testing.T, ctx context.Context) *sim {
 // buildOperator builds bin/dynamo-operator for the test.
 func buildOperator(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "dynamo-operator")
+	tmp := t.TempDir()
+	passable(t, tmp)
+	out := filepath.Join(tmp, "dynamo-operator")
 	cmd := exec.Command("go", "build", "-o", out, "github.com/dynamoctl/dynamo-operator/operator/cmd/manager")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the operator: %v\n%s", err, b)
 	}
 	return out
+}
+
+// passable opens a t.TempDir (and its per-test parent, both 0700) to
+// other users.
+func passable(t *testing.T, dir string) {
+	t.Helper()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func httpProbe(path string, port int, period, failures int32) *corev1.Probe {
@@ -135,10 +151,11 @@ func (s *sim) operatorPod(ns, name string) *corev1.Pod {
 			TerminationGracePeriodSeconds: ptr.To[int64](10),
 			Containers: []corev1.Container{{
 				Name: "manager", Image: operatorImage + ":test",
-				Command: []string{"/dynamo-operator"},
-				Args:    []string{"--enable-webhooks=false", "--metrics-bind-address=0", "--health-probe-bind-address=:8081"},
-				Env: []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
-				ReadinessProbe: httpProbe("/readyz", 8081, 1, 2),
+				Command:         []string{"/dynamo-operator"},
+				Args:            []string{"--enable-webhooks=false", "--metrics-bind-address=0", "--health-probe-bind-address=:8081"},
+				Env:             []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
+				ReadinessProbe:  httpProbe("/readyz", 8081, 1, 2),
+				SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](65532), RunAsGroup: ptr.To[int64](65532)},
 			}},
 		},
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
@@ -32,7 +34,11 @@ import (
 	"github.com/dynamoctl/dynamo-operator/sim/workers"
 )
 
-func TestMain(m *testing.M) { os.Exit(cluster.TestMainInNamespace(m)) }
+func TestMain(m *testing.M) {
+	// envtest.InstallCRDs logs through controller-runtime.
+	ctrllog.SetLogger(logr.Discard())
+	os.Exit(cluster.TestMainInNamespace(m))
+}
 
 // operatorImage is mapped to the operator binary built for the test.
 const operatorImage = "ghcr.io/dynamoctl/dynamo-operator"

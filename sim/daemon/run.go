@@ -62,6 +62,10 @@ type Options struct {
 	RunImages []kubelet.ImageMapping
 	// ModelLoadDelay is the fake workers' simulated model load time.
 	ModelLoadDelay time.Duration
+	// NoOperatorProcess starts no operator process: the operator is
+	// installed as pods (helm install of the chart), and Operator is only
+	// the program its image runs.
+	NoOperatorProcess bool
 }
 
 // OperatorImage is the operator's image repository; pods of any tag of it
@@ -203,7 +207,7 @@ func (d *Daemon) start(ctx context.Context) error {
 			return err
 		}
 	}
-	if d.o.Operator != "" {
+	if d.o.Operator != "" && !d.o.NoOperatorProcess {
 		plans, err := planOperators(d.o.Mode)
 		if err != nil {
 			return err

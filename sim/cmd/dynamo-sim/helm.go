@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 )
@@ -37,4 +41,31 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// Seeds' install: release and namespace of the cluster-wide operator.
+const (
+	releaseName      = "dynamo-platform"
+	releaseNamespace = "dynamo-system"
+)
+
+// helmInstall installs the chart as the seeds do (helm install
+// dynamo-platform CHART --namespace dynamo-system --create-namespace),
+// then waits until the operator's Deployment is available: its pods run
+// the operator binary (sim/kubelet) and the prober found them ready.
+func helmInstall(ctx context.Context, dir, helm, chart, tag string) error {
+	args := []string{"install", releaseName, chart, "--namespace", releaseNamespace, "--create-namespace", "--wait", "--timeout", "3m"}
+	if tag != "" {
+		args = append(args, "--set", "dynamo-operator.controllerManager.manager.image.tag="+tag)
+	}
+	start := time.Now()
+	fmt.Printf("dynamo-sim: helm %s\n", strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, helm, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.HostKubeconfig(dir))
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("helm install: %w (operator pod logs: %s)", err, filepath.Join(dir, "logs", "pods"))
+	}
+	fmt.Printf("dynamo-sim: operator installed with helm and Ready %.1fs after helm install\n", time.Since(start).Seconds())
+	return nil
 }

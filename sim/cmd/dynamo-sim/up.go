@@ -36,6 +36,10 @@ type upFlags struct {
 	runImages     listFlag
 	podReadyDelay *time.Duration
 	modelLoad     *time.Duration
+	install       *string
+	chart         *string
+	helm          *string
+	version       *string
 	port          *int
 	timeout       *time.Duration
 	watchPid      *int
@@ -54,6 +58,10 @@ func newUpFlags(name string) *upFlags {
 	f.fs.Var(&f.operatorArgs, "operator-arg", "extra operator flag (repeatable)")
 	f.fs.Var(&f.runImages, "run-image", "REPO[:TAG]=PATH: run pods of that image (any tag without :TAG) as PATH, as a kubelet would (repeatable; "+daemon.OperatorImage+" runs --operator by default)")
 	f.modelLoad = f.fs.Duration("model-load-delay", 3*time.Second, "fake workers' simulated model load: /health is 503 until then (a pod's "+workers.ModelLoadDelayAnnotation+" annotation overrides it, \"never\" never loads)")
+	f.install = f.fs.String("install", "process", "how the operator runs: process (a process per operator, --mode), or helm (helm install of --chart as the seeds say: release dynamo-platform in dynamo-system; its pods run --operator)")
+	f.chart = f.fs.String("chart", filepath.Join(root, "chart", "dynamo-platform"), "the dynamo-platform chart (--install helm)")
+	f.helm = f.fs.String("helm", envOr("HELM", filepath.Join(root, ".cache", "bin", "helm")), "helm binary (--install helm; make helm builds the pinned one)")
+	f.version = f.fs.String("image-tag", "", "operator image tag helm installs (--install helm; default the chart's appVersion)")
 	f.podReadyDelay = f.fs.Duration("pod-ready-delay", time.Second, "time from scheduling to Running and Ready")
 	f.port = f.fs.Int("port", 0, "host loopback port forwarded to the API server (0 picks a free one)")
 	f.timeout = f.fs.Duration("timeout", 3*time.Minute, "how long up waits for the simulator to be ready")
@@ -127,6 +135,20 @@ func cmdUp(args []string) error {
 	}
 	if _, err := f.resolveRunImages(); err != nil {
 		return err
+	}
+	switch *f.install {
+	case "process":
+	case "helm":
+		if *f.operator == "" {
+			return fmt.Errorf("--install helm needs --operator: the program the operator's image runs")
+		}
+		for _, p := range []string{*f.helm, *f.chart} {
+			if _, err := os.Stat(p); err != nil {
+				return fmt.Errorf("--install helm: %w (make helm builds the pinned helm)", err)
+			}
+		}
+	default:
+		return fmt.Errorf("--install %q: use process or helm", *f.install)
 	}
 	if _, err := f.resolveBinDir(); err != nil {
 		return err
@@ -208,6 +230,9 @@ func cmdUp(args []string) error {
 	for _, op := range st.Operators {
 		fmt.Printf("  %s (%s) pid %d, log %s\n", op.Name, st.Mode, op.Pid, op.Log)
 	}
+	if *f.install == "helm" {
+		return helmInstall(ctx, dir, *f.helm, *f.chart, *f.version)
+	}
 	return nil
 }
 
@@ -241,7 +266,7 @@ func cmdDaemon(args []string) error {
 	err = daemon.Run(ctx, daemon.Options{
 		Dir: *f.dir, BinDir: binDir, CRDDir: *f.crdDir, Operator: *f.operator, OperatorArgs: f.operatorArgs,
 		Mode: *f.mode, Pools: pools, PodReadyDelay: *f.podReadyDelay, HostListener: ln, HostPort: *hostPort,
-		WatchPid: *f.watchPid, RunImages: runImages, ModelLoadDelay: *f.modelLoad,
+		WatchPid: *f.watchPid, RunImages: runImages, ModelLoadDelay: *f.modelLoad, NoOperatorProcess: *f.install == "helm",
 	}, os.Stderr)
 	_ = os.Remove(daemon.PidPath(*f.dir))
 	return err

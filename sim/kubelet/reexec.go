@@ -102,6 +102,10 @@ type containerSpec struct {
 	// its volumes matter as in a cluster.
 	UID *int64 `json:"uid,omitempty"`
 	GID *int64 `json:"gid,omitempty"`
+	// Hostname is the pod's name, as a pod's hostname is (leader
+	// election identities start with it); the runner starts the container
+	// in a UTS namespace of its own.
+	Hostname string `json:"hostname"`
 }
 
 type mountAt struct {
@@ -110,8 +114,8 @@ type mountAt struct {
 	ReadOnly bool   `json:"readOnly,omitempty"`
 }
 
-// runContainer runs in a private mount namespace (the runner started it
-// with CLONE_NEWNS): it bind-mounts the volumes, joins the pod's network
+// runContainer runs in a private mount and UTS namespace (the runner
+// started it with CLONE_NEWNS|CLONE_NEWUTS): it bind-mounts the volumes, joins the pod's network
 // namespace and executes the program. It returns only on failure.
 func runContainer() error {
 	var spec containerSpec
@@ -121,6 +125,11 @@ func runContainer() error {
 	// setns and exec must happen on one OS thread: namespaces belong to
 	// threads, and the thread that calls execve becomes the program.
 	runtime.LockOSThread()
+	if spec.Hostname != "" {
+		if err := syscall.Sethostname([]byte(spec.Hostname)); err != nil {
+			return fmt.Errorf("setting the hostname: %w", err)
+		}
+	}
 	// Mounts made here must not reach the host's namespace.
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)

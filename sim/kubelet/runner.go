@@ -474,14 +474,14 @@ func (cr *containerRun) runOnce(ctx context.Context) (*corev1.ContainerStateTerm
 		mounts = append(mounts, mountAt{Source: src, Target: vm.MountPath, ReadOnly: vm.ReadOnly})
 	}
 	uid, gid := runAs(p.pod, cr.c)
-	spec, err := json.Marshal(containerSpec{NetNS: cr.netns, Mounts: mounts, Dir: cr.c.WorkingDir, Path: path, Args: append([]string{path}, args...), Env: env, UID: uid, GID: gid})
+	spec, err := json.Marshal(containerSpec{NetNS: cr.netns, Mounts: mounts, Dir: cr.c.WorkingDir, Path: path, Args: append([]string{path}, args...), Env: env, UID: uid, GID: gid, Hostname: hostname(p.pod)})
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(p.r.self)
 	cmd.Env = []string{reexecEnv + "=container", containerEnv + "=" + string(spec)}
 	cmd.Stdout, cmd.Stderr = cr.log, cr.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWUTS, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return &corev1.ContainerStateTerminated{ExitCode: 128, Reason: "StartError", Message: err.Error(), StartedAt: started, FinishedAt: started}, err
 	}
@@ -613,6 +613,19 @@ func equalStatus(a, b *corev1.Pod) bool {
 }
 
 func ptrBool(b bool) *bool { return &b }
+
+// hostname is the pod's hostname: spec.hostname, else its name (at most
+// 63 characters, as the kubelet truncates it).
+func hostname(pod *corev1.Pod) string {
+	h := pod.Spec.Hostname
+	if h == "" {
+		h = pod.Name
+	}
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-.")
+	}
+	return h
+}
 
 // runAs is the user and group the container runs as: its securityContext,
 // else the pod's.

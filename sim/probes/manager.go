@@ -172,7 +172,9 @@ func (pp *podProbes) update(p *corev1.Pod) {
 			delete(pp.containers, c.Name)
 			continue
 		}
-		if r := pp.containers[c.Name]; r != nil && r.restartCount == st.RestartCount {
+		// A run the prober restarted itself is ahead of the stored status
+		// until its write lands.
+		if r := pp.containers[c.Name]; r != nil && r.restartCount >= st.RestartCount {
 			continue
 		}
 		start := now

@@ -40,6 +40,20 @@ $(HELM): tools/helm/go.mod tools/helm/go.sum
 .PHONY: helm
 helm: $(HELM) ## Build the pinned helm CLI into .cache/bin (tools/helm/go.mod).
 
+# The chart's appVersion is the image tag and the operator version.
+APP_VERSION := $(shell awk '/^appVersion:/ {gsub(/"/, "", $$2); print $$2}' chart/dynamo-platform/Chart.yaml)
+IMAGE_REPO  ?= ghcr.io/dynamoctl/dynamo-operator
+GOARCH_IMG  ?= $(shell $(GO) env GOARCH)
+
+.PHONY: image
+image: ## Build the operator image archive bin/dynamo-operator-<appVersion>.tar without Docker (docker load -i / kind load image-archive).
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_IMG) $(GO) build -trimpath \
+	  -ldflags "-s -w -X github.com/dynamoctl/dynamo-operator/operator/config.Version=$(APP_VERSION)" \
+	  -o $(BIN)/linux-$(GOARCH_IMG)/dynamo-operator ./operator/cmd/manager
+	cd tools/image && $(GO) run . --binary $(BIN)/linux-$(GOARCH_IMG)/dynamo-operator --arch $(GOARCH_IMG) \
+	  --repository $(IMAGE_REPO) --tag $(APP_VERSION) --out $(BIN)/dynamo-operator-$(APP_VERSION).tar
+	@echo "$(BIN)/dynamo-operator-$(APP_VERSION).tar: $(IMAGE_REPO):$(APP_VERSION)"
+
 $(CRDFIX): tools/go.mod tools/go.sum $(wildcard tools/crdfix/*.go)
 	cd tools && $(GO) build -o $(CRDFIX) ./crdfix
 
@@ -62,20 +76,32 @@ verify-generate: generate ## Fail when regenerating changes the checked-in deepc
 
 ##@ Check
 
+.PHONY: chart-lint
+chart-lint: $(HELM) ## helm lint --strict the chart, cluster-wide and namespace-scoped.
+	$(HELM) lint --strict chart/dynamo-platform
+	$(HELM) lint --strict chart/dynamo-platform --set dynamo-operator.namespaceRestriction.enabled=true
+
+.PHONY: chart-test
+chart-test: k8s-bins $(HELM) ## The chart against a real API server (chart/charttest) and the image archive test (tools/image).
+	HELM=$(HELM) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./chart/...
+	cd tools/image && $(GOTEST) ./...
+
 .PHONY: lint
 lint: ## gofmt and go vet, for the main module and the tools module.
 	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	cd tools && $(GO) vet ./...
+	cd tools/image && $(GO) vet ./...
 
 .PHONY: test
-test: lint verify-generate test-go fuzz ## Everything CI runs: lint, generated-code drift, every Go test with -race, brief fuzzing.
+test: lint chart-lint verify-generate test-go fuzz ## Everything CI runs: lint, generated-code drift, every Go test with -race, brief fuzzing.
 
 .PHONY: test-go
-test-go: k8s-bins ## Every Go test: unit, envtest and the feature files against a real kube-apiserver.
-	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./...
+test-go: k8s-bins $(HELM) ## Every Go test: unit, envtest and the feature files against a real kube-apiserver.
+	HELM=$(HELM) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./...
 	cd tools && $(GOTEST) ./...
+	cd tools/image && $(GOTEST) ./...
 
 # Each fuzz target of the webhook validators runs FUZZTIME; CI keeps it short,
 # a longer local run is FUZZTIME=5m make fuzz.

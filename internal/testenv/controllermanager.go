@@ -40,7 +40,7 @@ func startControllerManager(e *Env, assets string) (*controllerManager, error) {
 	}
 	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"),
 		"--kubeconfig="+kcPath,
-		"--controllers=garbagecollector,namespace",
+		"--controllers=garbagecollector,namespace,clusterrole-aggregation",
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--concurrent-gc-syncs=20",

@@ -76,6 +76,18 @@ func (e *Env) NewOperatorAs(user string, args []string, deps app.Deps) (*Operato
 	return &Operator{env: e, opts: o, deps: deps, config: cfg}, nil
 }
 
+// NewOperatorWithConfig is NewOperator authenticating with cfg (e.g. one
+// impersonating the chart's ServiceAccount, so the operator has exactly the
+// chart's RBAC) and seeing env as its environment (POD_NAMESPACE, ...).
+func (e *Env) NewOperatorWithConfig(cfg *rest.Config, args []string, env map[string]string, deps app.Deps) (*Operator, error) {
+	o, err := config.Parse(append(append([]string(nil), operatorTestDefaults...), args...),
+		func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		return nil, err
+	}
+	return &Operator{env: e, opts: o, deps: deps, config: cfg}, nil
+}
+
 // Start runs the controllers until Stop or until ctx ends, and waits for
 // their caches to sync.
 func (o *Operator) Start(ctx context.Context) error {

@@ -148,6 +148,13 @@ func ManagerOptions(cfg *rest.Config, o *config.Options) (*rest.Config, manager.
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		},
 	}
+	if o.LeaderElection.Enabled && !o.LeaderElection.CreateLease {
+		lock, err := newInstallerOwnedLeaseLock(cfg, o.LeaderElection)
+		if err != nil {
+			return nil, manager.Options{}, fmt.Errorf("leader election lock: %w", err)
+		}
+		opts.LeaderElectionResourceLockInterface = lock
+	}
 	opts.Cache = controllers.CacheOptions()
 	if o.RestrictNamespace != "" {
 		// Namespace-scoped RBAC cannot list cluster-wide, so the cache must

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,7 +36,7 @@ func addScope(mgr manager.Manager, o *config.Options, c scope.Clock, gate *scope
 	log := mgr.GetLogger().WithName("scope")
 	var r manager.Runnable
 	if o.RestrictNamespace != "" {
-		r = &scope.Holder{
+		holder := &scope.Holder{
 			Client:        mgr.GetClient(),
 			Reader:        mgr.GetAPIReader(),
 			Gate:          gate,
@@ -47,6 +49,18 @@ func addScope(mgr manager.Manager, o *config.Options, c scope.Clock, gate *scope
 			Acquired:      resync.Namespace,
 			Log:           log,
 		}
+		if role := o.NamespaceLease.OwnerRole; role != "" {
+			reader, ns := mgr.GetAPIReader(), o.RestrictNamespace
+			holder.Owner = func(ctx context.Context) (*metav1.OwnerReference, error) {
+				owner := &rbacv1.Role{}
+				if err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: role}, owner); err != nil {
+					return nil, fmt.Errorf("reading Role %s/%s, the marker Lease's owner: %w", ns, role, err)
+				}
+				return &metav1.OwnerReference{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role",
+					Name: owner.Name, UID: owner.UID}, nil
+			}
+		}
+		r = holder
 	} else {
 		r = &scope.Tracker{
 			Gate:  gate,

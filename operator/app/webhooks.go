@@ -42,6 +42,8 @@ func setupWebhooks(mgr manager.Manager, o *config.Options, d Deps, gate *scope.G
 		// The chart's Certificate is named like the Secret it fills.
 		CertManagerCertificate: o.Webhook.CertSecret,
 		Clock:                  d.Clock,
+		// The chart owns them, so `helm uninstall` removes them.
+		InstallerOwnsConfigurations: !o.Webhook.ManageConfigurations,
 	})
 	return err
 }

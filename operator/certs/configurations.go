@@ -68,6 +68,20 @@ func (m *Manager) ensureConfigurations(ctx context.Context, bundle []byte, now t
 		case err != nil:
 			return err
 		}
+		if m.o.InstallerOwnsConfigurations {
+			if current == nil {
+				return fmt.Errorf("%s %s not found: the installer owns it (--webhook-manage-configurations=false) and has not created it",
+					desired.GetObjectKind().GroupVersionKind().Kind, desired.GetName())
+			}
+			if m.o.Mode != config.WebhookCertModeAuto {
+				// cert-manager or the installer keeps caBundle right.
+				live = append(live, current)
+				continue
+			}
+			if want, err = caBundleOnly(current, bundle); err != nil {
+				return err
+			}
+		}
 		key := desired.GetObjectKind().GroupVersionKind().Kind + "/" + desired.GetName()
 		currentRV := ""
 		if current != nil {
@@ -108,6 +122,31 @@ func (m *Manager) ensureConfigurations(ctx context.Context, bundle []byte, now t
 	}
 	m.recordTrust(live, now)
 	return nil
+}
+
+// caBundleOnly is the part of a configuration the operator applies when the
+// installer owns it: the name, and each of the live configuration's webhooks
+// (by name, the list's merge key, in the live order) with the bundle. Fields
+// owned by the installer stay its own.
+func caBundleOnly(current client.Object, bundle []byte) (map[string]any, error) {
+	have, err := toMap(current)
+	if err != nil {
+		return nil, err
+	}
+	liveHooks, _ := have["webhooks"].([]any)
+	hooks := make([]any, 0, len(liveHooks))
+	encoded, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&admissionregistrationv1.WebhookClientConfig{CABundle: bundle})
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range liveHooks {
+		hm, _ := h.(map[string]any)
+		hooks = append(hooks, map[string]any{"name": hm["name"], "clientConfig": map[string]any{"caBundle": encoded["caBundle"]}})
+	}
+	return map[string]any{
+		"metadata": map[string]any{"name": current.GetName()},
+		"webhooks": hooks,
+	}, nil
 }
 
 // appliedConfiguration is a configuration this manager wrote, and the

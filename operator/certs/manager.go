@@ -48,6 +48,12 @@ type Options struct {
 	CertManagerCertificate string
 	// Clock times rotation; the real clock when nil.
 	Clock clock.WithTicker
+	// InstallerOwnsConfigurations means the installer (the chart) creates,
+	// updates and deletes Validating and Mutating: the manager never
+	// creates or deletes them and writes only their webhooks' caBundle, in
+	// the auto mode. A configuration that does not exist yet keeps the
+	// manager not ready and is retried.
+	InstallerOwnsConfigurations bool
 }
 
 // Manager keeps the certificate, the cert dir and the webhook

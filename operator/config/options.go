@@ -97,12 +97,19 @@ type Options struct {
 	OperatorNamespace string
 
 	ImageBuilder ImageBuilderOptions
+
+	// ApplyCRDs makes the binary server-side apply its embedded CRDs, wait
+	// until they are served, and exit: the chart's init container.
+	ApplyCRDs bool
 }
 
 // NamespaceLeaseOptions configures the namespace-scoped operator's Lease.
 type NamespaceLeaseOptions struct {
 	Duration      time.Duration
 	RenewInterval time.Duration
+	// OwnerRole, when set, is a Role in the namespace that the Lease is
+	// created owned by (the chart's), so uninstalling removes it.
+	OwnerRole string
 }
 
 // LeaderElectionOptions configures controller-runtime leader election.
@@ -115,6 +122,10 @@ type LeaderElectionOptions struct {
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
+	// CreateLease false means the installer (the chart) creates and deletes
+	// the election Lease: the operator only takes and renews it, so a
+	// replica still running after `helm uninstall` cannot bring it back.
+	CreateLease bool
 }
 
 // WebhookOptions configures the admission webhook server.
@@ -130,6 +141,12 @@ type WebhookOptions struct {
 	// each well before it expires.
 	CertValidity time.Duration
 	CAValidity   time.Duration
+	// ManageConfigurations true (the default, for local runs and tests)
+	// makes the operator create and maintain its webhook configurations.
+	// False (the chart) leaves them to the installer: the operator only
+	// injects its CA bundle in the auto mode and never creates or deletes
+	// them.
+	ManageConfigurations bool
 	// URLHost, when set, makes webhook configurations call
 	// https://<URLHost>:<Port> instead of the Service, for running the
 	// operator outside the cluster.
@@ -217,6 +234,10 @@ const (
 	flagMaxConcurrentReconciles     = "max-concurrent-reconciles"
 	flagKubeAPIQPS                  = "kube-api-qps"
 	flagKubeAPIBurst                = "kube-api-burst"
+	flagApplyCRDs                   = "apply-crds"
+	flagWebhookManageConfigurations = "webhook-manage-configurations"
+	flagLeaderElectionCreateLease   = "leader-election-create-lease"
+	flagNamespaceLeaseOwnerRole     = "namespace-lease-owner-role"
 )
 
 // Environment variable names.
@@ -270,6 +291,8 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 	fs.DurationVar(&o.NamespaceLease.RenewInterval, flagNamespaceLeaseRenewInterval, 10*time.Second,
 		"How often a namespace-scoped operator renews its Lease; must be less than --"+flagNamespaceLeaseDuration+".")
 
+	fs.StringVar(&o.NamespaceLease.OwnerRole, flagNamespaceLeaseOwnerRole, "",
+		"Role in --"+flagRestrictNamespace+" the marker Lease is created owned by, so the garbage collector removes it with the install (the chart's).")
 	fs.BoolVar(&o.LeaderElection.Enabled, flagLeaderElect, false,
 		"Enable leader election so only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElection.ID, flagLeaderElectionID, defaultLeaderElectionID,
@@ -282,6 +305,8 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		"How long the leader keeps retrying to renew before giving up leadership.")
 	fs.DurationVar(&o.LeaderElection.RetryPeriod, flagLeaderElectionRetryPeriod, 2*time.Second,
 		"Interval between leader election attempts.")
+	fs.BoolVar(&o.LeaderElection.CreateLease, flagLeaderElectionCreateLease, true,
+		"Create the leader election Lease when missing; false when the installer owns it (the chart).")
 
 	fs.StringVar(&o.MetricsBindAddress, flagMetricsBindAddress, ":8443",
 		`Metrics server address as host:port; "0" disables it.`)
@@ -300,6 +325,8 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		"Secret holding the webhook serving certificate.")
 	fs.StringVar(&o.Webhook.ServiceName, flagWebhookServiceName, "dynamo-operator-webhook",
 		"Service that fronts the webhook server.")
+	fs.BoolVar(&o.Webhook.ManageConfigurations, flagWebhookManageConfigurations, true,
+		"Create and maintain the webhook configurations; false when the installer owns them (the chart): the operator then only injects the CA bundle in the auto cert mode.")
 	fs.StringVar(&o.Webhook.URLHost, flagWebhookURLHost, "",
 		"If set, webhook configurations call https://<host>:<webhook-port> instead of the Service (for local runs).")
 	fs.DurationVar(&o.Webhook.CertValidity, flagWebhookCertValidity, 90*24*time.Hour,
@@ -312,6 +339,8 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		"Maximum concurrent reconciles per controller.")
 	fs.Float64Var(&v.qps, flagKubeAPIQPS, 50, "Sustained queries per second to the Kubernetes API.")
 	fs.IntVar(&o.KubeAPIBurst, flagKubeAPIBurst, 100, "Burst of queries to the Kubernetes API.")
+	fs.BoolVar(&o.ApplyCRDs, flagApplyCRDs, false,
+		"Server-side apply the CRDs built into this binary, wait until they are served, and exit (the chart's init container).")
 	return fs
 }
 
@@ -396,6 +425,9 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 		checkDNS1123Label(p, "--"+flagRestrictNamespace, o.RestrictNamespace)
 	}
 
+	if o.NamespaceLease.OwnerRole != "" {
+		checkDNS1123Subdomain(p, "--"+flagNamespaceLeaseOwnerRole, o.NamespaceLease.OwnerRole)
+	}
 	// The Lease stores whole seconds; a fraction would make the holder and
 	// the cluster-wide operator disagree about the expiry.
 	if d := o.NamespaceLease.Duration; d < time.Second || d%time.Second != 0 {

@@ -28,6 +28,7 @@ func defaultOptions() Options {
 			LeaseDuration: 15 * time.Second,
 			RenewDeadline: 10 * time.Second,
 			RetryPeriod:   2 * time.Second,
+			CreateLease:   true,
 		},
 		MetricsBindAddress:     ":8443",
 		MetricsSecure:          true,
@@ -41,6 +42,8 @@ func defaultOptions() Options {
 			ServiceName:  "dynamo-operator-webhook",
 			CertValidity: 90 * 24 * time.Hour,
 			CAValidity:   10 * 365 * 24 * time.Hour,
+
+			ManageConfigurations: true,
 		},
 		OperatorVersion:         Version,
 		MaxConcurrentReconciles: 8,
@@ -195,7 +198,24 @@ func TestParseValid(t *testing.T) {
 					URLHost:      "host.docker.internal",
 					CertValidity: 4 * time.Second,
 					CAValidity:   12 * time.Second,
+
+					ManageConfigurations: true,
 				}
+			},
+		},
+		{
+			name: "installed by the chart",
+			args: []string{
+				"--webhook-manage-configurations=false",
+				"--leader-election-create-lease=false",
+				"--namespace-lease-owner-role=dynamo-test-dynamo-operator",
+				"--apply-crds",
+			},
+			edit: func(o *Options) {
+				o.Webhook.ManageConfigurations = false
+				o.LeaderElection.CreateLease = false
+				o.NamespaceLease.OwnerRole = "dynamo-test-dynamo-operator"
+				o.ApplyCRDs = true
 			},
 		},
 		{

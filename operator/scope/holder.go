@@ -48,6 +48,11 @@ type Holder struct {
 	// (re)gains it, since another operator may have acted meanwhile.
 	Acquired func(ctx context.Context, namespace string)
 	Log      logr.Logger
+	// Owner, when set, names the owner the Lease is created with (the
+	// chart's Role in the namespace), so the garbage collector removes a
+	// Lease that a terminating operator could no longer delete itself
+	// after helm uninstall took its rights away.
+	Owner func(ctx context.Context) (*metav1.OwnerReference, error)
 
 	lease  *coordinationv1.Lease
 	waited string // holder last reported as blocking us, to log once
@@ -149,6 +154,13 @@ func (h *Holder) write(ctx context.Context, now metav1.MicroTime) error {
 				AcquireTime:          &now,
 				RenewTime:            &now,
 			},
+		}
+		if h.Owner != nil {
+			owner, err := h.Owner(ctx)
+			if err != nil {
+				return err
+			}
+			l.OwnerReferences = []metav1.OwnerReference{*owner}
 		}
 		if err := h.Client.Create(ctx, l); err != nil {
 			return err

@@ -3,21 +3,28 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/config"
+	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 )
 
 func main() {
@@ -56,6 +63,9 @@ func run(args []string, lookupEnv func(string) (string, bool), stderr io.Writer)
 		printError(stderr, fmt.Errorf("loading Kubernetes client configuration: %w", err))
 		return exitFailure
 	}
+	if o.ApplyCRDs {
+		return applyCRDs(restConfig, log, stderr)
+	}
 	mgr, err := app.New(restConfig, o, app.Deps{})
 	if err != nil {
 		printError(stderr, fmt.Errorf("creating manager: %w", err))
@@ -85,6 +95,34 @@ func newLogger(o *config.Options, w io.Writer) logr.Logger {
 		opts = append(opts, zap.JSONEncoder())
 	}
 	return zap.New(opts...)
+}
+
+// crdApplyTimeout bounds the init container: the API server establishes a
+// CRD within seconds, so a minute means something is wrong.
+const crdApplyTimeout = time.Minute
+
+// applyCRDs is the --apply-crds mode: the chart's init container applies
+// the CRDs this binary embeds, so they move with the image on helm upgrade.
+func applyCRDs(cfg *rest.Config, log logr.Logger, stderr io.Writer) int {
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		printError(stderr, err)
+		return exitFailure
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		printError(stderr, fmt.Errorf("creating client: %w", err))
+		return exitFailure
+	}
+	ctx, cancel := context.WithTimeout(ctrl.SetupSignalHandler(), crdApplyTimeout+10*time.Second)
+	defer cancel()
+	if err := crdinstall.Apply(ctx, c, crdApplyTimeout); err != nil {
+		printError(stderr, fmt.Errorf("applying CRDs: %w", err))
+		return exitFailure
+	}
+	names, _ := crdinstall.Names()
+	log.Info("CRDs applied and established", "crds", names)
+	return exitOK
 }
 
 var lineBreaks = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")

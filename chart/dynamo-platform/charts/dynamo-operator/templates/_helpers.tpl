@@ -1,0 +1,119 @@
+{{/* Resource name prefix: <release>-dynamo-operator, or the release name when it already says dynamo-operator. */}}
+{{- define "dynamo-operator.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "dynamo-operator.labels" -}}
+app.kubernetes.io/name: dynamo-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ include "dynamo-operator.version" . | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | quote }}
+{{- end -}}
+
+{{- define "dynamo-operator.selectorLabels" -}}
+app.kubernetes.io/name: dynamo-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The image tag, which is also the operator version in Lease holder identities. */}}
+{{- define "dynamo-operator.version" -}}
+{{- default .Chart.AppVersion .Values.controllerManager.manager.image.tag -}}
+{{- end -}}
+
+{{- define "dynamo-operator.image" -}}
+{{- printf "%s:%s" .Values.controllerManager.manager.image.repository (include "dynamo-operator.version" .) -}}
+{{- end -}}
+
+{{- define "dynamo-operator.namespaceScoped" -}}
+{{- if .Values.namespaceRestriction.enabled }}true{{ end -}}
+{{- end -}}
+
+{{/* The namespace a namespace-scoped operator manages. */}}
+{{- define "dynamo-operator.targetNamespace" -}}
+{{- default .Release.Namespace .Values.namespaceRestriction.targetNamespace -}}
+{{- end -}}
+
+{{- define "dynamo-operator.serviceAccountName" -}}
+{{- default (include "dynamo-operator.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{- define "dynamo-operator.leaderElectionID" -}}
+{{- if .Values.controllerManager.leaderElection.id -}}
+{{- .Values.controllerManager.leaderElection.id -}}
+{{- else if .Values.namespaceRestriction.enabled -}}
+{{- printf "dynamo-operator-leader-%s" (include "dynamo-operator.targetNamespace" .) -}}
+{{- else -}}
+dynamo-operator-leader
+{{- end -}}
+{{- end -}}
+
+{{- define "dynamo-operator.leaderElectionNamespace" -}}
+{{- default .Release.Namespace .Values.controllerManager.leaderElection.namespace -}}
+{{- end -}}
+
+{{- define "dynamo-operator.webhookServiceName" -}}
+{{- printf "%s-webhook" (include "dynamo-operator.fullname" .) -}}
+{{- end -}}
+
+{{- define "dynamo-operator.certSecretName" -}}
+{{- default (printf "%s-webhook-cert" (include "dynamo-operator.fullname" .)) .Values.webhook.certificateSecret.name -}}
+{{- end -}}
+
+{{/* auto, cert-manager or external: who provisions the webhook serving certificate. */}}
+{{- define "dynamo-operator.certMode" -}}
+{{- if .Values.webhook.certManager.enabled -}}cert-manager
+{{- else if .Values.webhook.certificateSecret.external -}}external
+{{- else -}}auto
+{{- end -}}
+{{- end -}}
+
+{{/* Webhook configuration names, as the operator names them (operator/webhooks). */}}
+{{- define "dynamo-operator.validatingName" -}}
+{{- if .Values.namespaceRestriction.enabled -}}
+{{- printf "dynamo-operator-validating-%s" (include "dynamo-operator.targetNamespace" .) -}}
+{{- else -}}dynamo-operator-validating{{- end -}}
+{{- end -}}
+{{- define "dynamo-operator.mutatingName" -}}
+{{- if .Values.namespaceRestriction.enabled -}}
+{{- printf "dynamo-operator-mutating-%s" (include "dynamo-operator.targetNamespace" .) -}}
+{{- else -}}dynamo-operator-mutating{{- end -}}
+{{- end -}}
+
+{{/* Whether the init container applies the CRDs: auto means when cluster-wide. */}}
+{{- define "dynamo-operator.installCRDs" -}}
+{{- $v := .Values.crds.install -}}
+{{- if eq (toString $v) "auto" -}}
+{{- if not .Values.namespaceRestriction.enabled }}true{{ end -}}
+{{- else if $v }}true{{ end -}}
+{{- end -}}
+
+{{/* The CRDs the operator embeds (crds/), for resourceNames. */}}
+{{- define "dynamo-operator.crdNames" -}}
+- dynamocomponentdeployments.nvidia.com
+- dynamocomponents.nvidia.com
+- dynamographdeployments.nvidia.com
+- dynamomodels.nvidia.com
+{{- end -}}
+
+{{/* The container securityContext of the restricted Pod Security Standard. */}}
+{{- define "dynamo-operator.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}

@@ -1,0 +1,60 @@
+{{/*
+The rules for the objects the operator reconciles, in a ClusterRole when
+cluster-wide and a Role in the managed namespace when namespace-scoped.
+chart/README.md says why each rule is needed; chart tests run the operator
+with exactly these rights and fail on any forbidden request.
+*/}}
+{{- define "dynamo-operator.workloadRules" -}}
+# Graphs and their components: watched, written (components are created and
+# deleted by the graph controller), status written.
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamographdeployments", "dynamocomponentdeployments"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamographdeployments/status", "dynamocomponentdeployments/status"]
+  verbs: ["get", "update", "patch"]
+# Owner references with blockOwnerDeletion on children need this where the
+# OwnerReferencesPermissionEnforcement admission plugin is on (OpenShift).
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamographdeployments/finalizers", "dynamocomponentdeployments/finalizers"]
+  verbs: ["update"]
+# Children: server-side applied and watched; garbage collected through owner
+# references, so no delete for Deployments and claims (claims are retained).
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "list", "watch", "create", "update", "patch"]
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["get", "list", "watch", "create", "update", "patch"]
+# Services and Ingresses are deleted when a graph stops asking for them.
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["networking.k8s.io"]
+  resources: ["ingresses"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# Events on graphs and components.
+- apiGroups: ["", "events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "update", "patch"]
+{{- if .Values.namespaceRestriction.enabled }}
+# The dynamo-operator-namespace-scope marker Lease in the managed namespace:
+# created, renewed, deleted on clean shutdown (create cannot be limited by
+# name).
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# This Role itself, read for its UID: the marker Lease is created owned by
+# it, so the garbage collector removes the Lease with the release.
+- apiGroups: ["rbac.authorization.k8s.io"]
+  resources: ["roles"]
+  resourceNames: [{{ include "dynamo-operator.fullname" . | quote }}]
+  verbs: ["get"]
+{{- else }}
+# Marker Leases of namespace-scoped operators in every namespace, read to
+# leave their namespaces alone (watched by field selector on the name).
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+{{- end -}}

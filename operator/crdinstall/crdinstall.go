@@ -1,0 +1,99 @@
+// Package crdinstall server-side applies the CRDs embedded in the operator
+// binary (package crds) and waits until the API server serves them. The
+// chart runs it as the operator pod's init container (dynamo-operator
+// --apply-crds): Helm never upgrades CRDs it installed from a chart's crds/
+// directory, and templating them would put ~750 kB of schema into every
+// release Secret, close to its 1 MiB limit.
+package crdinstall
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"sort"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dynamoctl/dynamo-operator/crds"
+)
+
+// FieldOwner is the server-side apply field manager of the CRDs.
+const FieldOwner = "dynamo-operator-crds"
+
+// Load returns the embedded CRDs, sorted by name.
+func Load() ([]*unstructured.Unstructured, error) {
+	files, err := fs.Glob(crds.FS, "*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, f := range files {
+		data, err := crds.FS.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &u.Object); err != nil {
+			return nil, fmt.Errorf("parsing embedded %s: %w", f, err)
+		}
+		out = append(out, u)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
+	return out, nil
+}
+
+// Names are the names of the embedded CRDs, which the chart's RBAC lists as
+// resourceNames.
+func Names() ([]string, error) {
+	all, err := Load()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(all))
+	for i, u := range all {
+		names[i] = u.GetName()
+	}
+	return names, nil
+}
+
+// Apply server-side applies every embedded CRD, forcing ownership of the
+// fields (an older operator or `kubectl apply` may hold them), and waits up
+// to timeout until each is Established. c must know apiextensions/v1.
+func Apply(ctx context.Context, c client.Client, timeout time.Duration) error {
+	all, err := Load()
+	if err != nil {
+		return err
+	}
+	for _, u := range all {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()),
+			client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying CustomResourceDefinition %s: %w", u.GetName(), err)
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, u := range all {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := c.Get(ctx, client.ObjectKey{Name: u.GetName()}, crd); err != nil {
+				return false, nil //nolint:nilerr // transient: keep polling until the timeout
+			}
+			if !established(crd) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}

@@ -134,9 +134,9 @@ sim-build: build ## Build the simulator CLI into bin/dynamo-sim (and the operato
 	$(GO) build -o $(SIM) ./sim/cmd/dynamo-sim
 
 .PHONY: sim
-sim: k8s-bins sim-build ## Simulated GPU cluster + operator, apply SIM_GRAPH (a compat graph), show it Ready; left running.
+sim: k8s-bins sim-build $(HELM) ## Simulated GPU cluster, the operator installed with helm install of chart/, apply SIM_GRAPH (a compat graph), show it Ready; left running.
 	@$(SIM) down >/dev/null
-	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(SIM) up $(SIM_FLAGS)
+	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(SIM) up --install helm --helm $(HELM) --image-tag $(VERSION) $(SIM_FLAGS)
 	$(SIM) apply -f $(SIM_GRAPH)
 	$(SIM) wait -f $(SIM_GRAPH)
 	@$(SIM) status

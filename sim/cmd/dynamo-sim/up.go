@@ -261,10 +261,15 @@ func cmdDaemon(args []string) error {
 			return fmt.Errorf("host listener: %w", err)
 		}
 	}
+	crds := *f.crdDir
+	if *f.install == "helm" {
+		// The chart applies the CRDs (its apply-crds init container).
+		crds = ""
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	err = daemon.Run(ctx, daemon.Options{
-		Dir: *f.dir, BinDir: binDir, CRDDir: *f.crdDir, Operator: *f.operator, OperatorArgs: f.operatorArgs,
+		Dir: *f.dir, BinDir: binDir, CRDDir: crds, Operator: *f.operator, OperatorArgs: f.operatorArgs,
 		Mode: *f.mode, Pools: pools, PodReadyDelay: *f.podReadyDelay, HostListener: ln, HostPort: *hostPort,
 		WatchPid: *f.watchPid, RunImages: runImages, ModelLoadDelay: *f.modelLoad, NoOperatorProcess: *f.install == "helm",
 	}, os.Stderr)

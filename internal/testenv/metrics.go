@@ -108,4 +108,3 @@ func (e *Env) Scraper(ctx context.Context, url string) (func(context.Context) ([
 		return body, nil
 	}, nil
 }
-

@@ -102,4 +102,3 @@ func (b *syncBuffer) Len() int {
 	defer b.mu.Unlock()
 	return b.buf.Len()
 }
-

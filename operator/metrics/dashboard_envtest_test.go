@@ -58,8 +58,12 @@ func TestDashboardAndAlertsEvaluateOnRealScrapes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Scale a, have an update of b refused, delete c and the only graph
-	// of the other namespace.
+	// Create d, scale a, have an update of b refused, delete c and the
+	// only graph of the other namespace: every operation the dashboard
+	// shows happens between the two scrapes.
+	if err := env.Client.Create(ctx, graph("d", ns)); err != nil {
+		t.Fatal(err)
+	}
 	patch(t, ns, "a", `{"spec":{"services":{"Worker":{"replicas":3}}}}`)
 	err = env.Client.Patch(ctx, &v1alpha1.DynamoGraphDeployment{ObjectMeta: objectMeta(ns, "b")},
 		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"services":{"Worker":{"resources":{"limits":{"gpu":"0.5"}}}}}}`)))
@@ -73,6 +77,7 @@ func TestDashboardAndAlertsEvaluateOnRealScrapes(t *testing.T) {
 	}
 	waitForReplicas(t, ns, "a-worker", 3)
 	waitForState(t, ns, "a", v1alpha1.GraphStateSuccessful)
+	waitForState(t, ns, "d", v1alpha1.GraphStateSuccessful)
 
 	var second []byte
 	eventually(t, "the deleted graph's namespace leaves resources_total", func() error {
@@ -194,10 +199,13 @@ func alertQueries(t *testing.T) []namedQuery {
 	t.Helper()
 	var rules struct {
 		Groups []struct {
+			Name  string `json:"name"`
 			Rules []struct {
-				Alert string `json:"alert"`
-				Expr  string `json:"expr"`
-				For   string `json:"for"`
+				Alert       string            `json:"alert"`
+				Expr        string            `json:"expr"`
+				For         string            `json:"for"`
+				Labels      map[string]string `json:"labels"`
+				Annotations map[string]string `json:"annotations"`
 			} `json:"rules"`
 		} `json:"groups"`
 	}

@@ -78,7 +78,7 @@ func TestQuietReconcileLogsNothingAtInfo(t *testing.T) {
 
 	r.op.Stop()
 	mark = r.logs.Len()
-	if err := r.op.Start(context.Background()); err != nil {
+	if err := r.op.Start(r.ctx); err != nil {
 		t.Fatal(err)
 	}
 	var quiet []logLine

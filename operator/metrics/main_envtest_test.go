@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -21,7 +22,28 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	os.Exit(testenv.Run(m, func(e *testenv.Env) { env = e }))
+	os.Exit(run(m))
+}
+
+// run is testenv.Run, stopping the shared operator and its Deployment
+// driver before the API server: their open watches would keep it from
+// stopping in time.
+func run(m *testing.M) int {
+	e, err := testenv.Start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		return 1
+	}
+	env = e
+	code := m.Run()
+	stopShared()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: stopping control plane: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
 }
 
 // running is the operator the tests of this package share, as the binary
@@ -33,9 +55,13 @@ type running struct {
 	metricsURL string
 	scrape     func(context.Context) ([]byte, error)
 	logs       *syncBuffer
+	// ctx lives as long as the test binary; (re)starts run under it.
+	ctx context.Context
 }
 
 var (
+	// stopShared ends the shared operator and the Deployment driver.
+	stopShared = func() {}
 	shared     *running
 	sharedErr  error
 	sharedOnce sync.Once
@@ -46,8 +72,14 @@ var (
 func operator(t *testing.T) *running {
 	t.Helper()
 	sharedOnce.Do(func() {
-		ctx := context.Background()
-		r := &running{logs: &syncBuffer{}}
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &running{logs: &syncBuffer{}, ctx: ctx}
+		stopShared = func() {
+			if r.op != nil {
+				r.op.Stop()
+			}
+			cancel()
+		}
 		var metricsArgs []string
 		metricsArgs, r.metricsURL, sharedErr = testenv.MetricsArgs()
 		if sharedErr != nil {

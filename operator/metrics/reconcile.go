@@ -91,6 +91,14 @@ func init() {
 // Errors are counted, not logged: controller-runtime logs a returned error
 // once, where it is handled (the retry).
 func Instrument(resourceType string, next reconcile.Reconciler) reconcile.Reconciler {
+	// Every result and error type starts at 0, so "no errors" reads as a
+	// 0 on dashboards and in rate(), not as a missing series.
+	for _, r := range []string{ResultSuccess, ResultRequeue, ResultError} {
+		reconcileTotal.WithLabelValues(resourceType, r)
+	}
+	for _, e := range ErrorTypes() {
+		reconcileErrors.WithLabelValues(resourceType, e)
+	}
 	return instrumented{resourceType: resourceType, next: next}
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -100,5 +101,53 @@ func TestQuietReconcileLogsNothingAtInfo(t *testing.T) {
 		if l.ReconcileID != "" && atInfo(l) {
 			t.Errorf("a reconcile after the restart logged at info: %+v", l)
 		}
+	}
+}
+
+// TestLogVolumeAtInfo measures what LOG_LEVEL=info writes while 50 graphs
+// of two services are created and become Ready, for the operator's
+// documentation. It prints the figures; only the shape is checked: every
+// line is JSON, and each graph's state changes are told.
+func TestLogVolumeAtInfo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a measurement")
+	}
+	r := operator(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "volume")
+	const graphs = 50
+	mark := r.logs.Len()
+	for i := range graphs {
+		g := builders.MakeGraph(fmt.Sprintf("g%02d", i), ns).
+			Service("Frontend", builders.MakeService().Type(v1alpha1.ComponentTypeFrontend)).
+			Service("Worker", builders.MakeService().GPUs(1)).Obj()
+		if err := env.Client.Create(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range graphs {
+		waitForState(t, ns, fmt.Sprintf("g%02d", i), v1alpha1.GraphStateSuccessful)
+	}
+	b, _ := r.logs.since(mark)
+	var infoBytes, infoLines, allBytes, allLines, stateChanges int
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l logLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("a log line that is not JSON: %s", sc.Text())
+		}
+		allBytes, allLines = allBytes+len(sc.Bytes())+1, allLines+1
+		if atInfo(l) {
+			infoBytes, infoLines = infoBytes+len(sc.Bytes())+1, infoLines+1
+			if l.Msg == "graph state changed" && l.Namespace == ns {
+				stateChanges++
+			}
+		}
+	}
+	t.Logf("%d graphs created until Ready: %d lines, %d bytes at info (%d state changes); %d lines, %d bytes at V(2)",
+		graphs, infoLines, infoBytes, stateChanges, allLines, allBytes)
+	if stateChanges < graphs {
+		t.Errorf("%d state changes logged at info for %d graphs", stateChanges, graphs)
 	}
 }

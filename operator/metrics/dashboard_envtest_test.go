@@ -94,7 +94,7 @@ func TestDashboardAndAlertsEvaluateOnRealScrapes(t *testing.T) {
 	if err := store.add(second, now); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("metric names scraped: %s", strings.Join(store.names(), " "))
+	t.Logf("scrape: %d bytes, %d series in the store; metric names: %s", len(second), len(store.series), strings.Join(store.names(), " "))
 
 	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e6, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
 	known := map[string]bool{}

@@ -91,13 +91,15 @@ func Scrape(ctx context.Context, url, token string) (int, []byte, error) {
 }
 
 // Scraper returns a function that scrapes url as a ServiceAccount allowed
-// to, failing on anything but 200.
+// to, failing on anything but 200. It returns once a scrape succeeds (the
+// operator's caches sync before its metrics server listens, and RBAC
+// takes a moment to reach the authorizer), or fails after 30 s.
 func (e *Env) Scraper(ctx context.Context, url string) (func(context.Context) ([]byte, error), error) {
 	token, err := e.ServiceAccountToken(ctx, metav1.NamespaceDefault, "metrics-scraper", true)
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context) ([]byte, error) {
+	scrape := func(ctx context.Context) ([]byte, error) {
 		code, body, err := Scrape(ctx, url, token)
 		if err != nil {
 			return nil, err
@@ -106,5 +108,20 @@ func (e *Env) Scraper(ctx context.Context, url string) (func(context.Context) ([
 			return nil, fmt.Errorf("scraping %s: HTTP %d: %s", url, code, body)
 		}
 		return body, nil
-	}, nil
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := scrape(ctx)
+		if err == nil {
+			return scrape, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the operator's /metrics never answered: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

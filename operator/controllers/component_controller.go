@@ -26,6 +26,7 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
+	"github.com/dynamoctl/dynamo-operator/operator/metrics"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 	"github.com/dynamoctl/dynamo-operator/operator/scope"
 )
@@ -65,7 +66,7 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 	return ownDiscoveryKinds(b).
 		WatchesRawSource(resync.componentSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(owned{gate: gate, next: r})
+		Complete(owned{gate: gate, next: metrics.Instrument("DynamoComponentDeployment", r)})
 }
 
 // Reconcile brings one component's children in line with its spec.
@@ -151,10 +152,14 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 		return reconcile.Result{}, err
 	}
 	changes.emit(r.Recorder, dcd)
+	logChanges(ctx, dcd, changes)
 
 	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
 		c.Status = componentStatus(c, deploy, metav1.NewTime(r.Clock.Now()))
 	})
+	if !wrote && err == nil && changes.empty() {
+		logNothingToDo(ctx, dcd)
+	}
 	if res := changes.result(); err == nil && wrote && res.RequeueAfter == 0 {
 		if available, _ := componentCurrent(dcd); !available {
 			// A status still in progress is looked at again: the next
@@ -272,6 +277,9 @@ func (r *ComponentReconciler) failWith(ctx context.Context, dcd *v1alpha1.Dynamo
 	})
 	if changed {
 		r.Recorder.Eventf(dcd, nil, corev1.EventTypeWarning, "Failed", "Reconcile", "%v", cause)
+	}
+	if err == nil {
+		logRefused(ctx, dcd, cause, changed)
 	}
 	return err
 }

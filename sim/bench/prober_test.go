@@ -62,15 +62,6 @@ func BenchmarkProber(b *testing.B) {
 	if err := nodes.CreatePools(ctx, cs, []nodes.Pool{pool}); err != nil {
 		b.Fatal(err)
 	}
-	// The warm-up pod needs kube-system's default ServiceAccount, which
-	// the controller manager creates shortly after start.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if _, err := cs.CoreV1().ServiceAccounts("kube-system").Get(ctx, "default", metav1.GetOptions{}); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			b.Fatal(err)
-		}
-	}
 	if err := nodes.WarmIPPool(ctx, cs, pool.NodeName(0)); err != nil {
 		b.Fatal(err)
 	}

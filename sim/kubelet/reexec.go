@@ -74,7 +74,7 @@ func runSandbox() int {
 		{"addr", "add", spec.IP + "/32", "dev", "eth0"},
 		{"link", "set", "eth0", "up"},
 		{"route", "add", gatewayIP, "dev", "eth0", "scope", "link"},
-		{"neigh", "add", gatewayIP, "lladdr", spec.GatewayMAC, "dev", "eth0", "nud", "permanent"},
+		{"neigh", "replace", gatewayIP, "lladdr", spec.GatewayMAC, "dev", "eth0", "nud", "permanent"},
 		{"route", "add", "default", "via", gatewayIP, "dev", "eth0"},
 	} {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {

@@ -51,13 +51,16 @@ func startSandbox(ctx context.Context, self, podIP string, log *os.File) (*exec.
 		return nil, "", err
 	}
 	pid := strconv.Itoa(cmd.Process.Pid)
-	// A veth left by a pod that had this address before goes first.
+	// A veth left by a pod that had this address before goes first. The
+	// neighbour entry is replaced, not added: once the route exists, a
+	// probe sent to the address at that instant makes the kernel create an
+	// entry of its own first.
 	_ = exec.Command("ip", "link", "del", veth).Run()
 	for _, args := range [][]string{
 		{"link", "add", veth, "address", hostMAC, "type", "veth", "peer", "name", "eth0", "address", podMAC, "netns", pid},
 		{"link", "set", veth, "up"},
 		{"route", "add", podIP + "/32", "dev", veth, "table", "local", "src", routeSource},
-		{"neigh", "add", podIP, "lladdr", podMAC, "dev", veth, "nud", "permanent"},
+		{"neigh", "replace", podIP, "lladdr", podMAC, "dev", veth, "nud", "permanent"},
 	} {
 		if o, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput(); err != nil {
 			return fail(fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(o))))

@@ -188,6 +188,9 @@ func TestPodReadyAgain(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
 		Spec:       corev1.PodSpec{NodeName: "n-0", Containers: []corev1.Container{{Name: "main", Image: "x"}}},
 	}
+	if err := WaitDefaultServiceAccount(ctx, cs, "default"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // The pod needs kube-system's default ServiceAccount, which the controller
 // manager creates shortly after it starts: WarmIPPool waits for it first.
 func WarmIPPool(ctx context.Context, cs kubernetes.Interface, node string) error {
-	if err := waitDefaultServiceAccount(ctx, cs); err != nil {
+	if err := WaitDefaultServiceAccount(ctx, cs, metav1.NamespaceSystem); err != nil {
 		return err
 	}
 	pods := cs.CoreV1().Pods(metav1.NamespaceSystem)
@@ -52,8 +52,11 @@ func WarmIPPool(ctx context.Context, cs kubernetes.Interface, node string) error
 	return pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 }
 
-func waitDefaultServiceAccount(ctx context.Context, cs kubernetes.Interface) error {
-	sas := cs.CoreV1().ServiceAccounts(metav1.NamespaceSystem)
+// WaitDefaultServiceAccount waits until namespace has its default
+// ServiceAccount: the API server refuses pods without a ServiceAccount, and
+// on a fresh cluster the controller manager creates them a moment later.
+func WaitDefaultServiceAccount(ctx context.Context, cs kubernetes.Interface, namespace string) error {
+	sas := cs.CoreV1().ServiceAccounts(namespace)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		_, err := sas.Get(ctx, "default", metav1.GetOptions{})
@@ -61,7 +64,7 @@ func waitDefaultServiceAccount(ctx context.Context, cs kubernetes.Interface) err
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kube-system's default ServiceAccount did not appear within a minute: %w", err)
+			return fmt.Errorf("the default ServiceAccount of %s did not appear within a minute: %w", namespace, err)
 		}
 		select {
 		case <-ctx.Done():

@@ -33,6 +33,10 @@ with exactly these rights and fail on any forbidden request.
 - apiGroups: ["networking.k8s.io"]
   resources: ["ingresses"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# Pods are only read: a stuck rollout is explained from its pods' status.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch"]
 # Events on graphs and components.
 - apiGroups: ["", "events.k8s.io"]
   resources: ["events"]

@@ -12,12 +12,12 @@ import (
 // Reasons of a component's Available and Ready conditions when its rollout
 // cannot progress, each named after what Kubernetes reported.
 const (
-	ReasonUnschedulable          = "Unschedulable"
-	ReasonMissingVolumeClaim     = "MissingVolumeClaim"
-	ReasonContainerConfigError   = "CreateContainerConfigError"
-	ReasonImagePullFailed        = "ImagePullFailed"
-	ReasonCrashLoop              = "CrashLoopBackOff"
-	ReasonReplicaFailure         = "ReplicaFailure"
+	ReasonUnschedulable        = "Unschedulable"
+	ReasonMissingVolumeClaim   = "MissingVolumeClaim"
+	ReasonContainerConfigError = "CreateContainerConfigError"
+	ReasonImagePullFailed      = "ImagePullFailed"
+	ReasonCrashLoop            = "CrashLoopBackOff"
+	ReasonReplicaFailure       = "ReplicaFailure"
 	// ReasonProgressDeadline is also the Deployment controller's reason.
 	ReasonProgressDeadline = "ProgressDeadlineExceeded"
 )

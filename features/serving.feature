@@ -117,6 +117,10 @@ Feature: Ready means serving, a stuck rollout is explained, scaling holds
     And the dgd "llm" eventually has ".status.services.VllmWorker.availableReplicas" equal to "3"
     And the dgd "llm" eventually has ".status.state" equal to "successful"
     And the dgd "llm" has ".spec.services.VllmWorker.replicas" equal to "2"
+    # Yielding is stable: a fresh reconcile of everything finds nothing to write.
+    When the operator restarts
+    Then the operator makes no writes in this namespace within 3 seconds
+    And the Deployment "llm-vllmworker" has ".spec.replicas" equal to "3"
     # A change of the service's replicas in the graph is a newer decision: it wins.
     When I patch the dgd "llm" with:
       """
@@ -147,4 +151,4 @@ Feature: Ready means serving, a stuck rollout is explained, scaling holds
       """
     Then it is accepted
     And the dgd "planner-test" eventually has ".status.state" equal to "successful"
-    And the Deployment "planner-test-planner" has ".metadata.labels.nvidia\.com/dynamo-component-type" equal to "main"
+    And the Deployment "planner-test-planner" has ".spec.template.metadata.labels.nvidia\.com/dynamo-component-type" equal to "main"

@@ -132,6 +132,45 @@ Feature: Ready means serving, a stuck rollout is explained, scaling holds
     Then the Deployment "llm-vllmworker" eventually has ".spec.replicas" equal to "1"
     And the dgd "llm" eventually has ".status.services.VllmWorker.availableReplicas" equal to "1"
 
+  Scenario: A HorizontalPodAutoscaler targeting a component scales it without a fight
+    Given the dgd "llm" eventually has ".status.state" equal to "successful"
+    When I apply the manifest:
+      """
+      apiVersion: autoscaling/v2
+      kind: HorizontalPodAutoscaler
+      metadata:
+        name: llm-vllmworker
+      spec:
+        scaleTargetRef:
+          apiVersion: nvidia.com/v1alpha1
+          kind: DynamoComponentDeployment
+          name: llm-vllmworker
+        minReplicas: 3
+        maxReplicas: 4
+        metrics:
+        - type: Resource
+          resource:
+            name: cpu
+            target:
+              type: Utilization
+              averageUtilization: 80
+      """
+    Then it is accepted
+    # No metrics are fed: the HPA controller raises the component to its minReplicas.
+    And the Deployment "llm-vllmworker" eventually has ".spec.replicas" equal to "3"
+    And the HorizontalPodAutoscaler "llm-vllmworker" eventually has ".status.desiredReplicas" equal to "3"
+    And the dcd "llm-vllmworker" keeps 3 replicas while I patch the dgd "llm" with:
+      """
+      spec:
+        services:
+          VllmWorker:
+            envs:
+            - name: LOG_LEVEL
+              value: debug
+      """
+    And the dgd "llm" eventually has ".status.services.VllmWorker.availableReplicas" equal to "3"
+    And the dgd "llm" eventually has ".status.state" equal to "successful"
+
   Scenario: A graph whose services use componentType main runs
     When I apply the manifest:
       """

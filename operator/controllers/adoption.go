@@ -121,10 +121,15 @@ func keepComponent(desired, live *v1alpha1.DynamoComponentDeployment) {
 	desired.Spec.Replicas = replicas
 }
 
-// keepWorkload keeps live's pod template and selector in desired.
+// keepWorkload keeps live's pod template and selector in desired, and its
+// rollout settings (strategy, progress deadline), which this renderer
+// derives from the pod template it would render: they change with the
+// template, when the component's spec does.
 func keepWorkload(desired, live *appsv1.Deployment) {
 	desired.Spec.Template = *live.Spec.Template.DeepCopy()
 	desired.Spec.Selector = live.Spec.Selector.DeepCopy()
+	desired.Spec.Strategy = *live.Spec.Strategy.DeepCopy()
+	desired.Spec.ProgressDeadlineSeconds = live.Spec.ProgressDeadlineSeconds
 }
 
 // keepSelector keeps the selector of a Deployment another renderer made,

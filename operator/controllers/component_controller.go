@@ -183,11 +183,20 @@ func (r *ComponentReconciler) explain(ctx context.Context, deploy *appsv1.Deploy
 func podsToComponent(_ context.Context, obj client.Object) []reconcile.Request {
 	pod, ok := obj.(*corev1.Pod)
 	name := obj.GetLabels()[render.LabelComponent]
+	if adopted := obj.GetLabels()[dynamoSelectorLabel]; adopted != "" {
+		// Pods of a workload Dynamo's operator made carry the service's
+		// name in LabelComponent, and the component's in its selector.
+		name = adopted
+	}
 	if !ok || name == "" || podReady(pod) {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: name}}}
 }
+
+// dynamoSelectorLabel selects the pods of workloads Dynamo's operator
+// rendered; its value is the component's (and the workload's) name.
+const dynamoSelectorLabel = "nvidia.com/selector"
 
 // componentsOfGraph maps a graph to the components it owns.
 func (r *ComponentReconciler) componentsOfGraph(ctx context.Context, obj client.Object) []reconcile.Request {

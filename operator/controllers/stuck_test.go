@@ -1,13 +1,17 @@
 package controllers
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
 
 func TestRolloutBlocker(t *testing.T) {
@@ -69,6 +73,29 @@ func TestRolloutBlocker(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, rolloutBlocker(tc.deploy, tc.pods)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPodsToComponent(t *testing.T) {
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want []reconcile.Request
+	}{
+		{"our pod names its component", builders.MakePod("p", "ns").Labels(map[string]string{render.LabelComponent: "llm-worker"}).Obj(),
+			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "llm-worker"}}}},
+		{"a pod Dynamo's operator made names it in its selector", builders.MakePod("p", "ns").Labels(map[string]string{
+			render.LabelComponent: "VllmWorker", dynamoSelectorLabel: "llm-vllmworker-0c5b225e"}).Obj(),
+			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "llm-vllmworker-0c5b225e"}}}},
+		{"a ready pod changes nothing its Deployment does not say", builders.MakePod("p", "ns").Labels(map[string]string{render.LabelComponent: "llm-worker"}).Ready().Obj(), nil},
+		{"a pod of no component", builders.MakePod("p", "ns").Obj(), nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, podsToComponent(context.Background(), tc.pod)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

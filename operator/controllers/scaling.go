@@ -5,12 +5,13 @@ import (
 	"strconv"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
 
 // AnnotationGraphReplicas records on a component the replicas its graph
 // asked for when it last applied the component ("" when the graph set
 // none). See yieldReplicas.
-const AnnotationGraphReplicas = "nvidia.com/graph-replicas"
+const AnnotationGraphReplicas = render.AnnotationGraphReplicas
 
 // yieldReplicas decides whether the graph leaves a component's
 // spec.replicas to whoever scaled it. The component's scale subresource is

@@ -145,9 +145,9 @@ sim-build: build ## Build the simulator CLI into bin/dynamo-sim (and the operato
 	$(GO) build -o $(SIM) ./sim/cmd/dynamo-sim
 
 .PHONY: sim
-sim: k8s-bins sim-build ## Simulated GPU cluster + operator, apply SIM_GRAPH (a compat graph), show it Ready; left running.
+sim: k8s-bins sim-build $(HELM) ## Simulated GPU cluster, the operator installed with helm install of chart/, apply SIM_GRAPH (a compat graph), show it Ready; left running.
 	@$(SIM) down >/dev/null
-	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(SIM) up $(SIM_FLAGS)
+	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(SIM) up --install helm --helm $(HELM) --image-tag $(VERSION) $(SIM_FLAGS)
 	$(SIM) apply -f $(SIM_GRAPH)
 	$(SIM) wait -f $(SIM_GRAPH)
 	@$(SIM) status
@@ -179,6 +179,11 @@ bench-handover: k8s-bins ## Hand-over latency between a cluster-wide and a names
 	  ./operator/scope/benchmarks/ -args $(BENCH_FLAGS)
 
 SIM_BENCH_FLAGS ?=
+.PHONY: bench-prober
+bench-prober: k8s-bins ## Simulator: the prober's CPU with 1,000 probed pods (SIM_BENCH_FLAGS='-probed-pods=100 -probe-period=1').
+	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GO) test -run '^$$' -bench BenchmarkProber -benchtime 1x -timeout 60m \
+	  ./sim/bench/ -args $(SIM_BENCH_FLAGS)
+
 .PHONY: bench-sim
 bench-sim: k8s-bins ## Simulator: cold start, then 1,000 GPU nodes and 10,000 pods Ready (SIM_BENCH_FLAGS='-nodes=100 -pods=1000').
 	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GO) test -run '^$$' -bench BenchmarkSimScale -benchtime 1x -timeout 60m \

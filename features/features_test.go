@@ -83,7 +83,13 @@ func TestFeatures(t *testing.T) {
 	}
 	// Admission webhooks are on, as in a real install: every scenario's
 	// objects pass the operator's own webhooks, called by the API server.
-	op, err := env.NewOperator(env.WebhookArgs(t), app.Deps{})
+	// /metrics is served as the binary serves it (HTTPS, TokenReview,
+	// SubjectAccessReview) and scraped as a ServiceAccount allowed to.
+	metricsArgs, metricsURL, err := testenv.MetricsArgs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := env.NewOperator(append(env.WebhookArgs(t), metricsArgs...), app.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +102,12 @@ func TestFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	scrape, err := env.Scraper(ctx, metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cluster := &steps.Cluster{
+		ScrapeMetrics:   scrape,
 		Client:          env.Client,
 		Config:          env.Config,
 		CreateNamespace: env.CreateNamespace,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +38,9 @@ type Cluster struct {
 	// Operator observes and restarts the operator; nil where the suite
 	// cannot (steps that need it then fail saying so).
 	Operator OperatorControl
+	// ScrapeMetrics returns the operator's /metrics as a scraper allowed
+	// to read them gets it; nil where the suite cannot (metrics steps fail).
+	ScrapeMetrics func(context.Context) ([]byte, error)
 }
 
 // FieldOwner is the server-side apply field manager of objects the steps apply.
@@ -55,6 +59,8 @@ type world struct {
 	modes      modes
 	// appliedAt is when the last apply step was made.
 	appliedAt time.Time
+	// metricsBaseline is the scrape taken when the scenario began.
+	metricsBaseline map[string]*dto.MetricFamily
 }
 
 // InitializeScenario registers every step and gives each scenario a
@@ -101,6 +107,7 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 	sc.Step(`^the (\S+) `+quoted+` eventually has `+anything+` equal to `+anything+`$`, unquote4(w.fieldEventuallyEquals))
 	w.registerWebhookSteps(sc)
 	w.registerServingSteps(sc)
+	w.registerMetricsSteps(sc)
 }
 
 // quoted matches a double-quoted step argument in which \" stands for a quote.

@@ -16,8 +16,6 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
@@ -86,6 +84,9 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	if err := addScope(mgr, o, d.Clock, gate, resync); err != nil {
 		return nil, err
 	}
+	if err := addMetrics(mgr, o, gate); err != nil {
+		return nil, err
+	}
 	if o.Webhook.Enabled {
 		if err := setupWebhooks(mgr, o, d, gate); err != nil {
 			return nil, fmt.Errorf("setting up webhooks: %w", err)
@@ -117,15 +118,7 @@ func ManagerOptions(cfg *rest.Config, o *config.Options) (*rest.Config, manager.
 	// (CVE-2023-44487, CVE-2023-39325) and the servers gain nothing from it.
 	tlsOpts := []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 
-	metricsOpts := metricsserver.Options{
-		BindAddress:   o.MetricsBindAddress,
-		SecureServing: o.MetricsSecure,
-		TLSOpts:       tlsOpts,
-	}
-	if o.MetricsSecure {
-		// Only callers whose token may "get /metrics" can scrape.
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
+	metricsOpts := metricsServerOptions(o, tlsOpts)
 
 	// The manager keeps pointers, so take copies rather than aliasing o.
 	leaseDuration := o.LeaderElection.LeaseDuration

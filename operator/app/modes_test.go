@@ -153,7 +153,9 @@ func quiet(t *testing.T, user, ns string) {
 	t.Helper()
 	waitFor(t, user+" is quiet in "+ns, func() bool {
 		evs := writesBy(t, user, ns)
-		return len(evs) > 0 && time.Since(evs[len(evs)-1].StageTimestamp.Time) > time.Second
+		// Longer than the component status re-check (2 s) and the graph's
+		// progress-write coalescing (1 s), so no write is still on its way.
+		return len(evs) > 0 && time.Since(evs[len(evs)-1].StageTimestamp.Time) > 3*time.Second
 	})
 }
 

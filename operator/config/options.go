@@ -45,6 +45,12 @@ const (
 	WebhookCertModeExternal WebhookCertMode = "external"
 )
 
+// Log formats.
+const (
+	LogFormatJSON    = "json"
+	LogFormatConsole = "console"
+)
+
 // ImageBuildEngine is the builder used for DynamoComponent images.
 type ImageBuildEngine string
 
@@ -72,6 +78,9 @@ type Options struct {
 	MetricsBindAddress string
 	// MetricsSecure serves metrics over HTTPS behind Kubernetes authn/authz.
 	MetricsSecure bool
+	// MetricsCertDir holds the metrics serving pair (tls.crt, tls.key);
+	// empty means a self-signed pair made at start.
+	MetricsCertDir string
 	// HealthProbeBindAddress is host:port, or "0" to disable health probes.
 	HealthProbeBindAddress string
 
@@ -84,6 +93,10 @@ type Options struct {
 	MaxConcurrentReconciles int
 	KubeAPIQPS              float32
 	KubeAPIBurst            int
+
+	// LogFormat is json (the default, for collectors) or console (for
+	// people), from --log-format or LOG_FORMAT.
+	LogFormat string
 
 	// LogLevel is the normalised LOG_LEVEL: "debug", "info", "warn",
 	// "error" or a decimal verbosity such as "3". Use ZapLevel to apply it.
@@ -220,6 +233,8 @@ const (
 	flagLeaderElectionRetryPeriod   = "leader-election-retry-period"
 	flagMetricsBindAddress          = "metrics-bind-address"
 	flagMetricsSecure               = "metrics-secure"
+	flagMetricsCertDir              = "metrics-cert-dir"
+	flagLogFormat                   = "log-format"
 	flagHealthProbeBindAddress      = "health-probe-bind-address"
 	flagWebhookPort                 = "webhook-port"
 	flagEnableWebhooks              = "enable-webhooks"
@@ -243,6 +258,7 @@ const (
 // Environment variable names.
 const (
 	envLogLevel                      = "LOG_LEVEL"
+	envLogFormat                     = "LOG_FORMAT"
 	envSystemNamespace               = "DYNAMO_SYSTEM_NAMESPACE"
 	envPodNamespace                  = "POD_NAMESPACE"
 	envImageBuilderNamespace         = "DYNAMO_IMAGE_BUILDER_NAMESPACE"
@@ -311,7 +327,11 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 	fs.StringVar(&o.MetricsBindAddress, flagMetricsBindAddress, ":8443",
 		`Metrics server address as host:port; "0" disables it.`)
 	fs.BoolVar(&o.MetricsSecure, flagMetricsSecure, true,
-		"Serve metrics over HTTPS with Kubernetes authentication and authorization.")
+		"Serve metrics over HTTPS; only callers whose token may \"get\" the non-resource URL /metrics (TokenReview, SubjectAccessReview) are answered.")
+	fs.StringVar(&o.MetricsCertDir, flagMetricsCertDir, "",
+		"Directory with the metrics serving certificate (tls.crt, tls.key), reloaded on change; empty: self-signed at start.")
+	fs.StringVar(&o.LogFormat, flagLogFormat, "",
+		"Log format: json or console; default "+envLogFormat+", else json.")
 	fs.StringVar(&o.HealthProbeBindAddress, flagHealthProbeBindAddress, ":8081",
 		`Health probe address as host:port; "0" disables it.`)
 
@@ -355,7 +375,8 @@ func Usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Environment:")
 	for _, e := range []struct{ name, help string }{
-		{envLogLevel, "debug, info, warn, error or a verbosity number (default info)"},
+		{envLogLevel, "debug, info, warn, error or a verbosity number (default info): info is V(0) (what users must see), 1 adds each child written and why, 2 adds reconciles with nothing to do; debug is 1"},
+		{envLogFormat, "json or console, when --" + flagLogFormat + " is not given (default json)"},
 		{envSystemNamespace, "namespace of the Dynamo platform (default " + defaultSystemNamespace + ")"},
 		{envPodNamespace, "namespace the operator runs in (set by the Deployment)"},
 		{envImageBuilderNamespace, "namespace for image build jobs (default " + envSystemNamespace + ")"},
@@ -568,6 +589,20 @@ func parseEnv(o *Options, env func(string) (string, bool), p *problems) {
 
 // resolveDerived fills in defaults that depend on other settings.
 func resolveDerived(o *Options, explicit map[string]bool, env func(string) (string, bool), p *problems) {
+	if o.LogFormat == "" {
+		o.LogFormat, _ = env(envLogFormat)
+	}
+	switch o.LogFormat {
+	case "":
+		o.LogFormat = LogFormatJSON
+	case LogFormatJSON, LogFormatConsole:
+	default:
+		if explicit[flagLogFormat] {
+			p.flag(flagLogFormat, "must be %s or %s, got %q", LogFormatJSON, LogFormatConsole, o.LogFormat)
+		} else {
+			p.env(envLogFormat, "must be %s or %s, got %q", LogFormatJSON, LogFormatConsole, o.LogFormat)
+		}
+	}
 	o.OperatorNamespace = o.SystemNamespace
 	if s, ok := env(envPodNamespace); ok {
 		o.OperatorNamespace = s

@@ -49,6 +49,7 @@ func defaultOptions() Options {
 		MaxConcurrentReconciles: 8,
 		KubeAPIQPS:              50,
 		KubeAPIBurst:            100,
+		LogFormat:               LogFormatJSON,
 		LogLevel:                "info",
 		SystemNamespace:         "dynamo",
 		OperatorNamespace:       "dynamo",
@@ -250,6 +251,17 @@ func TestParseValid(t *testing.T) {
 			name: "log level name is case-insensitive",
 			env:  map[string]string{"LOG_LEVEL": " DEBUG "},
 			edit: func(o *Options) { o.LogLevel = "debug" },
+		},
+		{
+			name: "log format from the environment",
+			env:  map[string]string{"LOG_FORMAT": "console"},
+			edit: func(o *Options) { o.LogFormat = LogFormatConsole },
+		},
+		{
+			name: "log format flag wins over the environment",
+			args: []string{"--log-format=json"},
+			env:  map[string]string{"LOG_FORMAT": "console"},
+			edit: func(*Options) {},
 		},
 		{
 			name: "log level verbosity is normalised",

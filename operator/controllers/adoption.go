@@ -121,15 +121,14 @@ func keepComponent(desired, live *v1alpha1.DynamoComponentDeployment) {
 	desired.Spec.Replicas = replicas
 }
 
-// keepWorkload keeps live's pod template and selector in desired, and its
-// rollout settings (strategy, progress deadline), which this renderer
-// derives from the pod template it would render: they change with the
-// template, when the component's spec does.
+// keepWorkload lays live's spec over desired, keeping desired's replicas:
+// the pod template and selector, and also the rollout settings (strategy,
+// deadlines), which another renderer chose for the pods it runs and which a
+// new rendering changes only together with the template.
 func keepWorkload(desired, live *appsv1.Deployment) {
-	desired.Spec.Template = *live.Spec.Template.DeepCopy()
-	desired.Spec.Selector = live.Spec.Selector.DeepCopy()
-	desired.Spec.Strategy = *live.Spec.Strategy.DeepCopy()
-	desired.Spec.ProgressDeadlineSeconds = live.Spec.ProgressDeadlineSeconds
+	replicas := desired.Spec.Replicas
+	desired.Spec = *live.Spec.DeepCopy()
+	desired.Spec.Replicas = replicas
 }
 
 // keepSelector keeps the selector of a Deployment another renderer made,

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
+	"github.com/dynamoctl/dynamo-operator/operator/metrics"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 	"github.com/dynamoctl/dynamo-operator/operator/scope"
 )
@@ -64,7 +66,7 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 	return ownDiscoveryKinds(b).
 		WatchesRawSource(resync.componentSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(owned{gate: gate, next: r})
+		Complete(owned{gate: gate, next: metrics.Instrument("DynamoComponentDeployment", r)})
 }
 
 // Reconcile brings one component's children in line with its spec.
@@ -150,14 +152,27 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 		return reconcile.Result{}, err
 	}
 	changes.emit(r.Recorder, dcd)
+	logChanges(ctx, dcd, changes)
 
 	why, err := r.explain(ctx, deploy)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	_, err = patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
+	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
 		c.Status = componentStatus(c, deploy, why, metav1.NewTime(r.Clock.Now()))
 	})
+	if !wrote && err == nil && changes.empty() {
+		logNothingToDo(ctx, dcd)
+	}
+	if res := changes.result(); err == nil && wrote && res.RequeueAfter == 0 {
+		if available, _ := componentCurrent(dcd); !available {
+			// A status still in progress is looked at again: the next
+			// one is compared with the cache, which may not show this
+			// write yet, and an equal-looking status would not be
+			// written; our own status writes wake nothing (predicate).
+			return reconcile.Result{RequeueAfter: statusRecheck}, nil
+		}
+	}
 	return changes.result(), err
 }
 
@@ -197,6 +212,10 @@ func podsToComponent(_ context.Context, obj client.Object) []reconcile.Request {
 // dynamoSelectorLabel selects the pods of workloads Dynamo's operator
 // rendered; its value is the component's (and the workload's) name.
 const dynamoSelectorLabel = "nvidia.com/selector"
+
+// statusRecheck is how soon a component whose status this controller just
+// wrote as not yet available is reconciled again.
+const statusRecheck = 2 * time.Second
 
 // componentsOfGraph maps a graph to the components it owns.
 func (r *ComponentReconciler) componentsOfGraph(ctx context.Context, obj client.Object) []reconcile.Request {
@@ -298,6 +317,9 @@ func (r *ComponentReconciler) failWith(ctx context.Context, dcd *v1alpha1.Dynamo
 	})
 	if changed {
 		r.Recorder.Eventf(dcd, nil, corev1.EventTypeWarning, "Failed", "Reconcile", "%v", cause)
+	}
+	if err == nil {
+		logRefused(ctx, dcd, cause, changed)
 	}
 	return err
 }

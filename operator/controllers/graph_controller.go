@@ -23,6 +23,7 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
+	"github.com/dynamoctl/dynamo-operator/operator/metrics"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 	"github.com/dynamoctl/dynamo-operator/operator/scope"
 )
@@ -59,7 +60,7 @@ func (r *GraphReconciler) SetupWithManager(mgr manager.Manager, workers int, gat
 	return ownDiscoveryKinds(b).
 		WatchesRawSource(resync.graphSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(owned{gate: gate, next: r})
+		Complete(owned{gate: gate, next: metrics.Instrument("DynamoGraphDeployment", r)})
 }
 
 // Reconcile brings one graph's children in line with its spec.
@@ -112,15 +113,24 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, err
 	}
 	changes.emit(r.Recorder, dgd)
+	logChanges(ctx, dgd, changes)
 
 	now := r.Clock.Now()
 	next := graphStatus(dgd, components, metav1.NewTime(now))
 	if wait := r.progress.wait(req.NamespacedName, &dgd.Status, &next, now); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
+	before := dgd.Status.State
 	wrote, err := patchStatus(ctx, r.Client, dgd, func(g *v1alpha1.DynamoGraphDeployment) { g.Status = next })
 	if wrote && err == nil {
 		r.progress.wrote(req.NamespacedName, now)
+		if before != next.State {
+			ctrl.LoggerFrom(ctx).Info("graph state changed", "graph", klog.KObj(dgd),
+				"from", before, "to", next.State, "why", readyMessage(next.Conditions))
+		}
+	}
+	if !wrote && err == nil && changes.empty() {
+		logNothingToDo(ctx, dgd)
 	}
 	return changes.result(), err
 }
@@ -303,6 +313,9 @@ func (r *GraphReconciler) fail(ctx context.Context, dgd *v1alpha1.DynamoGraphDep
 	})
 	if changed {
 		r.Recorder.Eventf(dgd, nil, corev1.EventTypeWarning, "Failed", "Reconcile", "%v", cause)
+	}
+	if err == nil {
+		logRefused(ctx, dgd, cause, changed)
 	}
 	return err
 }

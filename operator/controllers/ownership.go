@@ -35,12 +35,14 @@ func (o owned) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.
 		return reconcile.Result{}, err
 	}
 	if !o.gate.Allowed(req.Namespace) {
+		logf.FromContext(ctx).V(levelNothing).Info("namespace owned by another operator; nothing to do")
 		return reconcile.Result{}, nil
 	}
 	res, err := o.next.Reconcile(ctx, req)
 	if errors.Is(err, scope.ErrNotOwned) {
 		// The namespace changed hands during this reconcile; its gated
 		// client refused the write.
+		logf.FromContext(ctx).Info("namespace handed over to another operator during the reconcile; it takes over from here")
 		return reconcile.Result{}, nil
 	}
 	return res, err

@@ -321,6 +321,17 @@ func waitReady(t *testing.T, ns string, timeout time.Duration, when string) {
 			return
 		}
 		if time.Now().After(deadline) {
+			var list appsv1.DeploymentList
+			_ = env.Client.List(context.Background(), &list, client.InNamespace(ns))
+			for _, d := range list.Items {
+				t.Logf("Deployment %s generation %d observed %d replicas %d/%d hash %s", d.Name, d.Generation,
+					d.Status.ObservedGeneration, d.Status.AvailableReplicas, ptr.Deref(d.Spec.Replicas, 0), d.Annotations["nvidia.com/last-applied-hash"])
+			}
+			var dcds v1alpha1.DynamoComponentDeploymentList
+			_ = env.Client.List(context.Background(), &dcds, client.InNamespace(ns))
+			for _, c := range dcds.Items {
+				t.Logf("component %s generation %d observed %d conditions %+v", c.Name, c.Generation, c.Status.ObservedGeneration, c.Status.Conditions)
+			}
 			t.Fatalf("not every graph became Ready %s within %v: %s", when, timeout, waiting)
 		}
 	}

@@ -15,17 +15,21 @@ import (
 // Webhook metrics, served on the operator's /metrics with the controllers'.
 var (
 	webhookDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "dynamo_operator_webhook_duration_seconds",
-		Help:    "Time the operator's admission webhooks take to answer, by resource type and operation.",
+		Name: "dynamo_operator_webhook_duration_seconds",
+		Help: "Time the operator's admission webhooks take to answer, by resource_type (DynamoGraphDeployment, " +
+			"DynamoComponentDeployment, DynamoModel, DynamoComponent) and operation (CREATE, UPDATE).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5ms .. ~4s
 	}, []string{"resource_type", "operation"})
 	webhookRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dynamo_operator_webhook_requests_total",
-		Help: "Admission requests answered, by resource type, operation and result (allowed or denied).",
+		Help: "Admission requests answered, by resource_type (DynamoGraphDeployment, DynamoComponentDeployment, " +
+			"DynamoModel, DynamoComponent), operation (CREATE, UPDATE) and result (allowed, denied).",
 	}, []string{"resource_type", "operation", "result"})
 	webhookDenials = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dynamo_operator_webhook_denials_total",
-		Help: "Denied admission requests by the rule that failed (each rule once per request).",
+		Help: "Denied admission requests by resource_type, operation (CREATE, UPDATE) and reason: the rule that " +
+			"failed, e.g. immutable_field_changed, resource_invalid, child_name_invalid (each rule once per request; " +
+			"other for a request that could not be decoded).",
 	}, []string{"resource_type", "operation", "reason"})
 )
 

@@ -24,7 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
+	"github.com/dynamoctl/dynamo-operator/sim/kubelet"
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
+	"github.com/dynamoctl/dynamo-operator/sim/probes"
 	"github.com/dynamoctl/dynamo-operator/sim/storage"
 	"github.com/dynamoctl/dynamo-operator/sim/workers"
 )
@@ -54,7 +56,21 @@ type Options struct {
 	// WatchPid, when set, stops the simulator when that process is gone:
 	// a test that started it and was killed does not leave it behind.
 	WatchPid int
+	// RunImages map container images to programs the simulator runs as a
+	// kubelet would (sim/kubelet); the operator's image maps to Operator
+	// unless a mapping names it.
+	RunImages []kubelet.ImageMapping
+	// ModelLoadDelay is the fake workers' simulated model load time.
+	ModelLoadDelay time.Duration
+	// NoOperatorProcess starts no operator process: the operator is
+	// installed as pods (helm install of the chart), and Operator is only
+	// the program its image runs.
+	NoOperatorProcess bool
 }
+
+// OperatorImage is the operator's image repository; pods of any tag of it
+// run the operator binary unless --run-image says otherwise.
+const OperatorImage = "ghcr.io/dynamoctl/dynamo-operator"
 
 // Daemon is a running simulator.
 type Daemon struct {
@@ -67,6 +83,8 @@ type Daemon struct {
 	opsMu   sync.Mutex
 	ops     map[string]*operatorProc
 	workers *workers.Manager
+	kubelet *kubelet.Runner
+	prober  *probes.Manager
 	log     io.Writer
 
 	mu    sync.Mutex
@@ -116,6 +134,10 @@ func Run(ctx context.Context, o Options, log io.Writer) error {
 		op.stop(false)
 	}
 	cancel()
+	if d.kubelet != nil {
+		// Pods' processes end before the API server they talk to.
+		d.kubelet.Wait()
+	}
 	if d.cluster != nil {
 		d.cluster.Stop()
 	}
@@ -155,9 +177,14 @@ func (d *Daemon) start(ctx context.Context) error {
 	if err := storage.Run(ctx, d.client, func(f string, a ...any) { fmt.Fprintf(d.log, "dynamo-sim: "+f+"\n", a...) }); err != nil {
 		return err
 	}
+	logf := func(f string, a ...any) { fmt.Fprintf(d.log, "dynamo-sim: "+f+"\n", a...) }
 	d.workers = workers.NewManager(workers.NewRecorder(d.clock))
-	d.workers.Log = func(f string, a ...any) { fmt.Fprintf(d.log, "dynamo-sim: "+f+"\n", a...) }
+	d.workers.Log = logf
+	d.workers.ModelLoadDelay = d.o.ModelLoadDelay
 	if err := d.workers.Run(ctx, d.client); err != nil {
+		return err
+	}
+	if err := d.startKubelet(ctx, logf); err != nil {
 		return err
 	}
 
@@ -180,7 +207,7 @@ func (d *Daemon) start(ctx context.Context) error {
 			return err
 		}
 	}
-	if d.o.Operator != "" {
+	if d.o.Operator != "" && !d.o.NoOperatorProcess {
 		plans, err := planOperators(d.o.Mode)
 		if err != nil {
 			return err
@@ -204,6 +231,39 @@ func (d *Daemon) start(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// startKubelet runs the pods of mapped images as processes (sim/kubelet)
+// and probes every pod (sim/probes). A failed liveness probe restarts the
+// process of a pod the kubelet runs, or else the pod's fake worker.
+func (d *Daemon) startKubelet(ctx context.Context, logf func(string, ...any)) error {
+	images := append([]kubelet.ImageMapping(nil), d.o.RunImages...)
+	if d.o.Operator != "" {
+		images = append(images, kubelet.ImageMapping{Repo: OperatorImage, Path: d.o.Operator})
+	}
+	// Forward routing between pods' veths (pod to pod).
+	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
+		return fmt.Errorf("enabling forwarding in the simulator's namespace: %w", err)
+	}
+	k, err := kubelet.New(kubelet.Config{
+		Client: d.client, Clock: d.clock, Images: images, Dir: d.o.Dir,
+		APIServerHost: cluster.NodeIP, APIServerPort: cluster.APIServerPort, Log: logf,
+	})
+	if err != nil {
+		return err
+	}
+	d.kubelet = k
+	if err := k.Run(ctx); err != nil {
+		return err
+	}
+	d.prober = &probes.Manager{Client: d.client, Clock: d.clock, Log: logf, Restart: func(pod *corev1.Pod, container string) bool {
+		if k.Restart(pod, container) {
+			return true
+		}
+		d.workers.Restart(pod.Namespace + "/" + pod.Name)
+		return false
+	}}
+	return d.prober.Run(ctx)
 }
 
 // waitReadyz polls the operator's /readyz on its health probe address.

@@ -41,14 +41,15 @@ type KWOKOptions struct {
 }
 
 // Stages returns KWOK's default node and pod stages (shipped in the kwok
-// module) with the pod-ready stage delayed by podReadyDelay, plus the
+// module), its pod-ready stage replaced by one that leaves probed pods'
+// readiness to the prober and delayed by podReadyDelay, plus the
 // simulator's pod-ready-again stage.
 func Stages(podReadyDelay time.Duration) (map[internalversion.StageResourceRef][]*internalversion.Stage, error) {
 	out := map[internalversion.StageResourceRef][]*internalversion.Stage{}
 	for _, doc := range []string{
 		nodefast.DefaultNodeInit,
 		nodeheartbeat.DefaultNodeHeartbeatWithLease,
-		podfast.DefaultPodReady,
+		probedPodReady,
 		podfast.DefaultPodComplete,
 		podfast.DefaultPodDelete,
 		podReadyAgain,

@@ -21,12 +21,23 @@ import (
 // LabelComponent); only they get a fake worker.
 const ComponentLabel = "nvidia.com/dynamo-component"
 
+// ComponentTypeLabel is operator/render's LabelComponentType: frontends
+// also serve the HTTP server's health endpoints.
+const ComponentTypeLabel = "nvidia.com/dynamo-component-type"
+
+// ModelLoadDelayAnnotation overrides the simulated model load time of a
+// pod: a duration ("10s"), or "never" for a model that never loads.
+const ModelLoadDelayAnnotation = "sim.dynamo.dev/model-load-delay"
+
 // Manager keeps one fake worker serving for every Running pod of a Dynamo
 // component, and stops it when the pod stops running or goes away.
 type Manager struct {
 	Recorder *Recorder
 	// Log receives errors binding worker addresses.
 	Log func(format string, args ...any)
+	// ModelLoadDelay is how long a worker's model takes to load (its
+	// /health is 503 until then) unless the pod's annotation says.
+	ModelLoadDelay time.Duration
 
 	mu      sync.Mutex
 	servers map[string]*server // by pod namespace/name
@@ -35,8 +46,11 @@ type Manager struct {
 }
 
 type server struct {
-	ip  string
-	srv *http.Server
+	ip     string
+	system string // the system server's address; "" without one
+	srvs   []*http.Server
+	// pod is kept so Restart can start the same worker again.
+	pod *corev1.Pod
 }
 
 // NewManager makes a Manager recording into rec.
@@ -89,9 +103,28 @@ func (m *Manager) Serving() map[string]string {
 	defer m.mu.Unlock()
 	out := make(map[string]string, len(m.servers))
 	for k, s := range m.servers {
-		out[k] = net.JoinHostPort(s.ip, strconv.Itoa(Port))
+		if s.system != "" {
+			out[k] = s.system
+		}
 	}
 	return out
+}
+
+// Restart starts the worker of pod afresh, as a container restart would:
+// its LoRAs are forgotten and its model loads again. It reports whether
+// the pod had a worker.
+func (m *Manager) Restart(pod string) bool {
+	m.mu.Lock()
+	s := m.servers[pod]
+	m.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	m.stop(pod)
+	if err := m.start(s.pod); err != nil {
+		m.Log("fake worker of %s: %v", pod, err)
+	}
+	return true
 }
 
 func key(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
@@ -113,28 +146,94 @@ func (m *Manager) sync(obj any) {
 	case cur != nil && cur.ip == p.Status.PodIP:
 	default:
 		m.stop(k)
-		if err := m.start(k, p.Status.PodIP); err != nil {
+		if err := m.start(p); err != nil {
 			m.Log("fake worker of %s: %v", k, err)
 		}
 	}
 }
 
-func (m *Manager) start(pod, ip string) error {
-	addr := net.JoinHostPort(ip, strconv.Itoa(Port))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: NewWorker(pod, addr, m.Recorder), ReadHeaderTimeout: 5 * time.Second}
-	m.mu.Lock()
-	m.servers[pod] = &server{ip: ip, srv: srv}
-	m.mu.Unlock()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			m.Log("fake worker of %s: %v", pod, err)
+// Endpoints is what Dynamo's runtime in a pod would listen on, from its
+// containers' env: the system port when DYN_SYSTEM_ENABLED=true, and a
+// frontend's HTTP port.
+type Endpoints struct {
+	SystemPort, HTTPPort int
+}
+
+// EndpointsOf reads a pod's env as Dynamo's runtime reads it. Only literal
+// env values count (the operator renders these as values).
+func EndpointsOf(p *corev1.Pod) Endpoints {
+	var e Endpoints
+	for _, c := range p.Spec.Containers {
+		env := map[string]string{}
+		for _, v := range c.Env {
+			env[v.Name] = v.Value
 		}
-	}()
-	return nil
+		if e.SystemPort == 0 && env["DYN_SYSTEM_ENABLED"] == "true" {
+			e.SystemPort = Port
+			if n, err := strconv.Atoi(env["DYN_SYSTEM_PORT"]); err == nil && n > 0 {
+				e.SystemPort = n
+			}
+		}
+		if e.HTTPPort == 0 && p.Labels[ComponentTypeLabel] == "frontend" {
+			e.HTTPPort = FrontendPort
+			if n, err := strconv.Atoi(env["DYN_HTTP_PORT"]); err == nil && n > 0 {
+				e.HTTPPort = n
+			}
+		}
+	}
+	return e
+}
+
+// loadDelay is the pod's simulated model load time, and whether the model
+// never loads.
+func (m *Manager) loadDelay(p *corev1.Pod) (time.Duration, bool) {
+	v, ok := p.Annotations[ModelLoadDelayAnnotation]
+	if !ok {
+		return m.ModelLoadDelay, false
+	}
+	if v == "never" {
+		return 0, true
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		m.Log("pod %s: annotation %s=%q is not a duration or \"never\"; using %s", key(p), ModelLoadDelayAnnotation, v, m.ModelLoadDelay)
+		return m.ModelLoadDelay, false
+	}
+	return d, false
+}
+
+func (m *Manager) start(p *corev1.Pod) error {
+	k, ip := key(p), p.Status.PodIP
+	e := EndpointsOf(p)
+	s := &server{ip: ip, pod: p}
+	serve := func(port int, h http.Handler) error {
+		addr := net.JoinHostPort(ip, strconv.Itoa(port))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listening on %s: %w", addr, err)
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		s.srvs = append(s.srvs, srv)
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				m.Log("fake worker of %s: %v", k, err)
+			}
+		}()
+		return nil
+	}
+	var err error
+	if e.SystemPort != 0 {
+		s.system = net.JoinHostPort(ip, strconv.Itoa(e.SystemPort))
+		delay, never := m.loadDelay(p)
+		err = serve(e.SystemPort, NewLoadingWorker(k, s.system, m.Recorder, delay, never))
+	}
+	if err == nil && e.HTTPPort != 0 && e.HTTPPort != e.SystemPort {
+		err = serve(e.HTTPPort, &Frontend{pod: k, addr: net.JoinHostPort(ip, strconv.Itoa(e.HTTPPort)), rec: m.Recorder})
+	}
+	m.mu.Lock()
+	m.servers[k] = s
+	m.mu.Unlock()
+	return err
 }
 
 func (m *Manager) stop(pod string) {
@@ -143,7 +242,9 @@ func (m *Manager) stop(pod string) {
 	delete(m.servers, pod)
 	m.mu.Unlock()
 	if s != nil {
-		_ = s.srv.Close()
+		for _, srv := range s.srvs {
+			_ = srv.Close()
+		}
 	}
 }
 
@@ -153,6 +254,8 @@ func (m *Manager) stopAll() {
 	m.servers = map[string]*server{}
 	m.mu.Unlock()
 	for _, s := range all {
-		_ = s.srv.Close()
+		for _, srv := range s.srvs {
+			_ = srv.Close()
+		}
 	}
 }

@@ -1,7 +1,11 @@
 // Package workers runs fake Dynamo workers: for each Running pod of a Dynamo
-// component, an HTTP server on <podIP>:9090 that answers health checks and
-// the LoRA API the DynamoModel controller calls (SPEC section 6), and
-// records every call so tests and `dynamo-sim workers` can see them.
+// component, what Dynamo's runtime would serve, read from the pod's env as
+// the runtime reads it: the system server (health checks and the LoRA API
+// the DynamoModel controller calls, SPEC section 6) on <podIP>:
+// $DYN_SYSTEM_PORT only when DYN_SYSTEM_ENABLED=true, and for frontends the
+// HTTP server's /health and /live on $DYN_HTTP_PORT (default 8000). /live
+// answers at once; /health is 503 until a simulated model load completes.
+// Every call is recorded so tests and `dynamo-sim workers` can see them.
 package workers
 
 import (
@@ -16,8 +20,11 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Port is the Dynamo system port, where workers serve health and /v1/loras.
+// Port is the Dynamo system port when DYN_SYSTEM_PORT does not say.
 const Port = 9090
+
+// FrontendPort is the frontend's HTTP port when DYN_HTTP_PORT does not say.
+const FrontendPort = 8000
 
 // Call is one request a fake worker received.
 type Call struct {
@@ -62,19 +69,36 @@ func (r *Recorder) Calls() []Call {
 	return append([]Call(nil), r.calls...)
 }
 
-// Worker is the state of one fake worker: its loaded adapters.
+// Worker is the state of one fake worker: its loaded adapters and when its
+// model is loaded.
 type Worker struct {
 	pod, addr string
 	rec       *Recorder
+	// loadedAt is when the simulated model load completes; never set means
+	// it never does (the model-never-loads fault).
+	loadedAt time.Time
+	never    bool
 
 	mu    sync.Mutex
 	loras map[string]LoRA
 }
 
-// NewWorker makes the fake worker of pod (namespace/name) at addr.
+// NewWorker makes the fake worker of pod (namespace/name) at addr, its
+// model loaded at once.
 func NewWorker(pod, addr string, rec *Recorder) *Worker {
-	return &Worker{pod: pod, addr: addr, rec: rec, loras: map[string]LoRA{}}
+	return &Worker{pod: pod, addr: addr, rec: rec, loras: map[string]LoRA{}, loadedAt: rec.clock.Now()}
 }
+
+// NewLoadingWorker is NewWorker with a model that takes load to load;
+// never is a model that never loads.
+func NewLoadingWorker(pod, addr string, rec *Recorder, load time.Duration, never bool) *Worker {
+	w := NewWorker(pod, addr, rec)
+	w.loadedAt, w.never = w.loadedAt.Add(load), never
+	return w
+}
+
+// loaded reports whether the simulated model load has completed.
+func (w *Worker) loaded() bool { return !w.never && !w.rec.clock.Now().Before(w.loadedAt) }
 
 // ServeHTTP answers the subset of the Dynamo system API the operator uses.
 func (w *Worker) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
@@ -91,6 +115,9 @@ func (w *Worker) handle(method, path string, body []byte) (int, any) {
 	case path == "/health" || path == "/live":
 		if method != http.MethodGet {
 			return http.StatusMethodNotAllowed, errBody("use GET")
+		}
+		if path == "/health" && !w.loaded() {
+			return http.StatusServiceUnavailable, map[string]string{"status": "notready", "message": "model loading"}
 		}
 		return http.StatusOK, map[string]string{"status": "healthy"}
 	case path == "/v1/loras" && method == http.MethodGet:
@@ -134,3 +161,21 @@ func (w *Worker) list() []LoRA {
 }
 
 func errBody(msg string) map[string]string { return map[string]string{"error": msg} }
+
+// Frontend is a fake Dynamo frontend's HTTP server: /health and /live.
+type Frontend struct {
+	pod, addr string
+	rec       *Recorder
+}
+
+// ServeHTTP answers the frontend's health endpoints.
+func (f *Frontend) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
+	status, resp := http.StatusNotFound, any(errBody(req.Method+" "+req.URL.Path+" is not served by this fake frontend"))
+	if req.Method == http.MethodGet && (req.URL.Path == "/health" || req.URL.Path == "/live") {
+		status, resp = http.StatusOK, map[string]string{"status": "healthy"}
+	}
+	f.rec.add(Call{Pod: f.pod, Addr: f.addr, Method: req.Method, Path: req.URL.Path, Status: status})
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(status)
+	_ = json.NewEncoder(rw).Encode(resp)
+}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
@@ -63,7 +65,14 @@ func TestWorkerLoRALifecycle(t *testing.T) {
 func TestWorkerServesOnPodAddress(t *testing.T) {
 	m := NewManager(NewRecorder(clocktesting.NewFakeClock(time.Now())))
 	defer m.stopAll()
-	if err := m.start("ns/p", "10.244.7.9"); err != nil {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Env: []corev1.EnvVar{
+			{Name: "DYN_SYSTEM_ENABLED", Value: "true"}, {Name: "DYN_SYSTEM_PORT", Value: "9090"},
+		}}}},
+		Status: corev1.PodStatus{PodIP: "10.244.7.9"},
+	}
+	if err := m.start(pod); err != nil {
 		t.Fatal(err)
 	}
 	hc := &http.Client{Timeout: 2 * time.Second}
@@ -85,5 +94,51 @@ func TestWorkerServesOnPodAddress(t *testing.T) {
 	m.SetDown("ns/p", true)
 	if _, err := hc.Get("http://10.244.7.9:9090/live"); err == nil {
 		t.Error("a worker marked down still answers")
+	}
+}
+
+// /live answers at once, /health only once the simulated model load is
+// done; a model that never loads never gets healthy.
+func TestModelLoad(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	rec := NewRecorder(clk)
+	w := NewLoadingWorker("ns/w", "10.244.0.9:9090", rec, 3*time.Second, false)
+	if code, _ := do(t, w, "GET", "/live", ""); code != 200 {
+		t.Errorf("/live while loading: %d", code)
+	}
+	if code, _ := do(t, w, "GET", "/health", ""); code != 503 {
+		t.Errorf("/health while loading: %d, want 503", code)
+	}
+	clk.Step(3 * time.Second)
+	if code, _ := do(t, w, "GET", "/health", ""); code != 200 {
+		t.Errorf("/health after the load: %d", code)
+	}
+	never := NewLoadingWorker("ns/n", "10.244.0.10:9090", rec, 0, true)
+	clk.Step(time.Hour)
+	if code, _ := do(t, never, "GET", "/health", ""); code != 503 {
+		t.Errorf("/health of a model that never loads: %d", code)
+	}
+}
+
+func TestEndpointsFromEnv(t *testing.T) {
+	mk := func(labels map[string]string, env ...corev1.EnvVar) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Env: env}}}}
+	}
+	enabled := corev1.EnvVar{Name: "DYN_SYSTEM_ENABLED", Value: "true"}
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want Endpoints
+	}{
+		{"no system server without DYN_SYSTEM_ENABLED", mk(nil, corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "9345"}), Endpoints{}},
+		{"system port from env", mk(nil, enabled, corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "9345"}), Endpoints{SystemPort: 9345}},
+		{"system port default", mk(nil, enabled), Endpoints{SystemPort: 9090}},
+		{"frontend default port", mk(map[string]string{ComponentTypeLabel: "frontend"}, enabled), Endpoints{SystemPort: 9090, HTTPPort: 8000}},
+		{"frontend port from env", mk(map[string]string{ComponentTypeLabel: "frontend"}, corev1.EnvVar{Name: "DYN_HTTP_PORT", Value: "8787"}), Endpoints{HTTPPort: 8787}},
+	}
+	for _, c := range cases {
+		if got := EndpointsOf(c.pod); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
 	}
 }

@@ -84,13 +84,14 @@ func run(args []string, lookupEnv func(string) (string, bool), stderr io.Writer)
 	return exitOK
 }
 
-// newLogger logs JSON for collectors, except at debug verbosity where a
-// human is reading and the development console format is easier.
+// newLogger logs JSON for collectors unless --log-format=console asks for
+// the human-readable format. LOG_LEVEL selects how much: info is V(0), what
+// users must see; a number n shows V(n) too (1: each child written and why;
+// 2: reconciles with nothing to do). Stack traces only come with errors.
 func newLogger(o *config.Options, w io.Writer) logr.Logger {
-	level := o.ZapLevel()
-	opts := []zap.Opts{zap.WriteTo(w), zap.Level(level)}
-	if level <= zapcore.DebugLevel {
-		opts = append(opts, zap.UseDevMode(true))
+	opts := []zap.Opts{zap.WriteTo(w), zap.Level(o.ZapLevel()), zap.StacktraceLevel(zapcore.ErrorLevel)}
+	if o.LogFormat == config.LogFormatConsole {
+		opts = append(opts, zap.ConsoleEncoder())
 	} else {
 		opts = append(opts, zap.JSONEncoder())
 	}

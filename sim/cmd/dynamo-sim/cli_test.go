@@ -73,7 +73,10 @@ func TestUpApplyFaultDown(t *testing.T) {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				// The system server, where the fake worker answers, runs
+				// only when the env says so, as Dynamo's runtime.
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "w:1",
+					Env:       []corev1.EnvVar{{Name: "DYN_SYSTEM_ENABLED", Value: "true"}},
 					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}}},
 			},
 		},

@@ -34,6 +34,7 @@ const usage = `dynamo-sim: the Dynamo operator simulator
   operator    start or stop another operator process: operator start NAME [--namespace NS] [-- FLAGS]
   kubeconfig  print the path of the kubeconfig for kubectl
   exec        run a command inside the simulator's network namespace: exec -- CMD ARGS
+  helm        the pinned helm against the simulator: helm -- install|upgrade|uninstall ...
   down        stop the simulator and everything it started
 
 Every command takes --state-dir (default: $DYNAMO_SIM_DIR, else .cache/sim of the repository).
@@ -47,7 +48,7 @@ func main() {
 	}
 	cmds := map[string]func([]string) error{
 		"up": cmdUp, "daemon": cmdDaemon, "down": cmdDown, "status": cmdStatus, "apply": cmdApply,
-		"wait": cmdWait, "fault": cmdFault, "operator": cmdOperator, "workers": cmdWorkers, "kubeconfig": cmdKubeconfig, "exec": cmdExec,
+		"wait": cmdWait, "fault": cmdFault, "operator": cmdOperator, "workers": cmdWorkers, "kubeconfig": cmdKubeconfig, "exec": cmdExec, "helm": cmdHelm,
 	}
 	name := os.Args[1]
 	if name == "-h" || name == "--help" || name == "help" {

@@ -17,7 +17,9 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/daemon"
+	"github.com/dynamoctl/dynamo-operator/sim/kubelet"
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
+	"github.com/dynamoctl/dynamo-operator/sim/workers"
 )
 
 // upFlags are shared by up and the daemon it starts.
@@ -31,7 +33,13 @@ type upFlags struct {
 	poolsFile     *string
 	pools         listFlag
 	operatorArgs  listFlag
+	runImages     listFlag
 	podReadyDelay *time.Duration
+	modelLoad     *time.Duration
+	install       *string
+	chart         *string
+	helm          *string
+	version       *string
 	port          *int
 	timeout       *time.Duration
 	watchPid      *int
@@ -48,6 +56,12 @@ func newUpFlags(name string) *upFlags {
 	f.poolsFile = f.fs.String("pools", "", "YAML file of GPU node pools (pools: [{name, count, gpus, product, memoryMiB}])")
 	f.fs.Var(&f.pools, "pool", "a GPU pool, name=h100,count=4,gpus=8,product=NVIDIA-H100-80GB-HBM3,memory=81559 (repeatable; replaces the default pools)")
 	f.fs.Var(&f.operatorArgs, "operator-arg", "extra operator flag (repeatable)")
+	f.fs.Var(&f.runImages, "run-image", "REPO[:TAG]=PATH: run pods of that image (any tag without :TAG) as PATH, as a kubelet would (repeatable; "+daemon.OperatorImage+" runs --operator by default)")
+	f.modelLoad = f.fs.Duration("model-load-delay", 3*time.Second, "fake workers' simulated model load: /health is 503 until then (a pod's "+workers.ModelLoadDelayAnnotation+" annotation overrides it, \"never\" never loads)")
+	f.install = f.fs.String("install", "process", "how the operator runs: process (a process per operator, --mode), or helm (helm install of --chart as the seeds say: release dynamo-platform in dynamo-system; its pods run --operator)")
+	f.chart = f.fs.String("chart", filepath.Join(root, "chart", "dynamo-platform"), "the dynamo-platform chart (--install helm)")
+	f.helm = f.fs.String("helm", envOr("HELM", filepath.Join(root, ".cache", "bin", "helm")), "helm binary (--install helm; make helm builds the pinned one)")
+	f.version = f.fs.String("image-tag", "", "operator image tag helm installs (--install helm; default the chart's appVersion)")
 	f.podReadyDelay = f.fs.Duration("pod-ready-delay", time.Second, "time from scheduling to Running and Ready")
 	f.port = f.fs.Int("port", 0, "host loopback port forwarded to the API server (0 picks a free one)")
 	f.timeout = f.fs.Duration("timeout", 3*time.Minute, "how long up waits for the simulator to be ready")
@@ -77,6 +91,21 @@ func (f *upFlags) resolvePools() ([]nodes.Pool, error) {
 	return pools, nil
 }
 
+func (f *upFlags) resolveRunImages() ([]kubelet.ImageMapping, error) {
+	var out []kubelet.ImageMapping
+	for _, s := range f.runImages {
+		m, err := kubelet.ParseImageMapping(s)
+		if err != nil {
+			return nil, fmt.Errorf("--run-image: %w", err)
+		}
+		if _, err := os.Stat(m.Path); err != nil {
+			return nil, fmt.Errorf("--run-image %s: %w", s, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
 func (f *upFlags) resolveBinDir() (string, error) {
 	if *f.binDir != "" {
 		return *f.binDir, nil
@@ -103,6 +132,23 @@ func cmdUp(args []string) error {
 	// Check everything a user can get wrong before starting anything.
 	if _, err := f.resolvePools(); err != nil {
 		return err
+	}
+	if _, err := f.resolveRunImages(); err != nil {
+		return err
+	}
+	switch *f.install {
+	case "process":
+	case "helm":
+		if *f.operator == "" {
+			return fmt.Errorf("--install helm needs --operator: the program the operator's image runs")
+		}
+		for _, p := range []string{*f.helm, *f.chart} {
+			if _, err := os.Stat(p); err != nil {
+				return fmt.Errorf("--install helm: %w (make helm builds the pinned helm)", err)
+			}
+		}
+	default:
+		return fmt.Errorf("--install %q: use process or helm", *f.install)
 	}
 	if _, err := f.resolveBinDir(); err != nil {
 		return err
@@ -184,6 +230,9 @@ func cmdUp(args []string) error {
 	for _, op := range st.Operators {
 		fmt.Printf("  %s (%s) pid %d, log %s\n", op.Name, st.Mode, op.Pid, op.Log)
 	}
+	if *f.install == "helm" {
+		return helmInstall(ctx, dir, *f.helm, *f.chart, *f.version)
+	}
 	return nil
 }
 
@@ -202,18 +251,27 @@ func cmdDaemon(args []string) error {
 	if err != nil {
 		return err
 	}
+	runImages, err := f.resolveRunImages()
+	if err != nil {
+		return err
+	}
 	var ln net.Listener
 	if *fd != 0 {
 		if ln, err = net.FileListener(os.NewFile(uintptr(*fd), "host-listener")); err != nil {
 			return fmt.Errorf("host listener: %w", err)
 		}
 	}
+	crds := *f.crdDir
+	if *f.install == "helm" {
+		// The chart applies the CRDs (its apply-crds init container).
+		crds = ""
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	err = daemon.Run(ctx, daemon.Options{
-		Dir: *f.dir, BinDir: binDir, CRDDir: *f.crdDir, Operator: *f.operator, OperatorArgs: f.operatorArgs,
+		Dir: *f.dir, BinDir: binDir, CRDDir: crds, Operator: *f.operator, OperatorArgs: f.operatorArgs,
 		Mode: *f.mode, Pools: pools, PodReadyDelay: *f.podReadyDelay, HostListener: ln, HostPort: *hostPort,
-		WatchPid: *f.watchPid,
+		WatchPid: *f.watchPid, RunImages: runImages, ModelLoadDelay: *f.modelLoad, NoOperatorProcess: *f.install == "helm",
 	}, os.Stderr)
 	_ = os.Remove(daemon.PidPath(*f.dir))
 	return err

@@ -33,10 +33,28 @@ with exactly these rights and fail on any forbidden request.
 - apiGroups: ["networking.k8s.io"]
   resources: ["ingresses"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-# Pods are only read: a stuck rollout is explained from its pods' status.
+# Each graph's Kubernetes-discovery identity for its pods: a ServiceAccount
+# <graph>-k8s-service-discovery with a Role and RoleBinding, server-side
+# applied and deleted with the graph (operator/render/rbac.go).
 - apiGroups: [""]
-  resources: ["pods"]
+  resources: ["serviceaccounts"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["rbac.authorization.k8s.io"]
+  resources: ["roles", "rolebindings"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# Kubernetes lets nobody grant what they do not hold: the discovery Role's
+# own rules (pods read their peers' endpoints and publish worker metadata).
+# The operator itself reads pods to explain a stuck rollout.
+# Narrower than the escalate and bind verbs, which would allow any grant.
+- apiGroups: [""]
+  resources: ["pods", "endpoints"]
   verbs: ["get", "list", "watch"]
+- apiGroups: ["discovery.k8s.io"]
+  resources: ["endpointslices"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamoworkermetadatas"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 # Events on graphs and components.
 - apiGroups: ["", "events.k8s.io"]
   resources: ["events"]

@@ -1,0 +1,108 @@
+package probes
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// httpClient probes like the kubelet: no keep-alive (every probe is a new
+// connection, so a server that stopped accepting fails at once), no
+// certificate checks for HTTPS, redirects not followed (3xx is success).
+var httpClient = &http.Client{
+	Transport: &http.Transport{
+		DisableKeepAlives: true,
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // as the kubelet does
+	},
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+// Run performs probe p of container c in a pod at podIP and reports
+// whether it succeeded, and why not.
+func Run(ctx context.Context, podIP string, c *corev1.Container, p *corev1.Probe, timeout time.Duration) (bool, string) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	switch {
+	case p.HTTPGet != nil:
+		g := p.HTTPGet
+		port, err := resolvePort(g.Port, c)
+		if err != nil {
+			return false, err.Error()
+		}
+		host := podIP
+		if g.Host != "" {
+			host = g.Host
+		}
+		scheme := "http"
+		if g.Scheme == corev1.URISchemeHTTPS {
+			scheme = "https"
+		}
+		path := g.Path
+		if path == "" || path[0] != '/' {
+			path = "/" + path
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+net.JoinHostPort(host, strconv.Itoa(port))+path, nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		req.Header.Set("User-Agent", "kube-probe/dynamo-sim")
+		for _, h := range g.HTTPHeaders {
+			req.Header.Add(h.Name, h.Value)
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			return false, err.Error()
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
+		_ = resp.Body.Close()
+		if resp.StatusCode >= 200 && resp.StatusCode < 400 {
+			return true, ""
+		}
+		return false, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)
+	case p.TCPSocket != nil || p.GRPC != nil:
+		var port int
+		var err error
+		if p.TCPSocket != nil {
+			port, err = resolvePort(p.TCPSocket.Port, c)
+		} else {
+			port = int(p.GRPC.Port)
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(podIP, strconv.Itoa(port)))
+		if err != nil {
+			return false, err.Error()
+		}
+		_ = conn.Close()
+		return true, ""
+	default:
+		// Exec: there is no container to run a command in.
+		return true, ""
+	}
+}
+
+// resolvePort turns a number or a container port name into a number.
+func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
+	if p.Type == intstr.Int {
+		return p.IntValue(), nil
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == p.StrVal {
+			return int(cp.ContainerPort), nil
+		}
+	}
+	if n, err := strconv.Atoi(p.StrVal); err == nil {
+		return n, nil
+	}
+	return 0, fmt.Errorf("container %s has no port named %q", c.Name, p.StrVal)
+}

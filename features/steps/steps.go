@@ -57,6 +57,8 @@ type world struct {
 	// writesMark is the operator's write count when a quiet period began.
 	writesMark int64
 	modes      modes
+	// appliedAt is when the last apply step was made.
+	appliedAt time.Time
 	// metricsBaseline is the scrape taken when the scenario began.
 	metricsBaseline map[string]*dto.MetricFamily
 }
@@ -104,6 +106,7 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 	sc.Step(`^every graph under `+quoted+` runs with the images, commands, args, GPU limits and env as written$`, unquote1(w.everyGraphRunsAsWritten))
 	sc.Step(`^the (\S+) `+quoted+` eventually has `+anything+` equal to `+anything+`$`, unquote4(w.fieldEventuallyEquals))
 	w.registerWebhookSteps(sc)
+	w.registerServingSteps(sc)
 	w.registerMetricsSteps(sc)
 }
 
@@ -136,7 +139,7 @@ func (w *world) applyManifest(ctx context.Context, doc *godog.DocString) error {
 	if err != nil {
 		return fmt.Errorf("the manifest in the feature file does not parse: %w", err)
 	}
-	w.applied, w.lastErr = objs, w.apply(ctx, objs)
+	w.applied, w.lastErr, w.appliedAt = objs, w.apply(ctx, objs), time.Now()
 	return nil
 }
 

@@ -13,8 +13,10 @@ import (
 // controllers a test cluster needs for API semantics to hold: the garbage
 // collector (owner references, foreground and background cascading
 // deletion) and the namespace controller (namespace deletion empties and
-// removes the namespace). Workload controllers stay off: tests drive
-// Deployment status themselves, and the simulator runs the full set.
+// removes the namespace), and the HorizontalPodAutoscaler controller, which
+// scales through scale subresources (the operator's components have one).
+// Workload controllers stay off: tests drive Deployment status themselves,
+// and the simulator runs the full set.
 type controllerManager struct {
 	cmd  *exec.Cmd
 	dir  string
@@ -40,7 +42,10 @@ func startControllerManager(e *Env, assets string) (*controllerManager, error) {
 	}
 	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"),
 		"--kubeconfig="+kcPath,
-		"--controllers=garbagecollector,namespace,clusterrole-aggregation",
+		"--controllers=garbagecollector,namespace,clusterrole-aggregation,horizontalpodautoscaling",
+		// No metrics server here: an HPA acts on its min and max replicas
+		// alone, within a second rather than the default 15 s.
+		"--horizontal-pod-autoscaler-sync-period=1s",
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--concurrent-gc-syncs=20",

@@ -9,10 +9,13 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,7 +28,11 @@ import (
 // new generation observed with no replica updated and a surge replica (old
 // pods still serving), then one more replica updated per step, then the
 // old replicas gone. A replica change converges in one step.
-// The driver stops when ctx ends.
+// Pods stand for the kubelets' verdicts: envtest runs none, so a test
+// creates a pod matching a Deployment's selector with the status a kubelet
+// or the scheduler would report; while such a pod is not ready, that many
+// replicas of the Deployment are unavailable (the rest of its status moves
+// as above). The driver stops when ctx ends.
 func (e *Env) StartDeploymentDriver(ctx context.Context, stepDelay time.Duration) error {
 	mgr, err := manager.New(e.Config, manager.Options{
 		Scheme:                 e.Scheme,
@@ -40,7 +47,9 @@ func (e *Env) StartDeploymentDriver(ctx context.Context, stepDelay time.Duration
 	// few more for the kubelets.
 	if err := builder.ControllerManagedBy(mgr).Named("test-deployment-driver").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 16, SkipNameValidation: ptr.To(true)}).
-		For(&appsv1.Deployment{}).Complete(d); err != nil {
+		For(&appsv1.Deployment{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(d.deploymentsOfPod)).
+		Complete(d); err != nil {
 		return err
 	}
 	go func() {
@@ -80,7 +89,16 @@ func (d *deploymentDriver) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	d.stepped.Store(deploy.UID, time.Now())
 	orig := deploy.DeepCopy()
+	stuck, err := d.notReadyPods(ctx, deploy)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	next, done := d.nextStatus(deploy)
+	if done && stuck > 0 {
+		desired := ptr.Deref(deploy.Spec.Replicas, 1)
+		next.AvailableReplicas = max(0, desired-stuck)
+		next.ReadyReplicas, next.UnavailableReplicas = next.AvailableReplicas, desired-next.AvailableReplicas
+	}
 	deploy.Status = next
 	if err := d.client.Status().Patch(ctx, deploy, client.MergeFrom(orig)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -89,6 +107,45 @@ func (d *deploymentDriver) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{RequeueAfter: d.step}, nil
+}
+
+// notReadyPods counts the pods a test made for deploy that are not ready.
+func (d *deploymentDriver) notReadyPods(ctx context.Context, deploy *appsv1.Deployment) (int32, error) {
+	if deploy.Spec.Selector == nil {
+		return 0, nil
+	}
+	var pods corev1.PodList
+	if err := d.client.List(ctx, &pods, client.InNamespace(deploy.Namespace),
+		client.MatchingLabels(deploy.Spec.Selector.MatchLabels)); err != nil {
+		return 0, err
+	}
+	var n int32
+	for _, p := range pods.Items {
+		ready := false
+		for _, c := range p.Status.Conditions {
+			ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		}
+		if !ready && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// deploymentsOfPod maps a pod to the Deployments of its namespace whose
+// selector matches it.
+func (d *deploymentDriver) deploymentsOfPod(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list appsv1.DeploymentList
+	if err := d.client.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, dep := range list.Items {
+		if dep.Spec.Selector != nil && labels.SelectorFromSet(dep.Spec.Selector.MatchLabels).Matches(labels.Set(obj.GetLabels())) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&dep)})
+		}
+	}
+	return reqs
 }
 
 // nextStatus is one step of the rollout; done when the status is final.

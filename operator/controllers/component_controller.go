@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -61,7 +60,8 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
-		Owns(&networkingv1.Ingress{})
+		Owns(&networkingv1.Ingress{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podsToComponent))
 	// A component that stands alone owns its discovery objects.
 	return ownDiscoveryKinds(b).
 		WatchesRawSource(resync.componentSource()).
@@ -154,8 +154,12 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	changes.emit(r.Recorder, dcd)
 	logChanges(ctx, dcd, changes)
 
+	why, err := r.explain(ctx, deploy)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
-		c.Status = componentStatus(c, deploy, metav1.NewTime(r.Clock.Now()))
+		c.Status = componentStatus(c, deploy, why, metav1.NewTime(r.Clock.Now()))
 	})
 	if !wrote && err == nil && changes.empty() {
 		logNothingToDo(ctx, dcd)
@@ -171,6 +175,43 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	}
 	return changes.result(), err
 }
+
+// explain reads the workload's pods from the cache, only when the component
+// is not available, and says what blocks its rollout (nil when nothing
+// does, or when all is well: then nothing is read).
+func (r *ComponentReconciler) explain(ctx context.Context, deploy *appsv1.Deployment) (*blocker, error) {
+	if deploymentAvailability(deploy).Status == metav1.ConditionTrue || deploy.Spec.Selector == nil {
+		return nil, nil
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(deploy.Namespace),
+		client.MatchingLabels(deploy.Spec.Selector.MatchLabels)); err != nil {
+		return nil, err
+	}
+	return rolloutBlocker(deploy, pods.Items), nil
+}
+
+// podsToComponent maps a pod that is not ready to its component, so that a
+// pod turning unschedulable or crash-looping, which does not always change
+// its Deployment's status, is explained. Ready pods change nothing the
+// Deployment's status does not already say.
+func podsToComponent(_ context.Context, obj client.Object) []reconcile.Request {
+	pod, ok := obj.(*corev1.Pod)
+	name := obj.GetLabels()[render.LabelComponent]
+	if adopted := obj.GetLabels()[dynamoSelectorLabel]; adopted != "" {
+		// Pods of a workload Dynamo's operator made carry the service's
+		// name in LabelComponent, and the component's in its selector.
+		name = adopted
+	}
+	if !ok || name == "" || podReady(pod) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: name}}}
+}
+
+// dynamoSelectorLabel selects the pods of workloads Dynamo's operator
+// rendered; its value is the component's (and the workload's) name.
+const dynamoSelectorLabel = "nvidia.com/selector"
 
 // statusRecheck is how soon a component whose status this controller just
 // wrote as not yet available is reconciled again.
@@ -271,8 +312,7 @@ func (r *ComponentReconciler) failWith(ctx context.Context, dcd *v1alpha1.Dynamo
 	var changed bool
 	_, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
 		before := c.Status.DeepCopy()
-		c.Status = invalidComponentStatus(c, cause, metav1.NewTime(r.Clock.Now()))
-		meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAvailable).Reason = reason
+		c.Status = invalidComponentStatus(c, reason, cause, metav1.NewTime(r.Clock.Now()))
 		changed = !conditionsEqual(before.Conditions, c.Status.Conditions)
 	})
 	if changed {

@@ -29,7 +29,9 @@ const (
 // observed its current generation and every desired replica runs the new
 // template and is available, with no old replica left: during a rollout
 // old pods still serve, and the component is not yet what its spec says.
-func componentStatus(dcd *v1alpha1.DynamoComponentDeployment, deploy *appsv1.Deployment, now metav1.Time) v1alpha1.DynamoComponentDeploymentStatus {
+// why, when not nil, explains a component that is not available (see
+// rolloutBlocker) in its conditions' reason and message.
+func componentStatus(dcd *v1alpha1.DynamoComponentDeployment, deploy *appsv1.Deployment, why *blocker, now metav1.Time) v1alpha1.DynamoComponentDeploymentStatus {
 	st := *dcd.Status.DeepCopy()
 	st.ObservedGeneration = dcd.Generation
 	st.Service = &v1alpha1.ServiceReplicaStatus{
@@ -52,11 +54,26 @@ func componentStatus(dcd *v1alpha1.DynamoComponentDeployment, deploy *appsv1.Dep
 	st.ReadyReplicas = deploy.Status.ReadyReplicas
 	st.AvailableReplicas = deploy.Status.AvailableReplicas
 
+	cond := deploymentAvailability(deploy)
+	cond.ObservedGeneration, cond.LastTransitionTime = dcd.Generation, now
+	stalled := false
+	if why != nil && cond.Status != metav1.ConditionTrue {
+		cond.Reason = why.Reason
+		cond.Message += "; " + why.Message
+		stalled = why.Stalled
+	}
+	setComponentConditions(&st, cond, stalled)
+	return st
+}
+
+// deploymentAvailability is a component's Available condition as far as its
+// Deployment's status tells, without generation and time.
+func deploymentAvailability(deploy *appsv1.Deployment) metav1.Condition {
 	desired := int32(1)
 	if deploy.Spec.Replicas != nil {
 		desired = *deploy.Spec.Replicas
 	}
-	cond := metav1.Condition{Type: v1alpha1.ConditionAvailable, ObservedGeneration: dcd.Generation, LastTransitionTime: now}
+	cond := metav1.Condition{Type: v1alpha1.ConditionAvailable}
 	switch {
 	case deploy.Status.ObservedGeneration < deploy.Generation:
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonRolloutInProgress
@@ -74,22 +91,42 @@ func componentStatus(dcd *v1alpha1.DynamoComponentDeployment, deploy *appsv1.Dep
 		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonAvailable
 		cond.Message = fmt.Sprintf("%d of %d replicas available", deploy.Status.AvailableReplicas, desired)
 	}
-	meta.SetStatusCondition(&st.Conditions, cond)
-	return st
+	return cond
+}
+
+// setComponentConditions sets Available and, with the same truth, Ready:
+// kstatus (Flux, Argo CD, kubectl wait --for=condition=Ready) reads Ready,
+// and without it calls any component with conditions "Current". Stalled is
+// True only while the component cannot progress without a change (an
+// invalid spec, a passed progress deadline), which kstatus reports as
+// Failed; otherwise it is removed, as kstatus's convention has it.
+func setComponentConditions(st *v1alpha1.DynamoComponentDeploymentStatus, available metav1.Condition, stalled bool) {
+	available.Type = v1alpha1.ConditionAvailable
+	meta.SetStatusCondition(&st.Conditions, available)
+	ready := available
+	ready.Type = v1alpha1.ConditionReady
+	meta.SetStatusCondition(&st.Conditions, ready)
+	if !stalled {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStalled)
+		return
+	}
+	s := available
+	s.Type, s.Status = v1alpha1.ConditionStalled, metav1.ConditionTrue
+	meta.SetStatusCondition(&st.Conditions, s)
 }
 
 // invalidComponentStatus records a spec the user must fix.
-func invalidComponentStatus(dcd *v1alpha1.DynamoComponentDeployment, err error, now metav1.Time) v1alpha1.DynamoComponentDeploymentStatus {
+// reason is ReasonInvalidSpec or ReasonNotAdoptable.
+func invalidComponentStatus(dcd *v1alpha1.DynamoComponentDeployment, reason string, err error, now metav1.Time) v1alpha1.DynamoComponentDeploymentStatus {
 	st := *dcd.Status.DeepCopy()
 	st.ObservedGeneration = dcd.Generation
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type:               v1alpha1.ConditionAvailable,
+	setComponentConditions(&st, metav1.Condition{
 		Status:             metav1.ConditionFalse,
-		Reason:             ReasonInvalidSpec,
+		Reason:             reason,
 		Message:            err.Error(),
 		ObservedGeneration: dcd.Generation,
 		LastTransitionTime: now,
-	})
+	}, true)
 	return st
 }
 

@@ -40,7 +40,7 @@ func TestComponentAvailability(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dcd := &v1alpha1.DynamoComponentDeployment{ObjectMeta: metav1.ObjectMeta{Name: "g-worker", Generation: 4}}
-			st := componentStatus(dcd, tc.deploy, now)
+			st := componentStatus(dcd, tc.deploy, nil, now)
 			c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAvailable)
 			if c == nil || c.Status != tc.status || c.Reason != tc.reason {
 				t.Fatalf("Available = %+v, want %s/%s", c, tc.status, tc.reason)
@@ -65,12 +65,12 @@ func TestComponentAvailability(t *testing.T) {
 func TestConditionTransitionTimeChangesOnlyWithStatus(t *testing.T) {
 	t1, t2, t3 := metav1.NewTime(time.Unix(1000, 0)), metav1.NewTime(time.Unix(2000, 0)), metav1.NewTime(time.Unix(3000, 0))
 	dcd := &v1alpha1.DynamoComponentDeployment{ObjectMeta: metav1.ObjectMeta{Name: "c", Generation: 1}}
-	dcd.Status = componentStatus(dcd, deploymentWith(1, 1, 2, 2, 2, 1), t1)
-	dcd.Status = componentStatus(dcd, deploymentWith(1, 1, 2, 2, 2, 0), t2) // still False, other message
+	dcd.Status = componentStatus(dcd, deploymentWith(1, 1, 2, 2, 2, 1), nil, t1)
+	dcd.Status = componentStatus(dcd, deploymentWith(1, 1, 2, 2, 2, 0), nil, t2) // still False, other message
 	if got := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable).LastTransitionTime; !got.Equal(&t1) {
 		t.Errorf("transition time moved without a status change: %v", got)
 	}
-	dcd.Status = componentStatus(dcd, deploymentWith(1, 1, 2, 2, 2, 2), t3)
+	dcd.Status = componentStatus(dcd, deploymentWith(1, 1, 2, 2, 2, 2), nil, t3)
 	if got := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable).LastTransitionTime; !got.Equal(&t3) {
 		t.Errorf("transition time must move when the status changes: %v", got)
 	}

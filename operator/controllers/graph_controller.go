@@ -155,6 +155,10 @@ func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.Dyn
 			keepComponent(dcd, live)
 		}
 		stamp(dcd, asObject(live), r.Renderer, input, kept)
+		if yieldReplicas(dcd, live, r.Applier.FieldOwner) {
+			ctrl.LoggerFrom(ctx).V(2).Info("leaving the component's replicas to whoever scaled it",
+				"component", klog.KObj(dcd), "replicas", live.Spec.Replicas)
+		}
 		outcome, err := r.Applier.Apply(ctx, dcd, asObject(live))
 		if err != nil {
 			return nil, changes, fmt.Errorf("applying DynamoComponentDeployment %s: %w", dcd.Name, err)

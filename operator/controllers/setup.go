@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -95,6 +96,13 @@ func CacheOptions() cache.Options {
 		&networkingv1.Ingress{}:         managed,
 		&corev1.PersistentVolumeClaim{}: managed,
 	}
+	// Pods carry their component's name (the workload's selector), and only
+	// those are cached: a stuck rollout is explained from them.
+	hasComponent, err := labels.NewRequirement(render.LabelComponent, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant key: cannot fail
+	}
+	byObject[&corev1.Pod{}] = cache.ByObject{Label: labels.NewSelector().Add(*hasComponent)}
 	for _, kind := range discoveryKinds {
 		byObject[kind] = managed
 	}

@@ -132,6 +132,8 @@ func Deployment(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Gr
 			Replicas: ptr.To(int32(replicas)),
 			Selector: &metav1.LabelSelector{MatchLabels: selector(dcd)},
 			Strategy: rolloutStrategy(pod),
+			// See progressDeadline.
+			ProgressDeadlineSeconds: progressDeadline(pod),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      podLabels,
@@ -150,6 +152,34 @@ func Deployment(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Gr
 // would rarely fit; a rollout without a spare GPU waits, Pending, and the
 // graph says why, rather than taking a serving worker away. Other
 // components surge 25%, Kubernetes' default, as CPU is cheap.
+// progressDeadline gives a rollout Kubernetes' default 600 s on top of the
+// longest startup probe's budget (initial delay + period × failure
+// threshold): a pod still within it is loading its model, not stuck, and
+// the Deployment must not be declared ProgressDeadlineExceeded (which the
+// component reports as Stalled, kstatus as Failed) while it is. Real
+// blockers (unschedulable, image pull, crash loop) are named in the
+// component's conditions at once, whatever the deadline. nil (the default)
+// when no container has a startup probe.
+func progressDeadline(pod corev1.PodSpec) *int32 {
+	var budget int32
+	for _, c := range pod.Containers {
+		if p := c.StartupProbe; p != nil {
+			period, failure := p.PeriodSeconds, p.FailureThreshold
+			if period == 0 {
+				period = 10 // the API server's defaults
+			}
+			if failure == 0 {
+				failure = 3
+			}
+			budget = max(budget, p.InitialDelaySeconds+period*failure)
+		}
+	}
+	if budget == 0 {
+		return nil
+	}
+	return ptr.To(600 + budget)
+}
+
 func rolloutStrategy(pod corev1.PodSpec) appsv1.DeploymentStrategy {
 	surge := intstr.FromString("25%")
 	if requestsGPUs(pod) {

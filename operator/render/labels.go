@@ -40,6 +40,11 @@ const (
 // written on every reconcile.
 const lastAppliedHashAnnotation = "nvidia.com/last-applied-hash"
 
+// AnnotationGraphReplicas records on a component the replicas its graph
+// last asked for (see the graph controller's yieldReplicas); it describes
+// the component itself and is not copied to its workload.
+const AnnotationGraphReplicas = "nvidia.com/graph-replicas"
+
 // kubectlPrefix marks keys kubectl keeps about the object itself, such as
 // last-applied-configuration, which mean nothing on another object.
 const kubectlPrefix = "kubectl.kubernetes.io/"
@@ -92,7 +97,7 @@ func propagated(sources ...map[string]string) map[string]string {
 func inheritedAnnotations(parent map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range parent {
-		if k == lastAppliedHashAnnotation || strings.HasPrefix(k, kubectlPrefix) {
+		if k == lastAppliedHashAnnotation || k == AnnotationGraphReplicas || strings.HasPrefix(k, kubectlPrefix) {
 			continue
 		}
 		if out == nil {

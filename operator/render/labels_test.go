@@ -66,6 +66,7 @@ func TestInheritedAnnotations(t *testing.T) {
 	got := inheritedAnnotations(map[string]string{
 		"kubectl.kubernetes.io/last-applied-configuration": "{}",
 		"nvidia.com/last-applied-hash":                     "abc",
+		AnnotationGraphReplicas:                            "2",
 		"owner":                                            "team-a",
 		LabelGraphName:                                     "kept: only the applier's own keys are object-specific",
 	})

@@ -122,6 +122,10 @@ const (
 	// ConditionAvailable is True when the component's workload runs the
 	// current spec with every desired replica available.
 	ConditionAvailable = "Available"
+	// ConditionStalled is True, beside Available and Ready False, while the
+	// component cannot progress without a change: an invalid spec, or a
+	// rollout past its progress deadline. kstatus reads it as Failed.
+	ConditionStalled = "Stalled"
 )
 
 // DynamoComponentDeploymentStatus is the observed state of a component.

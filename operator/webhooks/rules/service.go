@@ -108,7 +108,9 @@ func serviceDeprecations(spec *v1alpha1.DynamoComponentDeploymentSharedSpec, pat
 		return nil
 	}
 	return []string{path.Child("autoscaling").String() +
-		": deprecated and has no effect; scale with replicas, or point a HorizontalPodAutoscaler at the DynamoComponentDeployment's scale subresource"}
+		": deprecated and has no effect; scale with replicas, or through the service's DynamoComponentDeployment's scale subresource " +
+		"(kubectl scale dcd, a HorizontalPodAutoscaler with scaleTargetRef kind DynamoComponentDeployment): " +
+		"the graph then leaves that service's replicas alone until you change them in the graph"}
 }
 
 // serviceReferences: names of Secrets and claims the service refers to.

@@ -44,6 +44,7 @@ with exactly these rights and fail on any forbidden request.
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 # Kubernetes lets nobody grant what they do not hold: the discovery Role's
 # own rules (pods read their peers' endpoints and publish worker metadata).
+# The operator itself reads pods to explain a stuck rollout.
 # Narrower than the escalate and bind verbs, which would allow any grant.
 - apiGroups: [""]
   resources: ["pods", "endpoints"]

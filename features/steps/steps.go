@@ -14,6 +14,7 @@ import (
 
 	"github.com/cucumber/godog"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,6 +38,13 @@ type Cluster struct {
 	// Operator observes and restarts the operator; nil where the suite
 	// cannot (steps that need it then fail saying so).
 	Operator OperatorControl
+	// Kubeconfig is the cluster's kubeconfig file and Helm the pinned helm
+	// binary (make helm), for the install steps; empty where the suite has
+	// no kubeconfig file (envtest).
+	Kubeconfig, Helm string
+	// WebhookCertSecret is the operator's webhook certificate Secret;
+	// empty means dynamo/dynamo-operator-webhook-cert (the envtest suite's).
+	WebhookCertSecret types.NamespacedName
 }
 
 // FieldOwner is the server-side apply field manager of objects the steps apply.
@@ -53,6 +61,7 @@ type world struct {
 	// writesMark is the operator's write count when a quiet period began.
 	writesMark int64
 	modes      modes
+	install    install
 }
 
 // InitializeScenario registers every step and gives each scenario a
@@ -98,6 +107,7 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 	sc.Step(`^every graph under `+quoted+` runs with the images, commands, args, GPU limits and env as written$`, unquote1(w.everyGraphRunsAsWritten))
 	sc.Step(`^the (\S+) `+quoted+` eventually has `+anything+` equal to `+anything+`$`, unquote4(w.fieldEventuallyEquals))
 	w.registerWebhookSteps(sc)
+	w.registerInstallSteps(sc)
 }
 
 // quoted matches a double-quoted step argument in which \" stands for a quote.

@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -62,9 +63,6 @@ func (w *world) registerInstallSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^I delete the leader pod of the release `+quoted+`$`, w.deleteLeaderPod)
 	sc.Step(`^another pod of the release `+quoted+` becomes the leader$`, w.anotherPodLeads)
 	sc.Step(`^nothing of the release `+quoted+` is left in the cluster but the CRDs$`, w.nothingLeft)
-	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
-		return ctx, w.cleanUpReleases()
-	})
 }
 
 // runHelm runs the pinned helm against the suite's cluster and returns its
@@ -168,6 +166,12 @@ func (w *world) cleanUpReleases() error {
 		if name == SeedRelease && ns == SeedNamespace {
 			continue // the suite's own operator, installed again by the scenario
 		}
+		// Stop the operator first: helm deletes the Deployment and the
+		// RBAC in one pass, so a pod still shutting down (deleting its
+		// marker Lease) would be refused.
+		if err := w.stopOperator(ctx, name, ns); err != nil {
+			errs = append(errs, err.Error())
+		}
 		if _, err := w.runHelm(ctx, "uninstall", name, "--namespace", ns, "--wait", "--timeout", helmTimeout, "--ignore-not-found"); err != nil {
 			errs = append(errs, err.Error())
 		}
@@ -184,6 +188,32 @@ func (w *world) cleanUpReleases() error {
 		return fmt.Errorf("cleaning up the scenario's releases:\n%s", strings.Join(errs, "\n"))
 	}
 	return nil
+}
+
+// stopOperator scales a release's operator to zero and waits until its
+// pods are gone.
+func (w *world) stopOperator(ctx context.Context, release, ns string) error {
+	var deps appsv1.DeploymentList
+	if err := w.cluster.Client.List(ctx, &deps, client.InNamespace(ns), operatorSelector(release)); err != nil {
+		return err
+	}
+	for i := range deps.Items {
+		patch := client.MergeFrom(deps.Items[i].DeepCopy())
+		deps.Items[i].Spec.Replicas = ptr.To[int32](0)
+		if err := w.cluster.Client.Patch(ctx, &deps.Items[i], patch); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return w.eventually(ctx, func() error {
+		pods, err := OperatorPods(ctx, w.cluster.Client, release, ns)
+		if err != nil {
+			return err
+		}
+		if len(pods) > 0 {
+			return fmt.Errorf("release %s still has %d operator pods", release, len(pods))
+		}
+		return nil
+	})
 }
 
 // operatorSelector selects the pods of a release's operator (the chart's
@@ -444,7 +474,9 @@ func (w *world) nothingLeft(ctx context.Context, release string) error {
 		return fmt.Errorf("helm uninstall %s left:\n  %s", release, strings.Join(left, "\n  "))
 	}
 	for _, name := range []string{"dynamographdeployments.nvidia.com", "dynamocomponentdeployments.nvidia.com"} {
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{}); err != nil {
+		crd := &metav1.PartialObjectMetadata{}
+		crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 			return fmt.Errorf("the CRD %s should stay after uninstall: %w", name, err)
 		}
 	}

@@ -77,10 +77,13 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 		return ctx, nil
 	})
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
+		// Releases first: an operator in a namespace being deleted would
+		// lose its RoleBinding before it stops.
+		cleanErr := w.cleanUpReleases()
 		if w.namespace != "" {
 			c.DeleteNamespace(context.Background(), w.namespace)
 		}
-		return ctx, nil
+		return ctx, cleanErr
 	})
 
 	registerModeSteps(sc, w)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -144,8 +145,32 @@ func (w *world) upgradeRelease(ctx context.Context, name, sets string) error {
 	return err
 }
 
+// uninstalled records, for each operator pod a "helm uninstall" step
+// removed, when the uninstall began. helm deletes the Deployment and the
+// RBAC in one pass, so a pod shutting down may be refused its last requests
+// (releasing the leader Lease); the suite's log check reports those apart.
+var uninstalled sync.Map // pod name -> time.Time
+
+// UninstalledPods lists the operator pods removed by a helm uninstall step
+// and when it began.
+func UninstalledPods() map[string]time.Time {
+	out := map[string]time.Time{}
+	uninstalled.Range(func(k, v any) bool {
+		out[k.(string)] = v.(time.Time)
+		return true
+	})
+	return out
+}
+
 func (w *world) uninstallRelease(ctx context.Context, name string) error {
 	ns := w.releaseNamespace(name)
+	pods, err := OperatorPods(ctx, w.cluster.Client, name, ns)
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		uninstalled.Store(p.Name, time.Now())
+	}
 	if _, err := w.runHelm(ctx, "uninstall", name, "--namespace", ns, "--wait", "--timeout", helmTimeout); err != nil {
 		return err
 	}

@@ -143,6 +143,8 @@ Feature: A DynamoGraphDeployment runs as one component per service, and its stat
     Then the dcd "llm-frontend" eventually has ".metadata.labels.team" equal to "serving"
     And the Deployment "llm-frontend" eventually has ".metadata.labels.team" equal to "serving"
 
+  # The operator's writes are counted from the simulator's audit log.
+  @sim-control
   Scenario: A reconcile with nothing to change writes nothing
     Given the dgd "llm" eventually has ".status.state" equal to "successful"
     When the operator restarts

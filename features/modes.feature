@@ -6,8 +6,11 @@ Feature: Cluster-wide, namespace-scoped and hybrid deployment modes
   takes it back, changes made meanwhile included, when the Lease is deleted or expires.
 
   These scenarios run a cluster-wide operator for the whole suite and start namespace-scoped operators in a
-  scenario's namespace with a 2 second lease renewed every 500 ms (the defaults are 30 s and 10 s).
+  scenario's namespace with a 2 second lease renewed every 500 ms (the defaults are 30 s and 10 s). On the
+  simulator these are operator processes, not releases: a scenario kills one abruptly (@sim-control: they
+  need the simulator, or envtest, to start and kill them and to count writes from its audit log).
 
+  @sim-control
   Scenario: A namespace-scoped operator marks its namespace with its version
     When a namespace-scoped operator of version "v2.0.0-beta" starts in this namespace
     # kubectl get lease -A --field-selector metadata.name=dynamo-operator-namespace-scope
@@ -17,6 +20,7 @@ Feature: Cluster-wide, namespace-scoped and hybrid deployment modes
     And the Lease "dynamo-operator-namespace-scope" has ".spec.leaseDurationSeconds" equal to "2"
     And the namespace lease is renewed within 2 seconds
 
+  @sim-control
   Scenario: Hybrid: the namespace-scoped operator runs the graphs of its namespace and the cluster-wide one stays out
     Given a namespace-scoped operator of version "v2.0.0-beta" runs in this namespace
     When I apply the manifest:
@@ -42,6 +46,7 @@ Feature: Cluster-wide, namespace-scoped and hybrid deployment modes
     Then the Deployment "llm-frontend" eventually has ".spec.replicas" equal to "2"
     And the cluster-wide operator wrote nothing in this namespace while the namespace-scoped operator owned it
 
+  @sim-control
   Scenario: A namespace-scoped operator that dies hands its namespace back when its lease expires
     Given a namespace-scoped operator of version "v2.0.0-beta" runs in this namespace
     And I apply the manifest:
@@ -71,6 +76,7 @@ Feature: Cluster-wide, namespace-scoped and hybrid deployment modes
     And the dgd "llm" eventually has ".status.services.Frontend.replicas" equal to "3"
     And the cluster-wide operator wrote nothing in this namespace while the namespace-scoped operator owned it
 
+  @sim-control
   Scenario: A namespace-scoped operator that stops cleanly hands its namespace back at once
     Given a namespace-scoped operator of version "v2.0.0-beta" runs in this namespace
     And I apply the manifest:

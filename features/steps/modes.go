@@ -161,9 +161,13 @@ func (w *world) localOperatorStops(ctx context.Context) error {
 	if w.modes.local == nil {
 		return fmt.Errorf("no namespace-scoped operator runs in this scenario")
 	}
+	// It deletes its Lease while shutting down, before Stop returns, and
+	// the cluster-wide operator may take over at once: the namespace was
+	// owned until the stop began, not until it returned.
+	stopping := time.Now()
 	w.modes.local.Stop()
 	w.modes.local = nil
-	w.modes.released = time.Now()
+	w.modes.released = stopping
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/cucumber/godog"
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,6 +42,13 @@ type Cluster struct {
 	// ScrapeMetrics returns the operator's /metrics as a scraper allowed
 	// to read them gets it; nil where the suite cannot (metrics steps fail).
 	ScrapeMetrics func(context.Context) ([]byte, error)
+	// Kubeconfig is the cluster's kubeconfig file and Helm the pinned helm
+	// binary (make helm), for the install steps; empty where the suite has
+	// no kubeconfig file (envtest).
+	Kubeconfig, Helm string
+	// WebhookCertSecret is the operator's webhook certificate Secret;
+	// empty means dynamo/dynamo-operator-webhook-cert (the envtest suite's).
+	WebhookCertSecret types.NamespacedName
 }
 
 // FieldOwner is the server-side apply field manager of objects the steps apply.
@@ -61,6 +69,7 @@ type world struct {
 	appliedAt time.Time
 	// metricsBaseline is the scrape taken when the scenario began.
 	metricsBaseline map[string]*dto.MetricFamily
+	install         install
 }
 
 // InitializeScenario registers every step and gives each scenario a
@@ -76,10 +85,13 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 		return ctx, nil
 	})
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
+		// Releases first: an operator in a namespace being deleted would
+		// lose its RoleBinding before it stops.
+		cleanErr := w.cleanUpReleases()
 		if w.namespace != "" {
 			c.DeleteNamespace(context.Background(), w.namespace)
 		}
-		return ctx, nil
+		return ctx, cleanErr
 	})
 
 	registerModeSteps(sc, w)
@@ -108,6 +120,7 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 	w.registerWebhookSteps(sc)
 	w.registerServingSteps(sc)
 	w.registerMetricsSteps(sc)
+	w.registerInstallSteps(sc)
 }
 
 // quoted matches a double-quoted step argument in which \" stands for a quote.

@@ -61,11 +61,14 @@ func (w *world) registerWebhookSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^I apply the manifest and keep the warnings:$`, w.applyKeepingWarnings)
 	sc.Step(`^it is accepted with a warning containing `+quoted+`$`, unquote1(w.acceptedWithWarning))
 	sc.Step(`^the (\S+) `+quoted+` has the annotation `+quoted+`$`, w.hasAnnotation)
-	sc.Step(`^every webhook of the operator's configurations trusts the CA of the Secret `+quoted+` in `+quoted+`$`, w.configurationsTrustSecret)
+	sc.Step(`^every webhook of the operator's configurations trusts the CA of its certificate Secret$`, w.certSecretStep(w.configurationsTrustSecret))
 	sc.Step(`^I remove the CA bundle from the operator's webhook configurations$`, w.removeCABundle)
-	sc.Step(`^every webhook of the operator's configurations eventually trusts the CA of the Secret `+quoted+` in `+quoted+`$`, w.eventuallyTrustSecret)
-	sc.Step(`^the serving certificate in the Secret `+quoted+` in `+quoted+` is about to expire$`, w.certificateAboutToExpire)
-	sc.Step(`^the serving certificate in the Secret `+quoted+` in `+quoted+` is eventually renewed for at least (\d+) minutes$`, w.certificateRenewed)
+	sc.Step(`^every webhook of the operator's configurations eventually trusts the CA of its certificate Secret$`, w.certSecretStep(w.eventuallyTrustSecret))
+	sc.Step(`^the serving certificate in the operator's certificate Secret is about to expire$`, w.certSecretStep(w.certificateAboutToExpire))
+	sc.Step(`^the serving certificate in the operator's certificate Secret is eventually renewed for at least (\d+) minutes$`, func(ctx context.Context, minutes int) error {
+		s := w.certSecret()
+		return w.certificateRenewed(ctx, s.Name, s.Namespace, minutes)
+	})
 	sc.Step(`^I keep sending admission requests$`, w.keepSending)
 	sc.Step(`^no admission request has failed$`, w.noAdmissionFailed)
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
@@ -178,6 +181,23 @@ func (w *world) configurationBundles(ctx context.Context) (map[string][]byte, er
 
 // configurationsTrustSecret: the serving certificate of the Secret verifies
 // against every webhook's caBundle, i.e. the API server can call it.
+// certSecret is the operator's webhook certificate Secret: the chart's
+// where the suite runs on the chart-installed operator, else the in-process
+// operator's.
+func (w *world) certSecret() types.NamespacedName {
+	if w.cluster.WebhookCertSecret.Name != "" {
+		return w.cluster.WebhookCertSecret
+	}
+	return types.NamespacedName{Namespace: "dynamo", Name: "dynamo-operator-webhook-cert"}
+}
+
+func (w *world) certSecretStep(f func(ctx context.Context, name, ns string) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		s := w.certSecret()
+		return f(ctx, s.Name, s.Namespace)
+	}
+}
+
 func (w *world) configurationsTrustSecret(ctx context.Context, name, ns string) error {
 	s, err := w.secret(ctx, ns, name)
 	if err != nil {

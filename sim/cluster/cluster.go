@@ -38,6 +38,11 @@ const (
 	// LocalOperatorUser authenticates namespace-scoped operators, so the
 	// audit log tells their writes from the cluster-wide operator's.
 	LocalOperatorUser = "dynamo-operator-local"
+	// ChartOperatorUser is the cluster-wide operator installed as the
+	// seeds say (helm install dynamo-platform ... --namespace
+	// dynamo-system): the chart's ServiceAccount <release>-dynamo-operator,
+	// as the API server names it in the audit log.
+	ChartOperatorUser = "system:serviceaccount:dynamo-system:dynamo-platform-dynamo-operator"
 )
 
 // Config says where the cluster lives.
@@ -306,7 +311,7 @@ kind: Policy
 omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
-  users: ["` + OperatorUser + `", "` + LocalOperatorUser + `"]
+  users: ["` + OperatorUser + `", "` + LocalOperatorUser + `", "` + ChartOperatorUser + `"]
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
 - level: None
 `

@@ -1,0 +1,550 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cucumber/godog"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The seeds' install command: helm install dynamo-platform <chart>
+// --namespace dynamo-system --create-namespace. The simulator suite's own
+// operator is this release.
+const (
+	SeedRelease   = "dynamo-platform"
+	SeedNamespace = "dynamo-system"
+	// ChartPath is the dynamo-platform chart, relative to the repository.
+	ChartPath = "chart/dynamo-platform"
+	// helmTimeout bounds one helm command that waits (--wait).
+	helmTimeout = "3m"
+)
+
+// install is a scenario's helm state: the releases it installed (removed
+// when it ends) and whether it uninstalled the suite's release (installed
+// again when it ends, so later scenarios keep their operator).
+type install struct {
+	releases    map[string]string // release name -> namespace
+	seedRemoved bool
+	// refusal is the output of the last refused helm command.
+	refusal string
+	// deletedLeader is the pod deleted as the leader, and when.
+	deletedLeader string
+	deletedAt     time.Time
+}
+
+func (w *world) registerInstallSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^I install the operator as the seeds say$`, w.installAsSeeds)
+	sc.Step(`^I install the chart as `+quoted+` in this namespace$`, func(ctx context.Context, name string) error {
+		return w.installChart(ctx, name, "")
+	})
+	sc.Step(`^I install the chart as `+quoted+` in this namespace with `+quoted+`$`, w.installChart)
+	sc.Step(`^installing the chart as `+quoted+` in this namespace is refused with a message containing `+quoted+`$`, unquote2(w.installRefused))
+	sc.Step(`^I upgrade the release `+quoted+` with `+quoted+`$`, w.upgradeRelease)
+	sc.Step(`^I uninstall the release `+quoted+`$`, w.uninstallRelease)
+	sc.Step(`^the release `+quoted+` runs (\d+) Ready operator pods?$`, w.releaseRunsReadyPods)
+	sc.Step(`^the release `+quoted+` runs its operator with `+quoted+`$`, unquote2(w.releaseRunsWith))
+	sc.Step(`^the webhooks of the release `+quoted+` are called through its Service `+quoted+`$`, w.webhooksThroughService)
+	sc.Step(`^one pod of the release `+quoted+` holds its leader election Lease$`, w.onePodLeads)
+	sc.Step(`^I delete the leader pod of the release `+quoted+`$`, w.deleteLeaderPod)
+	sc.Step(`^another pod of the release `+quoted+` becomes the leader$`, w.anotherPodLeads)
+	sc.Step(`^nothing of the release `+quoted+` is left in the cluster but the CRDs$`, w.nothingLeft)
+}
+
+// runHelm runs the pinned helm against the suite's cluster and returns its
+// combined output.
+func (w *world) runHelm(ctx context.Context, args ...string) (string, error) {
+	if w.cluster.Helm == "" || w.cluster.Kubeconfig == "" {
+		return "", fmt.Errorf("this suite has no helm or kubeconfig (Cluster.Helm, Cluster.Kubeconfig): run it with make features-sim")
+	}
+	cmd := exec.CommandContext(ctx, w.cluster.Helm, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+w.cluster.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+func (w *world) record(name, namespace string) {
+	if w.install.releases == nil {
+		w.install.releases = map[string]string{}
+	}
+	w.install.releases[name] = namespace
+}
+
+// releaseNamespace is where a release of this scenario (or the suite's)
+// lives.
+func (w *world) releaseNamespace(name string) string {
+	if ns, ok := w.install.releases[name]; ok {
+		return ns
+	}
+	if name == SeedRelease {
+		return SeedNamespace
+	}
+	return w.namespace
+}
+
+// installAsSeeds runs the seeds' command as written (no --wait: the next
+// step waits for the operator pod, as a user would).
+func (w *world) installAsSeeds(ctx context.Context) error {
+	start := time.Now()
+	if _, err := w.runHelm(ctx, "install", SeedRelease, w.resolve(ChartPath), "--namespace", SeedNamespace, "--create-namespace"); err != nil {
+		return err
+	}
+	w.install.seedRemoved = false
+	w.record(SeedRelease, SeedNamespace)
+	if err := w.eventually(ctx, func() error { return w.readyPods(ctx, SeedRelease, 1) }); err != nil {
+		return err
+	}
+	fmt.Printf("    helm install (seeds' command) to the operator pod Ready: %.1fs\n", time.Since(start).Seconds())
+	return nil
+}
+
+func (w *world) installChart(ctx context.Context, name, sets string) error {
+	args := []string{"install", name, w.resolve(ChartPath), "--namespace", w.namespace, "--wait", "--timeout", helmTimeout}
+	args = append(args, strings.Fields(sets)...)
+	w.record(name, w.namespace)
+	if _, err := w.runHelm(ctx, args...); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (w *world) installRefused(ctx context.Context, name, text string) error {
+	out, err := w.runHelm(ctx, "install", name, w.resolve(ChartPath), "--namespace", w.namespace)
+	if err == nil {
+		w.record(name, w.namespace)
+		return fmt.Errorf("helm install %s was not refused:\n%s", name, out)
+	}
+	if !strings.Contains(out, text) {
+		return fmt.Errorf("helm install %s was refused, but not with %q:\n%s", name, text, out)
+	}
+	w.install.refusal = out
+	return nil
+}
+
+func (w *world) upgradeRelease(ctx context.Context, name, sets string) error {
+	args := []string{"upgrade", name, w.resolve(ChartPath), "--namespace", w.releaseNamespace(name), "--reuse-values", "--wait", "--timeout", helmTimeout}
+	_, err := w.runHelm(ctx, append(args, strings.Fields(sets)...)...)
+	return err
+}
+
+// uninstalled records, for each operator pod a "helm uninstall" step
+// removed, when the uninstall began. helm deletes the Deployment and the
+// RBAC in one pass, so a pod shutting down may be refused its last requests
+// (releasing the leader Lease); the suite's log check reports those apart.
+var uninstalled sync.Map // pod name -> time.Time
+
+// UninstalledPods lists the operator pods removed by a helm uninstall step
+// and when it began.
+func UninstalledPods() map[string]time.Time {
+	out := map[string]time.Time{}
+	uninstalled.Range(func(k, v any) bool {
+		out[k.(string)] = v.(time.Time)
+		return true
+	})
+	return out
+}
+
+func (w *world) uninstallRelease(ctx context.Context, name string) error {
+	ns := w.releaseNamespace(name)
+	pods, err := OperatorPods(ctx, w.cluster.Client, name, ns)
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		uninstalled.Store(p.Name, time.Now())
+	}
+	if _, err := w.runHelm(ctx, "uninstall", name, "--namespace", ns, "--wait", "--timeout", helmTimeout); err != nil {
+		return err
+	}
+	delete(w.install.releases, name)
+	if name == SeedRelease && ns == SeedNamespace {
+		w.install.seedRemoved = true
+	}
+	return nil
+}
+
+// cleanUpReleases uninstalls what the scenario installed, and puts the
+// suite's release back if the scenario took it away.
+func (w *world) cleanUpReleases() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var errs []string
+	for name, ns := range w.install.releases {
+		if name == SeedRelease && ns == SeedNamespace {
+			continue // the suite's own operator, installed again by the scenario
+		}
+		// Stop the operator first: helm deletes the Deployment and the
+		// RBAC in one pass, so a pod still shutting down (deleting its
+		// marker Lease) would be refused.
+		if err := w.stopOperator(ctx, name, ns); err != nil {
+			errs = append(errs, err.Error())
+		}
+		if _, err := w.runHelm(ctx, "uninstall", name, "--namespace", ns, "--wait", "--timeout", helmTimeout, "--ignore-not-found"); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if w.install.seedRemoved {
+		_, err := w.runHelm(ctx, "install", SeedRelease, w.resolve(ChartPath), "--namespace", SeedNamespace,
+			"--create-namespace", "--wait", "--timeout", helmTimeout)
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	w.install = install{}
+	if len(errs) > 0 {
+		return fmt.Errorf("cleaning up the scenario's releases:\n%s", strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
+// stopOperator scales a release's operator to zero and waits until its
+// pods are gone.
+func (w *world) stopOperator(ctx context.Context, release, ns string) error {
+	var deps appsv1.DeploymentList
+	if err := w.cluster.Client.List(ctx, &deps, client.InNamespace(ns), operatorSelector(release)); err != nil {
+		return err
+	}
+	for i := range deps.Items {
+		patch := client.MergeFrom(deps.Items[i].DeepCopy())
+		deps.Items[i].Spec.Replicas = ptr.To[int32](0)
+		if err := w.cluster.Client.Patch(ctx, &deps.Items[i], patch); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return w.eventually(ctx, func() error {
+		pods, err := OperatorPods(ctx, w.cluster.Client, release, ns)
+		if err != nil {
+			return err
+		}
+		if len(pods) > 0 {
+			return fmt.Errorf("release %s still has %d operator pods", release, len(pods))
+		}
+		return nil
+	})
+}
+
+// operatorSelector selects the pods of a release's operator (the chart's
+// selector labels).
+func operatorSelector(release string) client.MatchingLabels {
+	return client.MatchingLabels{"app.kubernetes.io/name": "dynamo-operator", "app.kubernetes.io/instance": release}
+}
+
+// OperatorPods lists a release's operator pods, by name.
+func OperatorPods(ctx context.Context, c client.Client, release, namespace string) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(namespace), operatorSelector(release)); err != nil {
+		return nil, err
+	}
+	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+	return pods.Items, nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// readyPods checks that the release's Deployment asks for n replicas and
+// exactly n of its pods exist and are Ready.
+func (w *world) readyPods(ctx context.Context, release string, n int) error {
+	ns := w.releaseNamespace(release)
+	var deps appsv1.DeploymentList
+	if err := w.cluster.Client.List(ctx, &deps, client.InNamespace(ns), operatorSelector(release)); err != nil {
+		return err
+	}
+	if len(deps.Items) != 1 {
+		return fmt.Errorf("release %s has %d operator Deployments in %s, want 1", release, len(deps.Items), ns)
+	}
+	if got := ptr.Deref(deps.Items[0].Spec.Replicas, 1); int(got) != n {
+		return fmt.Errorf("Deployment %s asks for %d replicas, want %d", deps.Items[0].Name, got, n)
+	}
+	pods, err := OperatorPods(ctx, w.cluster.Client, release, ns)
+	if err != nil {
+		return err
+	}
+	var ready, other []string
+	for i := range pods {
+		if podReady(&pods[i]) {
+			ready = append(ready, pods[i].Name)
+		} else {
+			other = append(other, pods[i].Name+" ("+string(pods[i].Status.Phase)+")")
+		}
+	}
+	if len(ready) != n || len(other) != 0 {
+		return fmt.Errorf("release %s: Ready pods %v, others %v; want %d Ready", release, ready, other, n)
+	}
+	return nil
+}
+
+func (w *world) releaseRunsReadyPods(ctx context.Context, release string, n int) error {
+	return w.eventually(ctx, func() error { return w.readyPods(ctx, release, n) })
+}
+
+// releaseRunsWith checks the running operator pods' manager container
+// carries an argument or env value (NAME=value).
+func (w *world) releaseRunsWith(ctx context.Context, release, want string) error {
+	return w.eventually(ctx, func() error {
+		pods, err := OperatorPods(ctx, w.cluster.Client, release, w.releaseNamespace(release))
+		if err != nil {
+			return err
+		}
+		if len(pods) == 0 {
+			return fmt.Errorf("release %s has no operator pods", release)
+		}
+		for i := range pods {
+			if !podReady(&pods[i]) {
+				return fmt.Errorf("pod %s is not Ready", pods[i].Name)
+			}
+			if !containerHas(pods[i].Spec.Containers, want) {
+				return fmt.Errorf("pod %s does not run with %q", pods[i].Name, want)
+			}
+		}
+		return nil
+	})
+}
+
+func containerHas(cs []corev1.Container, want string) bool {
+	for _, c := range cs {
+		for _, a := range append(append([]string{}, c.Command...), c.Args...) {
+			if a == want {
+				return true
+			}
+		}
+		for _, e := range c.Env {
+			if e.Name+"="+e.Value == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// webhooksThroughService checks every webhook of the release's
+// configurations is called through the release's Service (not a URL).
+func (w *world) webhooksThroughService(ctx context.Context, release, service string) error {
+	ns := w.releaseNamespace(release)
+	var vs admissionregistrationv1.ValidatingWebhookConfigurationList
+	if err := w.cluster.Client.List(ctx, &vs, client.MatchingLabels{"app.kubernetes.io/instance": release}); err != nil {
+		return err
+	}
+	var ms admissionregistrationv1.MutatingWebhookConfigurationList
+	if err := w.cluster.Client.List(ctx, &ms, client.MatchingLabels{"app.kubernetes.io/instance": release}); err != nil {
+		return err
+	}
+	var refs []*admissionregistrationv1.ServiceReference
+	for _, c := range vs.Items {
+		for _, h := range c.Webhooks {
+			refs = append(refs, h.ClientConfig.Service)
+		}
+	}
+	for _, c := range ms.Items {
+		for _, h := range c.Webhooks {
+			refs = append(refs, h.ClientConfig.Service)
+		}
+	}
+	if len(refs) == 0 {
+		return fmt.Errorf("release %s has no webhooks", release)
+	}
+	for _, r := range refs {
+		if r == nil || r.Name != service || r.Namespace != ns {
+			return fmt.Errorf("a webhook of release %s is called at %+v, want Service %s/%s", release, r, ns, service)
+		}
+	}
+	return nil
+}
+
+// leader returns the release's leader election Lease and the pod holding
+// it (controller-runtime's identity is "<hostname>_<uuid>", the hostname
+// the pod's name).
+func (w *world) leader(ctx context.Context, release string) (string, error) {
+	ns := w.releaseNamespace(release)
+	var leases coordinationv1.LeaseList
+	if err := w.cluster.Client.List(ctx, &leases, client.InNamespace(ns)); err != nil {
+		return "", err
+	}
+	pods, err := OperatorPods(ctx, w.cluster.Client, release, ns)
+	if err != nil {
+		return "", err
+	}
+	for _, l := range leases.Items {
+		if !strings.HasPrefix(l.Name, "dynamo-operator-leader") {
+			continue
+		}
+		holder := ptr.Deref(l.Spec.HolderIdentity, "")
+		for _, p := range pods {
+			if strings.HasPrefix(holder, p.Name+"_") {
+				return p.Name, nil
+			}
+		}
+		return "", fmt.Errorf("the Lease %s is held by %q, none of the pods of release %s", l.Name, holder, release)
+	}
+	return "", fmt.Errorf("release %s has no leader election Lease in %s", release, ns)
+}
+
+func (w *world) onePodLeads(ctx context.Context, release string) error {
+	return w.eventually(ctx, func() error {
+		_, err := w.leader(ctx, release)
+		return err
+	})
+}
+
+func (w *world) deleteLeaderPod(ctx context.Context, release string) error {
+	name, err := w.leader(ctx, release)
+	if err != nil {
+		return err
+	}
+	pod := &corev1.Pod{}
+	pod.Name, pod.Namespace = name, w.releaseNamespace(release)
+	if err := w.cluster.Client.Delete(ctx, pod); err != nil {
+		return err
+	}
+	w.install.deletedLeader, w.install.deletedAt = name, time.Now()
+	return nil
+}
+
+func (w *world) anotherPodLeads(ctx context.Context, release string) error {
+	err := w.eventually(ctx, func() error {
+		name, err := w.leader(ctx, release)
+		if err != nil {
+			return err
+		}
+		if name == w.install.deletedLeader {
+			return fmt.Errorf("the deleted pod %s still holds the Lease", name)
+		}
+		return nil
+	})
+	if err == nil {
+		fmt.Printf("    leader pod deleted to another pod holding the Lease: %.1fs\n", time.Since(w.install.deletedAt).Seconds())
+	}
+	return err
+}
+
+// nothingLeft checks a cluster-wide release left no webhook configuration,
+// ClusterRole(Binding), Lease or Secret of ours, and kept the CRDs.
+func (w *world) nothingLeft(ctx context.Context, release string) error {
+	ns := w.releaseNamespace(release)
+	c := w.cluster.Client
+	var left []string
+	ours := func(name string) bool {
+		return strings.Contains(name, "dynamo-operator") || strings.HasPrefix(name, release)
+	}
+	var vs admissionregistrationv1.ValidatingWebhookConfigurationList
+	var ms admissionregistrationv1.MutatingWebhookConfigurationList
+	var crs rbacv1.ClusterRoleList
+	var crbs rbacv1.ClusterRoleBindingList
+	var leases coordinationv1.LeaseList
+	var secrets corev1.SecretList
+	for _, l := range []client.ObjectList{&vs, &ms, &crs, &crbs} {
+		if err := c.List(ctx, l); err != nil {
+			return err
+		}
+	}
+	for _, l := range []client.ObjectList{&leases, &secrets} {
+		if err := c.List(ctx, l, client.InNamespace(ns)); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	for _, o := range vs.Items {
+		if ours(o.Name) {
+			left = append(left, "ValidatingWebhookConfiguration "+o.Name)
+		}
+	}
+	for _, o := range ms.Items {
+		if ours(o.Name) {
+			left = append(left, "MutatingWebhookConfiguration "+o.Name)
+		}
+	}
+	for _, o := range crs.Items {
+		if ours(o.Name) || o.Labels["app.kubernetes.io/instance"] == release {
+			left = append(left, "ClusterRole "+o.Name)
+		}
+	}
+	for _, o := range crbs.Items {
+		if ours(o.Name) || o.Labels["app.kubernetes.io/instance"] == release {
+			left = append(left, "ClusterRoleBinding "+o.Name)
+		}
+	}
+	for _, o := range leases.Items {
+		left = append(left, "Lease "+ns+"/"+o.Name)
+	}
+	for _, o := range secrets.Items {
+		left = append(left, "Secret "+ns+"/"+o.Name)
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("helm uninstall %s left:\n  %s", release, strings.Join(left, "\n  "))
+	}
+	for _, name := range []string{"dynamographdeployments.nvidia.com", "dynamocomponentdeployments.nvidia.com"} {
+		crd := &metav1.PartialObjectMetadata{}
+		crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return fmt.Errorf("the CRD %s should stay after uninstall: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// RestartOperatorPods deletes every operator pod of a release, as
+// "kubectl delete pod" does, and waits until as many new pods are Ready and
+// one of them holds the leader election Lease.
+func RestartOperatorPods(ctx context.Context, c client.Client, release, namespace string, timeout time.Duration) error {
+	old, err := OperatorPods(ctx, c, release, namespace)
+	if err != nil {
+		return err
+	}
+	if len(old) == 0 {
+		return fmt.Errorf("release %s has no operator pods in %s", release, namespace)
+	}
+	gone := map[string]bool{}
+	for i := range old {
+		gone[string(old[i].UID)] = true
+		if err := c.Delete(ctx, &old[i]); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	w := &world{cluster: &Cluster{Client: c, EventualTimeout: timeout}, install: install{releases: map[string]string{release: namespace}}}
+	return w.eventually(ctx, func() error {
+		pods, err := OperatorPods(ctx, c, release, namespace)
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for i := range pods {
+			if gone[string(pods[i].UID)] {
+				return fmt.Errorf("the old pod %s is still there", pods[i].Name)
+			}
+			if podReady(&pods[i]) {
+				ready++
+			}
+		}
+		if ready != len(old) {
+			return fmt.Errorf("%d of %d new operator pods Ready", ready, len(old))
+		}
+		_, err = w.leader(ctx, release)
+		return err
+	})
+}

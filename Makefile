@@ -131,7 +131,7 @@ features: k8s-bins ## Only the feature files; GODOG_TAGS=@api or GODOG_PATHS=api
 	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/... -run TestFeatures -v
 
 .PHONY: features-sim
-features-sim: k8s-bins sim-build ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, the operator as a process.
+features-sim: k8s-bins sim-build $(HELM) ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, probes, the operator installed by helm.
 	DYNAMO_SIM_FEATURES=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run TestFeatures -v -timeout 30m
 
 ##@ Run

@@ -3,7 +3,9 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -145,7 +147,7 @@ func checkCompatGraph(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment, globalE
 				want[e.Name] = e
 			}
 		}
-		for _, envName := range sortedKeys(want) {
+		for _, envName := range slices.Sorted(maps.Keys(want)) {
 			var have *corev1.EnvVar
 			for i := range main.Env {
 				if main.Env[i].Name == envName {

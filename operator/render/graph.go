@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -44,7 +46,7 @@ func Components(dgd *v1alpha1.DynamoGraphDeployment) ([]*v1alpha1.DynamoComponen
 	workerHash := WorkerHash(dgd)
 	out := make([]*v1alpha1.DynamoComponentDeployment, 0, len(dgd.Spec.Services))
 	serviceOf := map[string]string{} // component name -> service key
-	for _, serviceName := range sortedKeys(dgd.Spec.Services) {
+	for _, serviceName := range slices.Sorted(maps.Keys(dgd.Spec.Services)) {
 		service := dgd.Spec.Services[serviceName]
 		path := servicesPath.Child(serviceName)
 		if service == nil {
@@ -178,13 +180,4 @@ func MergeEnv(base []corev1.EnvVar, overrides ...[]corev1.EnvVar) []corev1.EnvVa
 		}
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -203,7 +204,7 @@ func resourceList(item *v1alpha1.ResourceItem, path *field.Path) (corev1.Resourc
 		}
 		list[name] = q
 	}
-	for _, name := range sortedKeys(item.Custom) {
+	for _, name := range slices.Sorted(maps.Keys(item.Custom)) {
 		set(corev1.ResourceName(name), item.Custom[name], path.Child("custom").Key(name))
 	}
 	set(corev1.ResourceCPU, item.CPU, path.Child("cpu"))

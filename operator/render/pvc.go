@@ -5,6 +5,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"maps"
+	"slices"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
@@ -24,7 +26,7 @@ func PVCs(dgd *v1alpha1.DynamoGraphDeployment) []*corev1.PersistentVolumeClaim {
 		}
 		byName[p.Name] = claim(dgd, p.Name, p.StorageClass, p.Size, p.VolumeAccessMode)
 	}
-	for _, serviceName := range sortedKeys(dgd.Spec.Services) {
+	for _, serviceName := range slices.Sorted(maps.Keys(dgd.Spec.Services)) {
 		service := dgd.Spec.Services[serviceName]
 		if service == nil || service.PVC == nil {
 			continue
@@ -38,7 +40,7 @@ func PVCs(dgd *v1alpha1.DynamoGraphDeployment) []*corev1.PersistentVolumeClaim {
 	}
 
 	out := make([]*corev1.PersistentVolumeClaim, 0, len(byName))
-	for _, name := range sortedKeys(byName) {
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		out = append(out, byName[name])
 	}
 	return out

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"gomodules.xyz/jsonpatch/v2"
@@ -20,7 +22,7 @@ const OriginVersionAnnotation = "nvidia.com/dynamo-operator-origin-version"
 // created under.
 func GraphDefaults(dgd *v1alpha1.DynamoGraphDeployment, create bool, version string) []jsonpatch.JsonPatchOperation {
 	var ops []jsonpatch.JsonPatchOperation
-	for _, name := range sortedKeys(dgd.Spec.Services) {
+	for _, name := range slices.Sorted(maps.Keys(dgd.Spec.Services)) {
 		svc := dgd.Spec.Services[name]
 		if svc == nil || svc.Replicas != nil {
 			continue

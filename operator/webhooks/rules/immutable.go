@@ -2,6 +2,8 @@ package rules
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -26,7 +28,7 @@ func graphImmutable(old, cur *v1alpha1.DynamoGraphDeployment) field.ErrorList {
 	if old.Spec.BackendFramework != cur.Spec.BackendFramework {
 		errs = append(errs, immutable(field.NewPath("spec", "backendFramework"), cur.Spec.BackendFramework, kind))
 	}
-	for _, name := range sortedKeys(cur.Spec.Services) {
+	for _, name := range slices.Sorted(maps.Keys(cur.Spec.Services)) {
 		before, after := old.Spec.Services[name], cur.Spec.Services[name]
 		if before == nil || after == nil {
 			continue

@@ -1,8 +1,8 @@
 package rules
 
 import (
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -67,7 +67,7 @@ func serviceResourceNames(spec *v1alpha1.DynamoComponentDeploymentSharedSpec, pa
 					"must be a resource name such as nvidia.com/gpu: "+strings.Join(msgs, "; ")))
 			}
 		}
-		for _, name := range sortedKeys(item.Custom) {
+		for _, name := range slices.Sorted(maps.Keys(item.Custom)) {
 			if msgs := validation.IsQualifiedName(name); len(msgs) > 0 {
 				errs = append(errs, field.Invalid(p.Child("custom").Key(name), name,
 					"must be a resource name such as ephemeral-storage: "+strings.Join(msgs, "; ")))
@@ -129,13 +129,4 @@ func serviceReferences(spec *v1alpha1.DynamoComponentDeploymentSharedSpec, path 
 		errs = append(errs, objectName(path.Child("ingress", "tls", "secretName"), spec.Ingress.TLS.SecretName, "Secret")...)
 	}
 	return errs
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

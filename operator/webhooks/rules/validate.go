@@ -2,6 +2,8 @@ package rules
 
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"maps"
+	"slices"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
@@ -17,7 +19,7 @@ func ValidateGraph(dgd *v1alpha1.DynamoGraphDeployment) (field.ErrorList, []stri
 	errs = append(errs, graphClaims(&dgd.Spec).WithOrigin(ReasonReference)...)
 	errs = append(errs, componentRef(dgd.Spec.DynamoComponent, field.NewPath("spec", "dynamoComponent")).WithOrigin(ReasonComponentRef)...)
 	var warnings []string
-	for _, name := range sortedKeys(dgd.Spec.Services) {
+	for _, name := range slices.Sorted(maps.Keys(dgd.Spec.Services)) {
 		svc := dgd.Spec.Services[name]
 		if svc == nil {
 			continue // graphChildNames reports it

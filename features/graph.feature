@@ -127,7 +127,7 @@ Feature: A DynamoGraphDeployment runs as one component per service, and its stat
     Then the dgd "llm" eventually has ".status.conditions[?(@.type=="Ready")].status" equal to "False"
     And the dgd "llm" has ".status.state" equal to "pending"
     And the dgd "llm" has ".status.conditions[?(@.type=="Ready")].reason" equal to "ComponentsNotReady"
-    And the Deployment "llm-vllmworker" has ".spec.template.spec.containers[?(@.name=="main")].image" equal to "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1"
+    And the Deployment "llm-vllmworker" eventually has ".spec.template.spec.containers[?(@.name=="main")].image" equal to "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1"
     And the dgd "llm" eventually has ".status.conditions[?(@.type=="Ready")].status" equal to "True"
     And the dgd "llm" has ".status.observedGeneration" equal to "2"
 

@@ -153,8 +153,11 @@ func (m *Manager) sync(obj any) {
 }
 
 // Endpoints is what Dynamo's runtime in a pod would listen on, from its
-// containers' env: the system port when DYN_SYSTEM_ENABLED=true, and a
-// frontend's HTTP port.
+// containers' env: the system port, and a frontend's HTTP port. Older
+// runtimes start the system server only when DYN_SYSTEM_ENABLED=true;
+// current ones (DYN_SYSTEM_ENABLED deprecated) whenever DYN_SYSTEM_PORT is a
+// port, which is how Dynamo's operator runs its planner (port, probes on it,
+// no DYN_SYSTEM_ENABLED). Either starts it here.
 type Endpoints struct {
 	SystemPort, HTTPPort int
 }
@@ -168,10 +171,12 @@ func EndpointsOf(p *corev1.Pod) Endpoints {
 		for _, v := range c.Env {
 			env[v.Name] = v.Value
 		}
-		if e.SystemPort == 0 && env["DYN_SYSTEM_ENABLED"] == "true" {
+		port, err := strconv.Atoi(env["DYN_SYSTEM_PORT"])
+		hasPort := err == nil && port > 0
+		if e.SystemPort == 0 && (env["DYN_SYSTEM_ENABLED"] == "true" || hasPort) {
 			e.SystemPort = Port
-			if n, err := strconv.Atoi(env["DYN_SYSTEM_PORT"]); err == nil && n > 0 {
-				e.SystemPort = n
+			if hasPort {
+				e.SystemPort = port
 			}
 		}
 		if e.HTTPPort == 0 && p.Labels[ComponentTypeLabel] == "frontend" {

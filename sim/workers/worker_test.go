@@ -130,7 +130,9 @@ func TestEndpointsFromEnv(t *testing.T) {
 		pod  *corev1.Pod
 		want Endpoints
 	}{
-		{"no system server without DYN_SYSTEM_ENABLED", mk(nil, corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "9345"}), Endpoints{}},
+		{"no system server without DYN_SYSTEM_ENABLED or DYN_SYSTEM_PORT", mk(nil, corev1.EnvVar{Name: "DYN_LOG", Value: "debug"}), Endpoints{}},
+		{"system server from DYN_SYSTEM_PORT alone (current runtimes)", mk(nil, corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "9345"}), Endpoints{SystemPort: 9345}},
+		{"no system server on a disabled port", mk(nil, corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "-1"}), Endpoints{}},
 		{"system port from env", mk(nil, enabled, corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "9345"}), Endpoints{SystemPort: 9345}},
 		{"system port default", mk(nil, enabled), Endpoints{SystemPort: 9090}},
 		{"frontend default port", mk(map[string]string{ComponentTypeLabel: "frontend"}, enabled), Endpoints{SystemPort: 9090, HTTPPort: 8000}},

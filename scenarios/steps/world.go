@@ -82,6 +82,9 @@ type World struct {
 	releases releases
 	graphs   graphs
 	watch    *watch
+	probes   probe
+	handover handover
+	edited   *edited
 }
 
 // registrars register the steps of each concern (Register).
@@ -104,6 +107,7 @@ func Register(f func(*World, *godog.ScenarioContext)) {
 func (s *Suite) InitializeScenario(sc *godog.ScenarioContext) {
 	w := &World{Suite: s, EventualTimeout: 5 * time.Minute}
 	sc.Before(func(ctx context.Context, sn *godog.Scenario) (context.Context, error) {
+		w.figures = nil
 		w.name = strings.TrimSuffix(filepath.Base(sn.Uri), ".feature") + ": " + sn.Name
 		w.started = time.Now()
 		return ctx, nil
@@ -153,6 +157,9 @@ func (w *World) tearDown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var errs []error
+	if w.Sim != nil && !w.graphs.notedAt.IsZero() {
+		w.figureOperatorWrites()
+	}
 	for i := len(w.cleanups) - 1; i >= 0; i-- {
 		if err := w.cleanups[i](ctx); err != nil {
 			errs = append(errs, err)
@@ -165,8 +172,7 @@ func (w *World) tearDown() error {
 		}
 		w.Sim, w.Client, w.Config, w.Helm = nil, nil, nil, nil
 	}
-	w.releases, w.graphs, w.watch = releases{}, graphs{}, nil
-	w.figures = nil
+	w.releases, w.graphs, w.watch, w.probes, w.handover, w.edited = releases{}, graphs{}, nil, probe{}, handover{}, nil
 	return errors.Join(errs...)
 }
 

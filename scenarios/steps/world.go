@@ -251,7 +251,14 @@ func (r *Report) Summary() string {
 			fmt.Fprintf(&b, "       %-40s %s\n", f.Name, f.Value)
 		}
 		if res.Err != nil {
-			fmt.Fprintf(&b, "       error: %s\n", firstLine(res.Err.Error()))
+			lines := strings.Split(res.Err.Error(), "\n")
+			for i, l := range head(lines, 4) {
+				if i == 0 {
+					fmt.Fprintf(&b, "       error: %s\n", firstLine(l))
+				} else {
+					fmt.Fprintf(&b, "         %s\n", firstLine(l))
+				}
+			}
 		}
 	}
 	fmt.Fprintf(&b, "%d scenarios, %d passed, %d failed\n", len(r.results), len(r.results)-failed, failed)

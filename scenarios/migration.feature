@@ -8,7 +8,8 @@ Feature: Taking over a cluster Dynamo's operator ran, and running beside it
   (docs/migration.md).
 
   Scenario: helm install of our chart takes over Dynamo's graphs without restarting a pod
-    Given the cluster Dynamo's operator left: its CRDs, graphs, components and children in a namespace "team-a"
+    Given a simulated cluster with no operator
+    And the cluster Dynamo's operator left: its CRDs, graphs, components and children in a namespace "team-a"
     And every workload Dynamo's operator made runs Ready pods
     And Dynamo's operator owns the claim "model-cache" by the graph "vllm-agg"
     And I note every pod, workload, claim and component there
@@ -28,7 +29,8 @@ Feature: Taking over a cluster Dynamo's operator ran, and running beside it
   # holderIdentity namespace-restricted-operator-<version>, acquireTime and no renewTime until it first renews.
   # Our cluster-wide operator must keep out of that namespace from the moment the Lease exists.
   Scenario: our cluster-wide operator keeps out of the namespace of Dynamo's namespace-scoped operator
-    Given our chart is installed as the seeds say
+    Given a simulated cluster with no operator
+    And I install the working tree cluster-wide as the seeds say
     And the graph "vllm-agg" of "../shared/compat/examples/backends/vllm/deploy/agg.yaml" runs Ready in a namespace for Dynamo's operator and one for ours
     And our operator is quiet in Dynamo's namespace
     When Dynamo's namespace-scoped operator starts in its namespace: its Lease, holder "namespace-restricted-operator-0.7.1", no renewTime

@@ -48,34 +48,16 @@ import (
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 )
 
-// MigrationCluster is what the migration steps need of the scenario's
-// simulator: a cluster started without an operator, and a way to install
-// ours as the seeds say.
-type MigrationCluster struct {
-	// Config reaches the cluster as its administrator.
-	Config *rest.Config
-	// RepoRoot is the repository; ../shared/migration sits beside it.
-	RepoRoot string
-	// AuditLog is the API server's audit log, which records the
-	// chart-installed operator's writes (cluster.ChartOperatorUser).
-	AuditLog string
-	// InstallChart runs `helm install dynamo-platform chart/dynamo-platform
-	// --namespace dynamo-system --create-namespace --wait` of the working
-	// tree.
-	InstallChart func(ctx context.Context) error
-	// Figure records a measured figure for the scenario's report; nil prints it.
-	Figure func(name, value string)
-}
-
 // dynamoHelmManager is the field manager Dynamo's chart installs its CRDs
 // with: ours must take them over from it in place.
 const dynamoHelmManager = "helm"
 
 // migrationWorld is the state of one migration scenario.
 type migrationWorld struct {
-	mc         *MigrationCluster
-	c          client.Client
-	namespaces []string
+	*World
+	// c knows our kinds and the CRDs; it is made again once Dynamo's CRDs
+	// are served (a client's REST mapper does not see kinds added later).
+	c client.Client
 	// ns is the namespace Dynamo's operator left.
 	ns string
 	// before is the namespace's inventory before our operator ran.
@@ -89,26 +71,13 @@ type migrationWorld struct {
 	graphName               string
 }
 
-// RegisterMigrationSteps registers the migration steps on a scenario. Each
-// scenario makes its own namespaces and deletes them when it ends.
-func RegisterMigrationSteps(sc *godog.ScenarioContext, mc *MigrationCluster) {
-	w := &migrationWorld{mc: mc}
-	sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
-		s := testenv.NewScheme()
-		if err := apiextensionsv1.AddToScheme(s); err != nil {
-			return ctx, err
-		}
-		c, err := client.New(mc.Config, client.Options{Scheme: s})
-		w.c = c
-		return ctx, err
-	})
-	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
-		for _, ns := range w.namespaces {
-			_ = w.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-		}
-		return ctx, nil
-	})
+func init() { Register(registerMigrationSteps) }
 
+// registerMigrationSteps registers the migration steps. Their state lives
+// here, one per scenario; the scenario's simulator (and everything in it)
+// goes when the scenario ends.
+func registerMigrationSteps(world *World, sc *godog.ScenarioContext) {
+	w := &migrationWorld{World: world}
 	sc.Step(`^the cluster Dynamo's operator left: its CRDs, graphs, components and children in a namespace "([^"]*)"$`, w.dynamoLeftovers)
 	sc.Step(`^every workload Dynamo's operator made runs Ready pods$`, w.dynamoWorkloadsReady)
 	sc.Step(`^Dynamo's operator owns the claim "([^"]*)" by the graph "([^"]*)"$`, w.dynamoOwnedClaim)
@@ -125,7 +94,6 @@ func RegisterMigrationSteps(sc *godog.ScenarioContext, mc *MigrationCluster) {
 	sc.Step(`^the graph "([^"]*)" and its components are gone and the claim "([^"]*)" is kept, released from it$`, w.claimOutlivesGraph)
 	sc.Step(`^I report what was adopted in place, replaced, created and deleted$`, w.reportInventory)
 
-	sc.Step(`^our chart is installed as the seeds say$`, w.helmInstall)
 	sc.Step(`^the graph "([^"]*)" of "([^"]*)" runs Ready in a namespace for Dynamo's operator and one for ours$`, w.graphInTwoNamespaces)
 	sc.Step(`^our operator is quiet in Dynamo's namespace$`, w.quietInDynamoNS)
 	sc.Step(`^Dynamo's namespace-scoped operator starts in its namespace: its Lease, holder "([^"]*)", no renewTime$`, w.dynamoLeaseAppears)
@@ -138,21 +106,58 @@ func RegisterMigrationSteps(sc *godog.ScenarioContext, mc *MigrationCluster) {
 	sc.Step(`^our operator scales "([^"]*)" to (\d+) in Dynamo's namespace$`, w.scaledInDynamoNS)
 }
 
-func (w *migrationWorld) figure(name, format string, args ...any) {
-	v := fmt.Sprintf(format, args...)
-	if w.mc.Figure != nil {
-		w.mc.Figure(name, v)
-		return
+// newClient is a client of the cluster that knows our kinds and CRDs.
+func newClient(cfg *rest.Config) (client.Client, error) {
+	s := testenv.NewScheme()
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return nil, err
 	}
-	fmt.Printf("migration: %s: %s\n", name, v)
+	return client.New(cfg, client.Options{Scheme: s})
+}
+
+// served waits until the API server's discovery of nvidia.com/v1alpha1
+// lists a resource that has.
+func (w *migrationWorld) served(ctx context.Context, has func(metav1.APIResource) bool, what string) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(w.Config)
+	if err != nil {
+		return err
+	}
+	return poll(ctx, time.Minute, "the API server to serve "+what, func() (bool, string) {
+		list, err := dc.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.String())
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.ContainsFunc(list.APIResources, has), "not served yet"
+	})
+}
+
+func (w *migrationWorld) figure(name, format string, args ...any) {
+	w.Figure(name, fmt.Sprintf(format, args...))
+}
+
+// client is the scenario's client of our kinds, made on first use.
+func (w *migrationWorld) client() (client.Client, error) {
+	if err := w.NeedSim(); err != nil {
+		return nil, err
+	}
+	if w.c == nil {
+		c, err := newClient(w.Config)
+		if err != nil {
+			return nil, err
+		}
+		w.c = c
+	}
+	return w.c, nil
 }
 
 func (w *migrationWorld) newNamespace(ctx context.Context, prefix string) (string, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if _, err := w.client(); err != nil {
+		return "", err
+	}
 	if err := w.c.Create(ctx, ns); err != nil {
 		return "", err
 	}
-	w.namespaces = append(w.namespaces, ns.Name)
 	return ns.Name, waitDefaultServiceAccount(ctx, w.c, ns.Name)
 }
 
@@ -189,19 +194,38 @@ func poll(ctx context.Context, timeout time.Duration, what string, cond func() (
 // helm) and creates what its operator left, statuses through the status
 // subresource, in a fresh namespace.
 func (w *migrationWorld) dynamoLeftovers(ctx context.Context, prefix string) error {
-	f, err := migration.Load(migration.Dir(w.mc.RepoRoot))
+	f, err := migration.Load(migration.Dir(w.Suite.Root))
 	if err != nil {
+		return err
+	}
+	if _, err := w.client(); err != nil {
 		return err
 	}
 	if err := migration.InstallCRDs(ctx, client.WithFieldOwner(w.c, dynamoHelmManager), f.DynamoCRDs); err != nil {
 		return err
 	}
+	if err := w.served(ctx, func(r metav1.APIResource) bool { return r.Name == "dynamographdeployments" }, "Dynamo's CRDs"); err != nil {
+		return err
+	}
+	// A client made before the CRDs existed maps nvidia.com to nothing.
+	if w.c, err = newClient(w.Config); err != nil {
+		return err
+	}
 	if w.ns, err = w.newNamespace(ctx, prefix); err != nil {
 		return err
 	}
-	// Nothing here is ours yet: the planner's RoleBinding and ServiceAccount
-	// were the user's; everything else Dynamo's operator made.
-	created, err := migration.Create(ctx, w.c, w.ns, f.Objects)
+	// Statuses of Dynamo's kinds go through the status subresource, as its
+	// operator wrote them; those of Deployments and Services are written by
+	// the cluster's own controllers here, as they were there.
+	objs := make([]*unstructured.Unstructured, len(f.Objects))
+	for i, o := range f.Objects {
+		objs[i] = o
+		if o.GroupVersionKind().Group != v1alpha1.GroupVersion.Group {
+			objs[i] = o.DeepCopy()
+			delete(objs[i].Object, "status")
+		}
+	}
+	created, err := migration.Create(ctx, w.c, w.ns, objs)
 	if err != nil {
 		return err
 	}
@@ -376,38 +400,22 @@ func (w *migrationWorld) noteInventory(ctx context.Context) error {
 	return nil
 }
 
+// helmInstall installs the working tree's chart as the seeds say and times
+// it: the take-over's clock starts here.
 func (w *migrationWorld) helmInstall(ctx context.Context) error {
-	if w.mc.InstallChart == nil {
-		return fmt.Errorf("this suite cannot helm install the chart")
-	}
 	w.installStarted = time.Now()
-	if err := w.mc.InstallChart(ctx); err != nil {
+	if err := w.InstallRelease(ctx, ClusterRelease, ClusterNamespace, "the working tree"); err != nil {
 		return err
 	}
-	w.figure("helm install to the operator Ready", "%.1fs", time.Since(w.installStarted).Seconds())
+	w.figure("helm install to the operator Ready (s)", "%.1f", time.Since(w.installStarted).Seconds())
 	return nil
 }
 
 // ourCRDsServed checks that the API server switched to our CRDs: ours give
-// the component a scale subresource, Dynamo's do not; and Dynamo's chart's
-// field manager kept nothing of the schema we apply.
+// the component a scale subresource, Dynamo's do not.
 func (w *migrationWorld) ourCRDsServed(ctx context.Context) error {
-	dc, err := discovery.NewDiscoveryClientForConfig(w.mc.Config)
-	if err != nil {
-		return err
-	}
-	return poll(ctx, time.Minute, "the API server to serve dynamocomponentdeployments/scale", func() (bool, string) {
-		list, err := dc.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.String())
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, r := range list.APIResources {
-			if r.Name == "dynamocomponentdeployments/scale" {
-				return true, ""
-			}
-		}
-		return false, "no scale subresource: Dynamo's CRD is still served"
-	})
+	return w.served(ctx, func(r metav1.APIResource) bool { return r.Name == "dynamocomponentdeployments/scale" },
+		"our CRDs (dynamocomponentdeployments/scale)")
 }
 
 // graphsReadyByUs waits until every graph's Ready condition is ours (our
@@ -451,7 +459,7 @@ func meta(conds []metav1.Condition, t string) *metav1.Condition {
 // operatorWrites are the chart-installed operator's writes in ns since
 // from, from the audit log.
 func (w *migrationWorld) operatorWrites(ns string, from, to time.Time) ([]cluster.Write, error) {
-	all, err := cluster.WritesBy(w.mc.AuditLog, cluster.ChartOperatorUser)
+	all, err := w.Sim.WritesBy(w.OperatorUser(ClusterRelease))
 	if err != nil {
 		return nil, err
 	}
@@ -770,7 +778,10 @@ func (w *migrationWorld) reportInventory(ctx context.Context) error {
 // The hybrid scenario.
 
 func (w *migrationWorld) graphInTwoNamespaces(ctx context.Context, graph, file string) error {
-	data, err := os.ReadFile(filepath.Join(w.mc.RepoRoot, file))
+	if _, err := w.client(); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(w.Suite.Root, file))
 	if err != nil {
 		return err
 	}

@@ -511,7 +511,15 @@ func (w *migrationWorld) reconciledEverything(ctx context.Context) error {
 		return err
 	}
 	writes, _ := w.operatorWrites(w.ns, w.installStarted, time.Now().Add(time.Hour))
-	w.figure("our operator's writes in the namespace during the take-over", "%d", len(writes))
+	refused := map[int]int{}
+	for _, wr := range writes {
+		if wr.Code >= 300 {
+			refused[wr.Code]++
+		}
+	}
+	// Refused writes are retried; 500s here are the operator's own webhooks
+	// called before its pod is Ready (no endpoints yet).
+	w.figure("take-over writes by our operator: all, refused by status code", "%d, %v", len(writes), refused)
 	return w.waitQuiet(ctx, w.ns, 5*time.Second)
 }
 

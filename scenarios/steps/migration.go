@@ -442,7 +442,7 @@ func (w *migrationWorld) graphsReadyByUs(ctx context.Context) error {
 		return len(graphs.Items) > 0 && len(waiting) == 0, strings.Join(waiting, "; ")
 	})
 	if err == nil {
-		w.figure("helm install to every graph Ready by our operator", "%.1fs", time.Since(w.installStarted).Seconds())
+		w.figure("helm install to every graph Ready by our operator (s)", "%.1f", time.Since(w.installStarted).Seconds())
 	}
 	return err
 }
@@ -905,7 +905,7 @@ func (w *migrationWorld) scaledInDynamoNS(ctx context.Context, service string, r
 	if err != nil || len(writes) == 0 {
 		return fmt.Errorf("no write of ours in %s after the Lease went in the audit log (%v)", w.dynamoNS, err)
 	}
-	w.figure("Dynamo's Lease deleted to our first write there", "%.2fs", writes[0].At.Sub(w.leaseGone).Seconds())
+	w.figure("Dynamo's Lease deleted to our first write there (s)", "%.2f", writes[0].At.Sub(w.leaseGone).Seconds())
 	return nil
 }
 

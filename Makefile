@@ -134,6 +134,10 @@ features: k8s-bins ## Only the feature files; GODOG_TAGS=@api or GODOG_PATHS=api
 features-sim: k8s-bins sim-build $(HELM) ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, probes, the operator installed by helm.
 	DYNAMO_SIM_FEATURES=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run TestFeatures -v -timeout 30m
 
+.PHONY: scenarios
+scenarios: k8s-bins sim-build $(HELM) ## Upgrade and fault scenarios on the simulator (scenarios/*.feature): releases built from git tags and the working tree, installed with helm; report in scenarios/report/.
+	DYNAMO_SCENARIOS=1 HELM=$(HELM) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./scenarios/ -run TestScenarios -v -timeout 30m
+
 ##@ Run
 
 SIM       := $(BIN)/dynamo-sim

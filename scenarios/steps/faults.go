@@ -228,6 +228,7 @@ func (f *faultWorld) workWhileDisrupted(ctx context.Context, verb string, n int,
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
+				began := time.Since(start)
 				msg, err := do(f, ctx, seed)
 				mu.Lock()
 				defer mu.Unlock()
@@ -236,7 +237,7 @@ func (f *faultWorld) workWhileDisrupted(ctx context.Context, verb string, n int,
 					errs = append(errs, fmt.Errorf("%s before graph %d: %w", what, i, err))
 					return
 				}
-				done = append(done, fmt.Sprintf("before %s %d at +%.1fs: %s", verb, i, time.Since(start).Seconds(), msg))
+				done = append(done, fmt.Sprintf("before %s %d at +%.1fs (done at +%.1fs): %s", verb, i, began.Seconds(), time.Since(start).Seconds(), msg))
 			}(i)
 		}
 		name := graphName(i)
@@ -255,7 +256,7 @@ func (f *faultWorld) workWhileDisrupted(ctx context.Context, verb string, n int,
 				break
 			}
 			refused++
-			retries[firstLine(err.Error())]++
+			retries[refusal(err)]++
 			if time.Since(start) > 4*time.Minute {
 				return fmt.Errorf("%s %s/%s still refused after 4 minutes: %w", verb, ns, name, err)
 			}
@@ -299,6 +300,25 @@ func (f *faultWorld) workWhileDisrupted(ctx context.Context, verb string, n int,
 		return fmt.Errorf("%s %d times, wanted %d", what, len(done), k)
 	}
 	return nil
+}
+
+// refusal names why a request was refused, briefly: the figure groups them.
+func refusal(err error) string {
+	msg := err.Error()
+	for _, c := range []struct{ has, cause string }{
+		{"no endpoints available for service", "webhook: no Ready operator pod"},
+		{"failed calling webhook", "webhook: connection to the operator lost"},
+		{"connection refused", "API server: connection refused"},
+		{"EOF", "API server: connection closed"},
+	} {
+		if strings.Contains(msg, c.has) {
+			return c.cause
+		}
+	}
+	if reason := apierrors.ReasonForError(err); reason != metav1.StatusReasonUnknown {
+		return "API: " + string(reason)
+	}
+	return firstLine(msg)
 }
 
 // killOperator SIGKILLs an operator pod's process (one chosen with the

@@ -29,7 +29,7 @@ Feature: Faults lose nothing
     And each graph in the namespace "faults" has exactly the children of the reference graph
     And no object in the namespace "faults" is orphaned
 
-  Scenario: The leader killed under load: the other replica takes over
+  Scenario: The leader killed under load: another process takes the Lease over, nothing is duplicated
     Given a simulated cluster with no operator
     And I install the working tree cluster-wide as the seeds say with 2 operator replicas
     And a small graph "reference" is Ready in the namespace "faults-reference" as the reference

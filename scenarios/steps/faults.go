@@ -309,6 +309,7 @@ func refusal(err error) string {
 		{"no endpoints available for service", "webhook: no Ready operator pod"},
 		{"failed calling webhook", "webhook: connection to the operator lost"},
 		{"connection refused", "API server: connection refused"},
+		{"connection reset by peer", "API server: connection reset"},
 		{"EOF", "API server: connection closed"},
 	} {
 		if strings.Contains(msg, c.has) {

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/scenarios/harness"
@@ -43,6 +45,8 @@ func envOr(k, def string) string {
 }
 
 func TestScenarios(t *testing.T) {
+	// The clients' own logs are noise here; errors reach the steps.
+	ctrl.SetLogger(logr.Discard())
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,7 +112,12 @@ func (s *Sim) Client() (client.Client, *rest.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := client.New(rc, client.Options{Scheme: testenv.NewScheme()})
+	scheme := testenv.NewScheme()
+	// The scenarios compare the served CRDs with a release's.
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, nil, err
+	}
+	c, err := client.New(rc, client.Options{Scheme: scheme})
 	return c, rc, err
 }
 

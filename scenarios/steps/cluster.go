@@ -8,6 +8,11 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fsteps "github.com/dynamoctl/dynamo-operator/features/steps"
 
 	"github.com/dynamoctl/dynamo-operator/scenarios/harness"
 )
@@ -34,6 +39,10 @@ var DefaultPools = []string{
 // releases is the helm state of a scenario: installed releases by name.
 type releases struct {
 	installed map[string]installed
+	// names are every release installed, in order, even if uninstalled
+	// since; namespaces where they ran.
+	names      []string
+	namespaces map[string]string
 }
 
 type installed struct {
@@ -57,6 +66,10 @@ func registerClusterSteps(w *World, sc *godog.ScenarioContext) {
 	sc.Step(`^I upgrade the release "([^"]+)" to `+ReleaseRef+`$`, w.UpgradeRelease)
 	sc.Step(`^I upgrade the cluster-wide release to `+ReleaseRef+`$`, func(ctx context.Context, ref string) error {
 		return w.UpgradeRelease(ctx, ClusterRelease, ref)
+	})
+	sc.Step(`^the release "([^"]+)" runs `+ReleaseRef+` as its leader$`, w.releaseLeads)
+	sc.Step(`^the cluster-wide release runs `+ReleaseRef+` as its leader$`, func(ctx context.Context, ref string) error {
+		return w.releaseLeads(ctx, ClusterRelease, ref)
 	})
 	sc.Step(`^I uninstall the release "([^"]+)"$`, w.UninstallRelease)
 	sc.Step(`^I uninstall the cluster-wide release$`, func(ctx context.Context) error {
@@ -125,7 +138,14 @@ func (w *World) InstallRelease(ctx context.Context, name, namespace, ref string,
 		w.releases.installed = map[string]installed{}
 	}
 	w.releases.installed[name] = installed{namespace: namespace, release: r}
-	if _, err := w.Helm.Install(ctx, name, namespace, r, sets...); err != nil {
+	if w.releases.namespaces == nil {
+		w.releases.namespaces = map[string]string{}
+	}
+	if _, ok := w.releases.namespaces[name]; !ok {
+		w.releases.names = append(w.releases.names, name)
+	}
+	w.releases.namespaces[name] = namespace
+	if _, err := w.Helm.Install(ctx, name, namespace, r, sets, []string{LogLevel}); err != nil {
 		return err
 	}
 	fmt.Printf("    helm install %s (%s) in %s: %.1fs\n", name, r.Tag, namespace, time.Since(start).Seconds())
@@ -176,8 +196,55 @@ func (w *World) InstalledRelease(name string) (*harness.Release, string, bool) {
 // ServiceAccount, <release>-dynamo-operator in the chart).
 func (w *World) OperatorUser(name string) string {
 	ns := ClusterNamespace
-	if in, ok := w.releases.installed[name]; ok {
-		ns = in.namespace
+	if n, ok := w.releases.namespaces[name]; ok {
+		ns = n
 	}
 	return harness.ServiceAccountUser(ns, name+"-dynamo-operator")
+}
+
+// releaseLeads waits until every operator pod of an installed release runs
+// ref's image, no other pod is left, and one of them holds the leader
+// election Lease: from then on, what the operator does is ref's doing.
+func (w *World) releaseLeads(ctx context.Context, name, ref string) error {
+	r, err := w.Release(ctx, ref)
+	if err != nil {
+		return err
+	}
+	_, ns, ok := w.InstalledRelease(name)
+	if !ok {
+		return fmt.Errorf("the scenario installed no release %q", name)
+	}
+	return w.Eventually(ctx, func() error {
+		pods, err := fsteps.OperatorPods(ctx, w.Client, name, ns)
+		if err != nil {
+			return err
+		}
+		if len(pods) == 0 {
+			return fmt.Errorf("release %s has no operator pods", name)
+		}
+		mine := map[string]bool{}
+		for _, p := range pods {
+			for _, c := range p.Spec.Containers {
+				if c.Image != r.Image() {
+					return fmt.Errorf("pod %s runs %s, want %s", p.Name, c.Image, r.Image())
+				}
+			}
+			mine[p.Name] = true
+		}
+		var leases coordinationv1.LeaseList
+		if err := w.Client.List(ctx, &leases, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, l := range leases.Items {
+			if !strings.HasPrefix(l.Name, "dynamo-operator-leader") {
+				continue
+			}
+			holder, _, _ := strings.Cut(ptr.Deref(l.Spec.HolderIdentity, ""), "_")
+			if mine[holder] {
+				return nil
+			}
+			return fmt.Errorf("the leader Lease %s is held by %q, not a pod of %s", l.Name, holder, r.Tag)
+		}
+		return fmt.Errorf("release %s has no leader election Lease in %s", name, ns)
+	})
 }

@@ -82,6 +82,8 @@ type World struct {
 	releases releases
 	graphs   graphs
 	watch    *watch
+	handover handover
+	edited   *edited
 }
 
 // registrars register the steps of each concern (Register).
@@ -104,6 +106,7 @@ func Register(f func(*World, *godog.ScenarioContext)) {
 func (s *Suite) InitializeScenario(sc *godog.ScenarioContext) {
 	w := &World{Suite: s, EventualTimeout: 5 * time.Minute}
 	sc.Before(func(ctx context.Context, sn *godog.Scenario) (context.Context, error) {
+		w.figures = nil
 		w.name = strings.TrimSuffix(filepath.Base(sn.Uri), ".feature") + ": " + sn.Name
 		w.started = time.Now()
 		return ctx, nil
@@ -153,6 +156,9 @@ func (w *World) tearDown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var errs []error
+	if w.Sim != nil && !w.graphs.notedAt.IsZero() {
+		w.figureOperatorWrites()
+	}
 	for i := len(w.cleanups) - 1; i >= 0; i-- {
 		if err := w.cleanups[i](ctx); err != nil {
 			errs = append(errs, err)
@@ -165,8 +171,7 @@ func (w *World) tearDown() error {
 		}
 		w.Sim, w.Client, w.Config, w.Helm = nil, nil, nil, nil
 	}
-	w.releases, w.graphs, w.watch = releases{}, graphs{}, nil
-	w.figures = nil
+	w.releases, w.graphs, w.watch, w.handover, w.edited = releases{}, graphs{}, nil, handover{}, nil
 	return errors.Join(errs...)
 }
 
@@ -245,7 +250,14 @@ func (r *Report) Summary() string {
 			fmt.Fprintf(&b, "       %-40s %s\n", f.Name, f.Value)
 		}
 		if res.Err != nil {
-			fmt.Fprintf(&b, "       error: %s\n", firstLine(res.Err.Error()))
+			lines := strings.Split(res.Err.Error(), "\n")
+			for i, l := range head(lines, 4) {
+				if i == 0 {
+					fmt.Fprintf(&b, "       error: %s\n", firstLine(l))
+				} else {
+					fmt.Fprintf(&b, "         %s\n", firstLine(l))
+				}
+			}
 		}
 	}
 	fmt.Fprintf(&b, "%d scenarios, %d passed, %d failed\n", len(r.results), len(r.results)-failed, failed)

@@ -15,14 +15,13 @@ Feature: Hybrid rollout of a new version in one namespace, and back
     And a watcher checks every graph is Ready every 250 ms
     When I install the working tree as "dynamo-test" namespace-scoped in the namespace "vllm-disagg" as the seeds say
     Then the release "dynamo-test" owns the namespace "vllm-disagg"
-    And the running operator has reconciled every graph in the namespace "vllm-disagg"
-    And only the release "dynamo-test" wrote in the namespace "vllm-disagg" while it owned it
+    And the release "dynamo-test" has reconciled every graph in the namespace "vllm-disagg"
+    And the cluster-wide operator wrote nothing in the namespace "vllm-disagg" while the release "dynamo-test" owned it
     And no pod of any graph restarted or was replaced
     When I uninstall the namespace-scoped release "dynamo-test"
     Then the namespace "vllm-disagg" is handed back
-    And the running operator has reconciled every graph
-    And only the release "dynamo-test" wrote in the namespace "vllm-disagg" while it owned it
-    And the cluster-wide operator wrote in the namespace "vllm-disagg" after it was handed back
+    And the cluster-wide operator has reconciled every graph in the namespace "vllm-disagg" since it was handed back
+    And the cluster-wide operator wrote nothing in the namespace "vllm-disagg" while the release "dynamo-test" owned it
     And every graph stayed Ready throughout
     And not one dry-run admission failed
     And no pod of any graph restarted or was replaced

@@ -119,6 +119,36 @@ func (a *Applier) Apply(ctx context.Context, desired, live client.Object) (Outco
 	return Applied, nil
 }
 
+// ApplyKept is Apply for an object whose content is kept as another
+// renderer (another version of this operator, or Dynamo's) wrote it:
+// desired's spec is live's own, copied with every default the API server
+// filled in, so its hash never matches the one that renderer recorded. It
+// writes only when live lacks a desired field (ownership, labels,
+// annotations, replicas), not merely because the hash differs: re-applying
+// identical content would change only the hash annotation, and a changed
+// annotation bumps a Deployment's generation, so every graph would turn not
+// Ready until its Deployments observed it, all at once, on an operator
+// upgrade.
+func (a *Applier) ApplyKept(ctx context.Context, desired, live client.Object) (Outcome, error) {
+	if live == nil {
+		return a.Apply(ctx, desired, live)
+	}
+	want, err := toApplyMap(desired)
+	if err != nil {
+		return Unchanged, err
+	}
+	have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
+	if err != nil {
+		return Unchanged, err
+	}
+	have["apiVersion"], have["kind"] = want["apiVersion"], want["kind"]
+	if !Contains(have, want) {
+		return a.Apply(ctx, desired, live)
+	}
+	a.recent.Delete(recentKey(want))
+	return Unchanged, runtime.DefaultUnstructuredConverter.FromUnstructured(have, desired)
+}
+
 // Forget drops the memory of writes to an object, for when it is deleted.
 func (a *Applier) Forget(obj client.Object) {
 	// Typed objects from the cache carry no apiVersion and kind.

@@ -83,3 +83,56 @@ func TestApplyWritesOnlyWhatChanges(t *testing.T) {
 		t.Fatalf("after the cache lag an absent object is applied again: %v %v", outcome, err)
 	}
 }
+
+// ApplyKept writes a kept object only when it lacks a desired field, not
+// because desired (live's own content) hashes differently from what the
+// renderer that wrote it recorded.
+func TestApplyKeptWritesOnlyMissingFields(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, t.Name())
+	other := &apply.Applier{Client: env.Client, FieldOwner: "other-version"}
+	written := configMap(ns, "a")
+	if _, err := other.Apply(ctx, written, nil); err != nil {
+		t.Fatal(err)
+	}
+	live := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(written), live); err != nil {
+		t.Fatal(err)
+	}
+
+	a := &apply.Applier{Client: env.Client, FieldOwner: "test"}
+	// The content kept as it is, with a label the other renderer wrote:
+	// a different configuration (another hash), every field already there.
+	kept := configMap(ns, "a")
+	kept.Labels = map[string]string{"kept": "yes"}
+	live.Labels = map[string]string{"kept": "yes"}
+	if err := env.Client.Update(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(written), live); err != nil {
+		t.Fatal(err)
+	}
+	if outcome, err := a.ApplyKept(ctx, kept, live); err != nil || outcome != apply.Unchanged {
+		t.Fatalf("kept content already stored: %v %v", outcome, err)
+	}
+	if kept.ResourceVersion != live.ResourceVersion {
+		t.Errorf("ApplyKept hands back the stored object: resourceVersion %q, want %q", kept.ResourceVersion, live.ResourceVersion)
+	}
+	after := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(written), after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != live.ResourceVersion {
+		t.Fatalf("ApplyKept wrote content that was already stored (resourceVersion %s -> %s)", live.ResourceVersion, after.ResourceVersion)
+	}
+
+	// A field the kept object lacks (a new owner, label, replicas) is written.
+	labelled := configMap(ns, "a")
+	labelled.Labels = map[string]string{"kept": "yes", "owner": "new"}
+	if outcome, err := a.ApplyKept(ctx, labelled, after); err != nil || outcome != apply.Applied {
+		t.Fatalf("a missing label: %v %v", outcome, err)
+	}
+	if labelled.Labels["owner"] != "new" || labelled.Annotations[apply.HashAnnotation] == "" {
+		t.Errorf("the applied object must be handed back, got %+v", labelled.ObjectMeta)
+	}
+}

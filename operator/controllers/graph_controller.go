@@ -159,7 +159,11 @@ func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.Dyn
 			ctrl.LoggerFrom(ctx).V(2).Info("leaving the component's replicas to whoever scaled it",
 				"component", klog.KObj(dcd), "replicas", live.Spec.Replicas)
 		}
-		outcome, err := r.Applier.Apply(ctx, dcd, asObject(live))
+		applyFn := r.Applier.Apply
+		if kept {
+			applyFn = r.Applier.ApplyKept
+		}
+		outcome, err := applyFn(ctx, dcd, asObject(live))
 		if err != nil {
 			return nil, changes, fmt.Errorf("applying DynamoComponentDeployment %s: %w", dcd.Name, err)
 		}

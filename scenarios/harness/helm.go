@@ -43,12 +43,16 @@ func (h *Helm) Run(ctx context.Context, args ...string) (string, error) {
 
 // Install installs r's chart as release name in namespace, as the seeds'
 // commands do (--create-namespace), its image tag set to r's, and waits
-// until it is ready. sets are further --set values.
-func (h *Helm) Install(ctx context.Context, name, namespace string, r *Release, sets ...string) (string, error) {
+// until it is ready. sets are further --set values; strings are
+// --set-string values (a log level "2" must stay a string).
+func (h *Helm) Install(ctx context.Context, name, namespace string, r *Release, sets, stringSets []string) (string, error) {
 	args := []string{"install", name, r.Chart, "--namespace", namespace, "--create-namespace",
 		"--wait", "--timeout", h.timeout(), "--set", ImageTagValue + "=" + r.Tag}
 	for _, s := range sets {
 		args = append(args, "--set", s)
+	}
+	for _, s := range stringSets {
+		args = append(args, "--set-string", s)
 	}
 	return h.Run(ctx, args...)
 }

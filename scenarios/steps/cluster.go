@@ -145,7 +145,7 @@ func (w *World) InstallRelease(ctx context.Context, name, namespace, ref string,
 		w.releases.names = append(w.releases.names, name)
 	}
 	w.releases.namespaces[name] = namespace
-	if _, err := w.Helm.Install(ctx, name, namespace, r, sets...); err != nil {
+	if _, err := w.Helm.Install(ctx, name, namespace, r, sets, []string{LogLevel}); err != nil {
 		return err
 	}
 	fmt.Printf("    helm install %s (%s) in %s: %.1fs\n", name, r.Tag, namespace, time.Since(start).Seconds())

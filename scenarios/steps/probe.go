@@ -1,52 +1,73 @@
 package steps
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cucumber/godog"
-	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/types"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fsteps "github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
-// ProbeLabel is put on every graph to see which operator answers: the
-// operator propagates a graph's labels to its components and their
-// workloads' metadata (never to the pod template, which would restart
-// the pods), so the label reaching every Deployment proves the running
-// operator reconciled every graph and component, after whatever the
-// scenario did, without restarting a workload.
-const ProbeLabel = "scenarios.dynamo.dev/probe"
-
-// probe is the state of the reconcile probes of a scenario.
-type probe struct {
-	n     int
-	since time.Time
-}
+// LogLevel is the operator log level the scenarios install releases with:
+// at V(2) each reconcile with nothing to do is logged, so an operator that
+// reconciled a graph without writing anything can be seen to have done so.
+// Proving that the operator acted must not itself make it act: a label put
+// on each graph would reach every Deployment's metadata and bump its
+// generation.
+const LogLevel = "dynamo-operator.logLevel=2"
 
 func init() { Register(registerProbeSteps) }
 
 func registerProbeSteps(w *World, sc *godog.ScenarioContext) {
 	sc.Step(`^the running operator has reconciled every graph$`, func(ctx context.Context) error {
-		return w.ReconciledEveryGraph(ctx, nil)
+		return w.ReconciledEveryGraph(ctx, ClusterRelease, nil, time.Time{})
 	})
-	sc.Step(`^the running operator has reconciled every graph in the namespace "([^"]+)"$`, func(ctx context.Context, ns string) error {
-		return w.ReconciledEveryGraph(ctx, []string{ns})
+	sc.Step(`^the release "([^"]+)" has reconciled every graph in the namespace "([^"]+)"$`, func(ctx context.Context, release, ns string) error {
+		return w.ReconciledEveryGraph(ctx, release, []string{ns}, time.Time{})
+	})
+	sc.Step(`^the cluster-wide operator has reconciled every graph in the namespace "([^"]+)" since it was handed back$`, func(ctx context.Context, ns string) error {
+		since, ok := w.handover.released[ns]
+		if !ok {
+			return fmt.Errorf("no release of %s was uninstalled in this scenario", ns)
+		}
+		return w.ReconciledEveryGraph(ctx, ClusterRelease, []string{ns}, since)
 	})
 }
 
-// ReconciledEveryGraph labels every graph of namespaces (all the
-// scenario's graph namespaces when nil) with a new probe value and waits
-// until every component and Deployment there carries it.
-func (w *World) ReconciledEveryGraph(ctx context.Context, namespaces []string) error {
+// logLine is the part of an operator log line (zap JSON) the probe reads:
+// controller-runtime names the reconciled object under its kind.
+type logLine struct {
+	TS         float64 `json:"ts"`
+	Controller string  `json:"controller"`
+	Graph      *struct {
+		Name, Namespace string
+	} `json:"DynamoGraphDeployment"`
+	Component *struct {
+		Name, Namespace string
+	} `json:"DynamoComponentDeployment"`
+}
+
+// ReconciledEveryGraph waits until the logs of release's current operator
+// pods show a reconcile, since since, of every graph of namespaces (all the
+// scenario's graph namespaces when nil) and of every component there.
+func (w *World) ReconciledEveryGraph(ctx context.Context, release string, namespaces []string, since time.Time) error {
 	if len(w.graphs.list) == 0 {
 		return fmt.Errorf("the scenario applied no graphs")
+	}
+	_, relNS, ok := w.InstalledRelease(release)
+	if !ok {
+		return fmt.Errorf("the scenario has no release %q installed", release)
 	}
 	if namespaces == nil {
 		namespaces = w.graphs.namespaces
@@ -55,58 +76,85 @@ func (w *World) ReconciledEveryGraph(ctx context.Context, namespaces []string) e
 	for _, ns := range namespaces {
 		in[ns] = true
 	}
-	w.probes.n++
-	value := strconv.Itoa(w.probes.n)
-	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, ProbeLabel, value)))
 	start := time.Now()
-	graphs := 0
-	for _, g := range w.graphs.list {
-		if !in[g.Namespace] {
-			continue
-		}
-		dgd := &v1alpha1.DynamoGraphDeployment{}
-		dgd.Namespace, dgd.Name = g.Namespace, g.Name
-		if err := w.Client.Patch(ctx, dgd, patch, client.FieldOwner(FieldOwner)); err != nil {
-			return fmt.Errorf("labelling graph %s: %w", g, err)
-		}
-		graphs++
-	}
-	if graphs == 0 {
-		return fmt.Errorf("no graph of the scenario in %v", namespaces)
-	}
+	n := 0
 	err := w.Eventually(ctx, func() error {
-		var missing []string
+		want := map[string]bool{}
+		for _, g := range w.graphs.list {
+			if in[g.Namespace] {
+				want["graph "+g.String()] = true
+			}
+		}
 		for _, ns := range namespaces {
 			var dcds v1alpha1.DynamoComponentDeploymentList
 			if err := w.Client.List(ctx, &dcds, client.InNamespace(ns)); err != nil {
 				return err
 			}
 			for _, d := range dcds.Items {
-				if d.Labels[ProbeLabel] != value {
-					missing = append(missing, "DynamoComponentDeployment "+ns+"/"+d.Name)
-				}
-			}
-			var deps appsv1.DeploymentList
-			if err := w.Client.List(ctx, &deps, client.InNamespace(ns)); err != nil {
-				return err
-			}
-			for _, d := range deps.Items {
-				if d.Labels[ProbeLabel] != value {
-					missing = append(missing, "Deployment "+ns+"/"+d.Name)
-				}
+				want["component "+ns+"/"+d.Name] = true
 			}
 		}
-		if len(missing) > 0 {
+		n = len(want)
+		pods, err := fsteps.OperatorPods(ctx, w.Client, release, relNS)
+		if err != nil {
+			return err
+		}
+		if len(pods) == 0 {
+			return fmt.Errorf("release %s has no operator pods", release)
+		}
+		for i := range pods {
+			if err := w.reconciledIn(&pods[i], since, want); err != nil {
+				return err
+			}
+		}
+		if len(want) > 0 {
+			var missing []string
+			for k := range want {
+				missing = append(missing, k)
+			}
 			sort.Strings(missing)
-			return fmt.Errorf("the probe label %s=%s has not reached %d objects:\n  %s", ProbeLabel, value, len(missing), strings.Join(head(missing, 20), "\n  "))
+			return fmt.Errorf("release %s's operator has not logged a reconcile of %d objects:\n  %s", release, len(missing), strings.Join(head(missing, 20), "\n  "))
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	w.Figure(fmt.Sprintf("probe %d: %d graphs reconciled in (s)", w.probes.n, graphs), fmt.Sprintf("%.1f", time.Since(start).Seconds()))
+	w.Figure(fmt.Sprintf("%s reconciled %d graphs and components in (s)", release, n), fmt.Sprintf("%.1f", time.Since(start).Seconds()))
 	return nil
+}
+
+// reconciledIn strikes from want every graph and component the pod's log
+// shows reconciled at or after since.
+func (w *World) reconciledIn(pod *corev1.Pod, since time.Time, want map[string]bool) error {
+	path := filepath.Join(w.Sim.PodLogs(), pod.Namespace+"_"+pod.Name+".log")
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 1<<24)
+	for sc.Scan() {
+		var l logLine
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Controller == "" {
+			continue
+		}
+		sec := int64(l.TS)
+		if time.Unix(sec, int64((l.TS-float64(sec))*1e9)).Before(since) {
+			continue
+		}
+		if l.Graph != nil && l.Controller == "dynamographdeployment" {
+			delete(want, "graph "+l.Graph.Namespace+"/"+l.Graph.Name)
+		}
+		if l.Component != nil && l.Controller == "dynamocomponentdeployment" {
+			delete(want, "component "+l.Component.Namespace+"/"+l.Component.Name)
+		}
+	}
+	return sc.Err()
 }
 
 // WritesIn lists user's writes in namespaces (all when nil) completed in

@@ -82,7 +82,6 @@ type World struct {
 	releases releases
 	graphs   graphs
 	watch    *watch
-	probes   probe
 	handover handover
 	edited   *edited
 }
@@ -172,7 +171,7 @@ func (w *World) tearDown() error {
 		}
 		w.Sim, w.Client, w.Config, w.Helm = nil, nil, nil, nil
 	}
-	w.releases, w.graphs, w.watch, w.probes, w.handover, w.edited = releases{}, graphs{}, nil, probe{}, handover{}, nil
+	w.releases, w.graphs, w.watch, w.handover, w.edited = releases{}, graphs{}, nil, handover{}, nil
 	return errors.Join(errs...)
 }
 

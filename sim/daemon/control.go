@@ -101,9 +101,14 @@ type OperatorRequest struct {
 }
 
 func (d *Daemon) faultEnv(ctx context.Context) faults.Env {
+	var k faults.Kubelet
+	if d.kubelet != nil {
+		k = d.kubelet
+	}
 	return faults.Env{
-		Client: d.client,
-		Clock:  d.clock,
+		Kubelet: k,
+		Client:  d.client,
+		Clock:   d.clock,
 		Operator: func(name string) (faults.Operator, error) {
 			op, err := d.operator(name)
 			if err != nil {

@@ -130,3 +130,40 @@ func leaseExpiry(ctx context.Context, env Env, r Request) (string, error) {
 	}
 	return fmt.Sprintf("lease %s/%s renewTime set to %s (expired); a live renewer will renew it within its interval", r.Namespace, NamespaceLeaseName, past.UTC().Format(time.RFC3339)), nil
 }
+
+// podKill kills a pod's processes with SIGKILL, as the kernel's OOM killer
+// or a crashing node agent would: the program gets no SIGTERM and says
+// nothing on its way out (an operator releases no Lease), and the
+// simulator's kubelet restarts the container after its back-off, as a
+// kubelet does under restartPolicy Always. Only pods the simulator runs as
+// processes can be killed (the operator's image); fake workers have none.
+func podKill(_ context.Context, env Env, rng *rand.Rand, r Request) (string, error) {
+	if env.Kubelet == nil {
+		return "", fmt.Errorf("pod-kill: this simulator runs no pod as a process")
+	}
+	target := r.Pod
+	if target == "" {
+		var names []string
+		for _, p := range env.Kubelet.Running() {
+			if ns, _, _ := strings.Cut(p, "/"); r.Namespace == "" || ns == r.Namespace {
+				names = append(names, p)
+			}
+		}
+		if len(names) == 0 {
+			return "", fmt.Errorf("pod-kill: no pod runs as a process (namespace %q)", r.Namespace)
+		}
+		target = pick(rng, names)
+	}
+	ns, name, ok := strings.Cut(target, "/")
+	if !ok {
+		if r.Namespace == "" {
+			return "", fmt.Errorf("pod-kill: --pod %q needs a namespace: namespace/name or --namespace", target)
+		}
+		ns, name = r.Namespace, target
+	}
+	pids, err := env.Kubelet.Kill(ns, name)
+	if err != nil {
+		return "", fmt.Errorf("pod-kill of %s/%s: %w", ns, name, err)
+	}
+	return fmt.Sprintf("pod %s/%s: SIGKILL to pids %v; its containers restart after their back-off", ns, name, pids), nil
+}

@@ -86,6 +86,14 @@ func TestScenarios(t *testing.T) {
 			paths = append(paths, filepath.Join(root, "scenarios", s))
 		}
 	}
+	// @known-bug scenarios fail because of a released version that cannot
+	// be fixed any more (downgrade.feature says which); they run when
+	// GODOG_TAGS names them.
+	tags := os.Getenv("GODOG_TAGS")
+	if tags == "" {
+		tags = "~@known-bug"
+		fmt.Println("scenarios: leaving out @known-bug scenarios (GODOG_TAGS=@known-bug runs them)")
+	}
 	junit := filepath.Join(reportDir, "junit.xml")
 	status := godog.TestSuite{
 		Name:                "scenarios",
@@ -93,7 +101,7 @@ func TestScenarios(t *testing.T) {
 		Options: &godog.Options{
 			Format:   "pretty,junit:" + junit,
 			Paths:    paths,
-			Tags:     os.Getenv("GODOG_TAGS"),
+			Tags:     tags,
 			Strict:   true,
 			TestingT: t,
 		},

@@ -224,7 +224,8 @@ func (w *World) everyGraphReady(ctx context.Context) error {
 	return err
 }
 
-// Pods lists the pods of the scenario's graph namespaces.
+// Pods lists the pods of the scenario's graph namespaces but operator
+// pods (a namespace-scoped release runs beside its graphs).
 func (w *World) Pods(ctx context.Context) ([]corev1.Pod, error) {
 	var out []corev1.Pod
 	for _, ns := range w.graphs.namespaces {
@@ -232,7 +233,11 @@ func (w *World) Pods(ctx context.Context) ([]corev1.Pod, error) {
 		if err := w.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 			return nil, err
 		}
-		out = append(out, pods.Items...)
+		for _, p := range pods.Items {
+			if p.Labels["app.kubernetes.io/name"] != "dynamo-operator" {
+				out = append(out, p)
+			}
+		}
 	}
 	return out, nil
 }

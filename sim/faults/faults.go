@@ -1,5 +1,5 @@
 // Package faults injects the simulator's faults: node loss, GPU failure,
-// pod crash loops, operator kill and restart, API server restart, namespace
+// pod crash loops, image pull failures, operator kill and restart, API server restart, namespace
 // lease expiry and webhook certificate expiry. Where a fault picks a
 // target at random, the choice comes from a seeded source, so a seed
 // replays the same fault.
@@ -17,17 +17,42 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Kinds lists every fault with a one-line description, for help texts.
-var Kinds = map[string]string{
-	"node-loss":         "a node stops heartbeating (KWOK lets it go): NotReady after 20 s, pods evicted 10 s later",
-	"node-restore":      "a lost node heartbeats again",
-	"gpu-failure":       "a node loses GPUs: nvidia.com/gpu capacity drops, a GPUHealthy=False condition and an unhealthy taint",
-	"crash-loop":        "a pod's main container crash-loops: not Ready, CrashLoopBackOff, restartCount rising; its fake worker stops answering",
-	"operator-kill":     "the operator is killed (SIGKILL) and, unless --duration=0, started again after --duration",
-	"operator-restart":  "the operator stops gracefully and starts again",
-	"apiserver-restart": "kube-apiserver stops, stays down for --duration, starts again",
-	"lease-expiry":      "the namespace-scope lease in --namespace is aged past its duration, as if its renewer had stopped",
-	"cert-expiry":       "the webhook serving certificate Secret gets an already-expired certificate, to exercise rotation",
+// kind is one fault: its name, a one-line description for help texts, and
+// what injecting it does.
+type kind struct {
+	name, help string
+	inject     func(ctx context.Context, env Env, rng *rand.Rand, r Request) (string, error)
+}
+
+// kinds is every fault; a new fault is one more entry.
+var kinds = []kind{
+	{"node-loss", "a node stops heartbeating (KWOK lets it go): NotReady after 20 s, pods evicted 10 s later", nodeLoss},
+	{"node-restore", "a lost node heartbeats again", func(ctx context.Context, env Env, _ *rand.Rand, r Request) (string, error) {
+		return nodeRestore(ctx, env, r)
+	}},
+	{"gpu-failure", "a node loses GPUs: nvidia.com/gpu capacity drops, a GPUHealthy=False condition and an unhealthy taint", gpuFailure},
+	{"crash-loop", "a pod's main container crash-loops: not Ready, CrashLoopBackOff, restartCount rising; its fake worker stops answering", crashLoop},
+	{"image-pull-failure", "pulls of --image fail: its pods stay Pending, ErrImagePull then ImagePullBackOff, until image-pull-restore", imagePull(true)},
+	{"image-pull-restore", "pulls of --image succeed again (the waiting pods start at their next retry)", imagePull(false)},
+	{"operator-kill", "the operator is killed (SIGKILL) and, unless --duration=0, started again after --duration", operatorKill},
+	{"operator-restart", "the operator stops gracefully and starts again", operatorRestart},
+	{"apiserver-restart", "kube-apiserver stops, stays down for --duration, starts again", apiserverRestart},
+	{"lease-expiry", "the namespace-scope lease in --namespace is aged past its duration, as if its renewer had stopped", func(ctx context.Context, env Env, _ *rand.Rand, r Request) (string, error) {
+		return leaseExpiry(ctx, env, r)
+	}},
+	{"cert-expiry", "the webhook serving certificate Secret gets an already-expired certificate, to exercise rotation", func(ctx context.Context, env Env, _ *rand.Rand, _ Request) (string, error) {
+		return certExpiry(ctx, env)
+	}},
+}
+
+// Describe is the one-line description of a fault kind, "" if unknown.
+func Describe(k string) string {
+	for _, f := range kinds {
+		if f.name == k {
+			return f.help
+		}
+	}
+	return ""
 }
 
 // Request says which fault to inject and, optionally, where.
@@ -38,6 +63,9 @@ type Request struct {
 	Namespace string        `json:"namespace,omitempty"`
 	Seed      uint64        `json:"seed"`
 	Duration  time.Duration `json:"duration,omitempty"`
+	// Image is the image whose pulls fail (image-pull-failure,
+	// image-pull-restore), as the pods' containers write it.
+	Image string `json:"image,omitempty"`
 	// Count is how many GPUs fail (gpu-failure); default 1.
 	Count int `json:"count,omitempty"`
 	// Operator names the operator (operator-kill, operator-restart); empty
@@ -59,6 +87,8 @@ type Env struct {
 	// Operator finds an operator process by name ("" is the primary one).
 	Operator         func(name string) (Operator, error)
 	RestartAPIServer func(ctx context.Context, down time.Duration) error
+	// SetImagePullFailure makes pulls of an image fail (or succeed again).
+	SetImagePullFailure func(image string, fail bool)
 	// SetWorkerDown stops (or restores) the fake worker of a pod.
 	SetWorkerDown func(pod string, down bool)
 	// OperatorNamespace holds the webhook certificate Secret.
@@ -70,49 +100,59 @@ type Env struct {
 // Inject applies a fault and describes what it did.
 func Inject(ctx context.Context, env Env, r Request) (string, error) {
 	rng := rand.New(rand.NewPCG(r.Seed, r.Seed^0x9e3779b97f4a7c15))
-	switch r.Kind {
-	case "node-loss":
-		return nodeLoss(ctx, env, rng, r)
-	case "node-restore":
-		return nodeRestore(ctx, env, r)
-	case "gpu-failure":
-		return gpuFailure(ctx, env, rng, r)
-	case "crash-loop":
-		return crashLoop(ctx, env, rng, r)
-	case "operator-kill":
-		return operatorKill(ctx, env, r)
-	case "operator-restart":
-		op, err := env.Operator(r.Operator)
-		if err != nil {
-			return "", err
+	for _, f := range kinds {
+		if f.name == r.Kind {
+			return f.inject(ctx, env, rng, r)
 		}
-		if err := op.Restart(); err != nil {
-			return "", fmt.Errorf("restarting the operator: %w", err)
+	}
+	return "", fmt.Errorf("unknown fault %q; known: %s", r.Kind, strings.Join(KindNames(), ", "))
+}
+
+func operatorRestart(_ context.Context, env Env, _ *rand.Rand, r Request) (string, error) {
+	op, err := env.Operator(r.Operator)
+	if err != nil {
+		return "", err
+	}
+	if err := op.Restart(); err != nil {
+		return "", fmt.Errorf("restarting the operator: %w", err)
+	}
+	return "operator restarted", nil
+}
+
+func apiserverRestart(ctx context.Context, env Env, _ *rand.Rand, r Request) (string, error) {
+	down := r.Duration
+	if down == 0 {
+		down = 2 * time.Second
+	}
+	if err := env.RestartAPIServer(ctx, down); err != nil {
+		return "", fmt.Errorf("restarting kube-apiserver: %w", err)
+	}
+	return fmt.Sprintf("kube-apiserver was down for %s and is ready again", down), nil
+}
+
+// imagePull makes pulls of r.Image fail or succeed again in the
+// simulator's kubelet (sim/kubelet Admitter).
+func imagePull(fail bool) func(context.Context, Env, *rand.Rand, Request) (string, error) {
+	return func(_ context.Context, env Env, _ *rand.Rand, r Request) (string, error) {
+		if r.Image == "" {
+			return "", fmt.Errorf("image-pull faults need --image")
 		}
-		return "operator restarted", nil
-	case "apiserver-restart":
-		down := r.Duration
-		if down == 0 {
-			down = 2 * time.Second
+		if env.SetImagePullFailure == nil {
+			return "", fmt.Errorf("this simulator has no kubelet checks to fail image pulls in")
 		}
-		if err := env.RestartAPIServer(ctx, down); err != nil {
-			return "", fmt.Errorf("restarting kube-apiserver: %w", err)
+		env.SetImagePullFailure(r.Image, fail)
+		if fail {
+			return fmt.Sprintf("pulls of %s fail: its new pods stay Pending in ErrImagePull/ImagePullBackOff", r.Image), nil
 		}
-		return fmt.Sprintf("kube-apiserver was down for %s and is ready again", down), nil
-	case "lease-expiry":
-		return leaseExpiry(ctx, env, r)
-	case "cert-expiry":
-		return certExpiry(ctx, env)
-	default:
-		return "", fmt.Errorf("unknown fault %q; known: %s", r.Kind, strings.Join(KindNames(), ", "))
+		return fmt.Sprintf("pulls of %s succeed again", r.Image), nil
 	}
 }
 
 // KindNames lists the fault kinds, sorted.
 func KindNames() []string {
-	out := make([]string, 0, len(Kinds))
-	for k := range Kinds {
-		out = append(out, k)
+	out := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, k.name)
 	}
 	sort.Strings(out)
 	return out
@@ -124,7 +164,7 @@ func pick(rng *rand.Rand, names []string) string {
 	return names[rng.IntN(len(names))]
 }
 
-func operatorKill(ctx context.Context, env Env, r Request) (string, error) {
+func operatorKill(ctx context.Context, env Env, _ *rand.Rand, r Request) (string, error) {
 	op, err := env.Operator(r.Operator)
 	if err != nil {
 		return "", err

@@ -28,12 +28,13 @@ func cmdFault(args []string) error {
 	seed := fs.Uint64("seed", 1, "seed of random choices")
 	dur := fs.Duration("duration", 0, "how long the fault lasts where it has a length (operator-kill, apiserver-restart)")
 	count := fs.Int("count", 1, "GPUs that fail (gpu-failure)")
+	image := fs.String("image", "", "image whose pulls fail (image-pull-failure, image-pull-restore)")
 	operator := fs.String("operator", "", "operator to kill or restart (default: the primary one; see dynamo-sim status)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: dynamo-sim fault KIND [flags]\n\nkinds:")
 		tw := tabwriter.NewWriter(os.Stderr, 2, 4, 2, ' ', 0)
 		for _, k := range faults.KindNames() {
-			fmt.Fprintf(tw, "  %s\t%s\n", k, faults.Kinds[k])
+			fmt.Fprintf(tw, "  %s\t%s\n", k, faults.Describe(k))
 		}
 		_ = tw.Flush()
 		fmt.Fprintln(os.Stderr, "\nflags:")
@@ -50,7 +51,7 @@ func cmdFault(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	msg, err := daemon.NewClient(*dir).Fault(ctx, faults.Request{
-		Kind: kind, Node: *node, Pod: *pod, Namespace: *ns, Seed: *seed, Duration: *dur, Count: *count, Operator: *operator,
+		Kind: kind, Node: *node, Pod: *pod, Namespace: *ns, Seed: *seed, Duration: *dur, Count: *count, Operator: *operator, Image: *image,
 	})
 	if err != nil {
 		return err

@@ -236,8 +236,11 @@ Feature: Ready means serving, a stuck rollout is explained, scaling holds
             - name: LOG_LEVEL
               value: debug
       """
-    And the dgd "llm" eventually has ".status.services.VllmWorker.availableReplicas" equal to "3"
+    # The status from before the patch already said 3 available and successful: wait for the status of
+    # the patched spec, or the quiet window below could open while the rollout still runs.
+    And the dgd "llm" eventually has ".status.observedGeneration" equal to "2"
     And the dgd "llm" eventually has ".status.state" equal to "successful"
+    And the dgd "llm" has ".status.services.VllmWorker.availableReplicas" equal to "3"
     And the dgd "llm" has ".spec.services.VllmWorker.replicas" equal to "2"
     # Yielding is stable: a fresh reconcile of everything finds nothing to write.
     When the operator restarts
@@ -290,8 +293,9 @@ Feature: Ready means serving, a stuck rollout is explained, scaling holds
             - name: LOG_LEVEL
               value: debug
       """
-    And the dgd "llm" eventually has ".status.services.VllmWorker.availableReplicas" equal to "3"
+    And the dgd "llm" eventually has ".status.observedGeneration" equal to "2"
     And the dgd "llm" eventually has ".status.state" equal to "successful"
+    And the dgd "llm" has ".status.services.VllmWorker.availableReplicas" equal to "3"
 
   Scenario: A graph whose services use componentType main runs
     When I apply the manifest:

@@ -337,6 +337,11 @@ func TestFeatures(t *testing.T) {
 		Kubeconfig:      cfg.KubeconfigFile(),
 		Helm:            helmBin(),
 	}
+	if isSimulator() {
+		cl.Fault = func(ctx context.Context, f steps.Fault) (string, error) {
+			return daemon.NewClient(stateDir).Fault(ctx, faults.Request{Kind: f.Kind, Pod: f.Pod, Image: f.Image})
+		}
+	}
 	if chartInstall() {
 		cl.Operator = simOperator{dir: stateDir, c: c}
 		cl.WebhookCertSecret = types.NamespacedName{Namespace: steps.SeedNamespace, Name: "dynamo-platform-dynamo-operator-webhook-cert"}

@@ -6,6 +6,7 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,6 +47,9 @@ type Cluster struct {
 	// binary (make helm), for the install steps; empty where the suite has
 	// no kubeconfig file (envtest).
 	Kubeconfig, Helm string
+	// Fault injects a simulator fault (dynamo-sim fault); nil where the
+	// cluster is no simulator (the @sim-only steps that need it fail).
+	Fault func(ctx context.Context, f Fault) (string, error)
 	// WebhookCertSecret is the operator's webhook certificate Secret;
 	// empty means dynamo/dynamo-operator-webhook-cert (the envtest suite's).
 	WebhookCertSecret types.NamespacedName
@@ -70,6 +74,7 @@ type world struct {
 	// metricsBaseline is the scrape taken when the scenario began.
 	metricsBaseline map[string]*dto.MetricFamily
 	install         install
+	serving         serving
 }
 
 // InitializeScenario registers every step and gives each scenario a
@@ -87,7 +92,7 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
 		// Releases first: an operator in a namespace being deleted would
 		// lose its RoleBinding before it stops.
-		cleanErr := w.cleanUpReleases()
+		cleanErr := errors.Join(w.cleanUpReleases(), w.undoFaults())
 		if w.namespace != "" {
 			c.DeleteNamespace(context.Background(), w.namespace)
 		}

@@ -479,8 +479,8 @@ var childKinds = []schema.GroupVersionKind{
 	{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"},
 }
 
-// inventory is what a namespace holds, by graph.
-type inventory struct {
+// graphInventory is what a namespace holds, by graph.
+type graphInventory struct {
 	// children counts each graph's descendants by childKey.
 	children map[string]map[string]int
 	// orphans are objects whose owner is gone, or that carry the
@@ -498,7 +498,7 @@ type objMeta struct {
 
 // inventory lists the namespace's objects of childKinds (metadata only)
 // and walks each one's owner references up to its graph.
-func (f *faultWorld) inventory(ctx context.Context, ns string) (*inventory, error) {
+func (f *faultWorld) inventory(ctx context.Context, ns string) (*graphInventory, error) {
 	byUID := map[types.UID]objMeta{}
 	var all []objMeta
 	for _, gvk := range childKinds {
@@ -513,7 +513,7 @@ func (f *faultWorld) inventory(ctx context.Context, ns string) (*inventory, erro
 			all = append(all, o)
 		}
 	}
-	inv := &inventory{children: map[string]map[string]int{}}
+	inv := &graphInventory{children: map[string]map[string]int{}}
 	for _, o := range all {
 		if o.kind == "DynamoGraphDeployment" {
 			inv.children[o.m.Name] = map[string]int{}

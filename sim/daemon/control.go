@@ -121,8 +121,9 @@ func (d *Daemon) faultEnv(ctx context.Context) faults.Env {
 			defer d.setState(func(s *State) { s.Step = "" })
 			return d.cluster.RestartAPIServer(rctx, down)
 		},
-		SetWorkerDown:     func(pod string, down bool) { d.workers.SetDown(pod, down) },
-		OperatorNamespace: d.o.SystemNamespace,
-		WebhookCertSecret: "dynamo-operator-webhook-cert",
+		SetWorkerDown:       func(pod string, down bool) { d.workers.SetDown(pod, down) },
+		SetImagePullFailure: d.admit.SetImagePullFailure,
+		OperatorNamespace:   d.o.SystemNamespace,
+		WebhookCertSecret:   "dynamo-operator-webhook-cert",
 	}
 }

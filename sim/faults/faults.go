@@ -29,8 +29,10 @@ var table = map[string]fault{
 	"node-restore": {"a lost node heartbeats again", func(ctx context.Context, env Env, _ *rand.Rand, r Request) (string, error) {
 		return nodeRestore(ctx, env, r)
 	}},
-	"gpu-failure": {"a node loses GPUs: nvidia.com/gpu capacity drops, a GPUHealthy=False condition and an unhealthy taint", gpuFailure},
-	"crash-loop":  {"a pod's main container crash-loops: not Ready, CrashLoopBackOff, restartCount rising; its fake worker stops answering", crashLoop},
+	"gpu-failure":        {"a node loses GPUs: nvidia.com/gpu capacity drops, a GPUHealthy=False condition and an unhealthy taint", gpuFailure},
+	"crash-loop":         {"a pod's main container crash-loops: not Ready, CrashLoopBackOff, restartCount rising; its fake worker stops answering", crashLoop},
+	"image-pull-failure": {"pulls of --image fail: its pods stay Pending, ErrImagePull then ImagePullBackOff, until image-pull-restore", imagePull(true)},
+	"image-pull-restore": {"pulls of --image succeed again (the waiting pods start at their next retry)", imagePull(false)},
 	"operator-kill": {"the operator is killed (SIGKILL) and, unless --duration=0, started again after --duration", func(ctx context.Context, env Env, _ *rand.Rand, r Request) (string, error) {
 		return operatorKill(ctx, env, r)
 	}},
@@ -71,6 +73,9 @@ type Request struct {
 	// namespace/name; empty is the simulator's operator's (a chart release
 	// names its own: <release>-dynamo-operator-webhook-cert).
 	Secret string `json:"secret,omitempty"`
+	// Image is the image whose pulls fail (image-pull-failure,
+	// image-pull-restore), as the pods' containers write it.
+	Image string `json:"image,omitempty"`
 }
 
 // Operator is the simulator's handle on the operator process.
@@ -87,6 +92,8 @@ type Env struct {
 	// Operator finds an operator process by name ("" is the primary one).
 	Operator         func(name string) (Operator, error)
 	RestartAPIServer func(ctx context.Context, down time.Duration) error
+	// SetImagePullFailure makes pulls of an image fail (or succeed again).
+	SetImagePullFailure func(image string, fail bool)
 	// SetWorkerDown stops (or restores) the fake worker of a pod.
 	SetWorkerDown func(pod string, down bool)
 	// OperatorNamespace holds the webhook certificate Secret.
@@ -176,4 +183,22 @@ func operatorKill(ctx context.Context, env Env, r Request) (string, error) {
 		return "", fmt.Errorf("starting the operator again: %w", err)
 	}
 	return fmt.Sprintf("operator killed and started again after %s", down), nil
+}
+
+// imagePull makes pulls of r.Image fail or succeed again in the
+// simulator's kubelet (sim/kubelet Admitter).
+func imagePull(fail bool) func(context.Context, Env, *rand.Rand, Request) (string, error) {
+	return func(_ context.Context, env Env, _ *rand.Rand, r Request) (string, error) {
+		if r.Image == "" {
+			return "", fmt.Errorf("image-pull faults need --image")
+		}
+		if env.SetImagePullFailure == nil {
+			return "", fmt.Errorf("this simulator has no kubelet checks to fail image pulls in")
+		}
+		env.SetImagePullFailure(r.Image, fail)
+		if fail {
+			return fmt.Sprintf("pulls of %s fail: its new pods stay Pending in ErrImagePull/ImagePullBackOff", r.Image), nil
+		}
+		return fmt.Sprintf("pulls of %s succeed again", r.Image), nil
+	}
 }

@@ -1,5 +1,7 @@
 package nodes
 
+import "strings"
+
 // podReadyAgain is the simulator's own stage, in the spirit of a kubelet's
 // status sync: the node lifecycle controller sets Ready=False on the pods
 // of a node whose heartbeats are late, and a kubelet sets it back once it
@@ -38,6 +40,19 @@ spec:
         type: Ready
 `
 
+// AdmittedAnnotation is written on a Dynamo component's pod (label
+// nvidia.com/dynamo-component) by the simulator's kubelet checks
+// (sim/kubelet Admitter) once its image "pulls" and its volumes and env
+// sources exist; until then KWOK's pod-ready stage leaves the pod Pending,
+// and the Admitter reports why as the kubelet would (ErrImagePull,
+// CreateContainerConfigError, ContainerCreating). Other pods (the
+// operator's, benchmarks') start as before.
+const AdmittedAnnotation = "sim.dynamo.dev/admitted"
+
+// dynamoComponentLabel is sim/workers.ComponentLabel (nodes does not import
+// workers).
+const dynamoComponentLabel = "nvidia.com/dynamo-component"
+
 // probedPodReady is KWOK's default pod-ready stage with readiness left to
 // the simulator's prober (sim/probes): a container with a readiness or
 // startup probe starts not ready (and not started while its startup probe
@@ -47,7 +62,7 @@ spec:
 const probedPodReady = `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
-  name: pod-ready
+  name: NAME
 spec:
   resourceRef:
     apiGroup: v1
@@ -64,6 +79,7 @@ spec:
       operator: 'NotIn'
       values:
       - 'True'
+GATE
   next:
     statusTemplate: |
       {{ $now := Now }}
@@ -137,3 +153,10 @@ spec:
       phase: Running
       startTime: {{ $now | Quote }}
 `
+
+// podReadyStage is probedPodReady named name, with more selector
+// requirements (YAML list items at the selector's indentation).
+func podReadyStage(name, requirements string) string {
+	s := strings.Replace(probedPodReady, "NAME", name, 1)
+	return strings.Replace(s, "GATE\n", strings.TrimPrefix(requirements, "\n")+"\n", 1)
+}

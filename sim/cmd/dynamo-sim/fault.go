@@ -29,6 +29,7 @@ func cmdFault(args []string) error {
 	seed := fs.Uint64("seed", 1, "seed of random choices")
 	dur := fs.Duration("duration", 0, "how long the fault lasts where it has a length (operator-kill, apiserver-restart)")
 	count := fs.Int("count", 1, "GPUs that fail (gpu-failure)")
+	image := fs.String("image", "", "image whose pulls fail (image-pull-failure, image-pull-restore)")
 	operator := fs.String("operator", "", "operator to kill or restart (default: the primary one; see dynamo-sim status)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: dynamo-sim fault KIND [flags]\n\nkinds:")
@@ -51,7 +52,7 @@ func cmdFault(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	msg, err := daemon.NewClient(*dir).Fault(ctx, faults.Request{
-		Kind: kind, Node: *node, Pod: *pod, Namespace: *ns, Seed: *seed, Duration: *dur, Count: *count, Operator: *operator, Secret: *secret,
+		Kind: kind, Node: *node, Pod: *pod, Namespace: *ns, Seed: *seed, Duration: *dur, Count: *count, Operator: *operator, Secret: *secret, Image: *image,
 	})
 	if err != nil {
 		return err

@@ -103,6 +103,7 @@ dynamo-operator-leader
 - dynamocomponents.nvidia.com
 - dynamographdeployments.nvidia.com
 - dynamomodels.nvidia.com
+- dynamoworkermetadatas.nvidia.com
 {{- end -}}
 
 {{/* The container securityContext of the restricted Pod Security Standard. */}}

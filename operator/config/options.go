@@ -178,6 +178,8 @@ func (w WebhookOptions) URL() string {
 // ImageBuilderOptions configures image builds for DynamoComponent. The
 // operator only carries these to the build jobs.
 type ImageBuilderOptions struct {
+	// Namespace runs the build Jobs; empty means each DynamoComponent's
+	// own namespace.
 	Namespace                 string
 	Engine                    ImageBuildEngine
 	BuildkitURL               string
@@ -379,7 +381,7 @@ func Usage(w io.Writer) {
 		{envLogFormat, "json or console, when --" + flagLogFormat + " is not given (default json)"},
 		{envSystemNamespace, "namespace of the Dynamo platform (default " + defaultSystemNamespace + ")"},
 		{envPodNamespace, "namespace the operator runs in (set by the Deployment)"},
-		{envImageBuilderNamespace, "namespace for image build jobs (default " + envSystemNamespace + ")"},
+		{envImageBuilderNamespace, "namespace for image build jobs (default: each DynamoComponent's own namespace)"},
 		{envImageBuildEngine, "buildkit or kaniko (default buildkit)"},
 		{envBuildkitURL, "BuildKit daemon address, e.g. tcp://buildkitd:1234"},
 		{envBuildkitImage, "BuildKit image for build jobs"},
@@ -578,6 +580,11 @@ func parseEnv(o *Options, env func(string) (string, bool), p *problems) {
 		}
 	}
 	ib.EstargzEnabled = parseBoolEnv(env, p, envEstargzEnabled, false)
+	if ib.EstargzEnabled && ib.Engine == ImageBuildEngineKaniko {
+		// kaniko cannot write eStargz layers; a build that silently
+		// ignored the setting would surprise whoever set it.
+		p.env(envEstargzEnabled, "needs %s=%s (kaniko cannot build eStargz images)", envImageBuildEngine, ImageBuildEngineBuildKit)
+	}
 	ib.AddNamespacePrefixToImage = parseBoolEnv(env, p, envAddNamespacePrefixToImageName, false)
 	if s, ok := env(envAPIStoreEndpoint); ok {
 		ib.APIStoreEndpoint = s
@@ -617,7 +624,8 @@ func resolveDerived(o *Options, explicit map[string]bool, env func(string) (stri
 		o.LeaderElection.ID = defaultLeaderElectionID + "-" + o.RestrictNamespace
 	}
 
-	o.ImageBuilder.Namespace = o.SystemNamespace
+	// Empty: each build Job runs in its DynamoComponent's namespace, owned
+	// by it, which every deployment mode may write to.
 	if s, ok := env(envImageBuilderNamespace); ok {
 		o.ImageBuilder.Namespace = s
 		checkDNS1123Label(p, envImageBuilderNamespace, s)

@@ -54,7 +54,6 @@ func defaultOptions() Options {
 		SystemNamespace:         "dynamo",
 		OperatorNamespace:       "dynamo",
 		ImageBuilder: ImageBuilderOptions{
-			Namespace:            "dynamo",
 			Engine:               ImageBuildEngineBuildKit,
 			DockerRegistrySecure: true,
 			RepositoryName:       "dynamo-components",
@@ -131,7 +130,6 @@ func TestParseValid(t *testing.T) {
 				o.SystemNamespace = "platform"
 				o.OperatorNamespace = "ops"
 				o.LeaderElection.Namespace = "ops"
-				o.ImageBuilder.Namespace = "platform"
 			},
 		},
 		{
@@ -141,7 +139,6 @@ func TestParseValid(t *testing.T) {
 				o.SystemNamespace = "platform"
 				o.OperatorNamespace = "platform"
 				o.LeaderElection.Namespace = "platform"
-				o.ImageBuilder.Namespace = "platform"
 			},
 		},
 		{
@@ -287,7 +284,7 @@ func TestParseValid(t *testing.T) {
 				"DOCKER_REGISTRY_USERNAME":           "$oauthtoken",
 				"DOCKER_REGISTRY_SECURE":             "false",
 				"DYNAMO_IMAGE_REPOSITORY_NAME":       "team/dynamo_components",
-				"ESTARGZ_ENABLED":                    "1",
+				"ESTARGZ_ENABLED":                    "0",
 				"ADD_NAMESPACE_PREFIX_TO_IMAGE_NAME": "TRUE",
 				"API_STORE_ENDPOINT":                 "http://dynamo-store.dynamo.svc",
 			},
@@ -301,7 +298,6 @@ func TestParseValid(t *testing.T) {
 					DockerRegistryUsername:    "$oauthtoken",
 					DockerRegistrySecure:      false,
 					RepositoryName:            "team/dynamo_components",
-					EstargzEnabled:            true,
 					AddNamespacePrefixToImage: true,
 					APIStoreEndpoint:          "http://dynamo-store.dynamo.svc",
 				}
@@ -508,6 +504,11 @@ func TestParseInvalid(t *testing.T) {
 			name: "log verbosity out of range",
 			env:  map[string]string{"LOG_LEVEL": "-1"},
 			want: []string{`LOG_LEVEL: verbosity must be between 0 and 127, got "-1"`},
+		},
+		{
+			name: "eStargz needs BuildKit",
+			env:  map[string]string{"DYNAMO_IMAGE_BUILD_ENGINE": "kaniko", "ESTARGZ_ENABLED": "true"},
+			want: []string{`ESTARGZ_ENABLED: needs DYNAMO_IMAGE_BUILD_ENGINE=buildkit (kaniko cannot build eStargz images)`},
 		},
 		{
 			name: "namespaces from env",

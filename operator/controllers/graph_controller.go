@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -93,7 +94,16 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	if err := r.takeExistingNames(ctx, dgd, desired); err != nil {
 		return reconcile.Result{}, err
 	}
+	var imageChanges changeSet
+	if err := r.ensureDynamoComponent(ctx, dgd, &imageChanges); err != nil {
+		if errors.Is(err, errUserSpec) {
+			return reconcile.Result{}, r.fail(ctx, dgd, err)
+		}
+		return reconcile.Result{}, err
+	}
 	components, changes, err := r.applyComponents(ctx, dgd, desired)
+	changes.created = append(changes.created, imageChanges.created...)
+	changes.updated = append(changes.updated, imageChanges.updated...)
 	if err != nil {
 		if isUserError(err) {
 			return reconcile.Result{}, r.fail(ctx, dgd, err)

@@ -271,10 +271,16 @@ const (
 	envDockerRegistryUsername        = "DOCKER_REGISTRY_USERNAME"
 	envDockerRegistrySecure          = "DOCKER_REGISTRY_SECURE"
 	envImageRepositoryName           = "DYNAMO_IMAGE_REPOSITORY_NAME"
+	envDockerRegistryRepositoryName  = "DOCKER_REGISTRY_DYNAMO_COMPONENTS_REPOSITORY_NAME"
+	envInternalImagesBuildkit        = "INTERNAL_IMAGES_BUILDKIT"
 	envEstargzEnabled                = "ESTARGZ_ENABLED"
 	envAddNamespacePrefixToImageName = "ADD_NAMESPACE_PREFIX_TO_IMAGE_NAME"
 	envAPIStoreEndpoint              = "API_STORE_ENDPOINT"
 )
+
+// defaultBuildkitImageHelp mirrors render.DefaultBuildkitImage for the
+// help text (config does not import render).
+const defaultBuildkitImageHelp = "moby/buildkit:v0.17.3-rootless"
 
 // Defaults that other flags or env vars derive from.
 const (
@@ -384,11 +390,13 @@ func Usage(w io.Writer) {
 		{envImageBuilderNamespace, "namespace for image build jobs (default: each DynamoComponent's own namespace)"},
 		{envImageBuildEngine, "buildkit or kaniko (default buildkit)"},
 		{envBuildkitURL, "BuildKit daemon address, e.g. tcp://buildkitd:1234"},
-		{envBuildkitImage, "BuildKit image for build jobs"},
+		{envBuildkitImage, "BuildKit image for build jobs (default " + defaultBuildkitImageHelp + ")"},
+		{envInternalImagesBuildkit, "BuildKit image for build jobs, Dynamo's name (wins over " + envBuildkitImage + ")"},
 		{envDockerRegistryServer, "registry that built images are pushed to"},
 		{envDockerRegistryUsername, "registry user name"},
 		{envDockerRegistrySecure, "use HTTPS for the registry (default true)"},
 		{envImageRepositoryName, "repository for built images (default dynamo-components)"},
+		{envDockerRegistryRepositoryName, "repository for built images, Dynamo's name (wins over " + envImageRepositoryName + ")"},
 		{envEstargzEnabled, "build eStargz images (default false)"},
 		{envAddNamespacePrefixToImageName, "prefix image names with the namespace (default false)"},
 		{envAPIStoreEndpoint, "Dynamo API store URL"},
@@ -568,14 +576,21 @@ func parseEnv(o *Options, env func(string) (string, bool), p *problems) {
 		}
 	}
 	ib.BuildkitImage, _ = env(envBuildkitImage)
+	if s, ok := env(envInternalImagesBuildkit); ok {
+		ib.BuildkitImage = s // Dynamo's documented name
+	}
 	ib.DockerRegistryServer, _ = env(envDockerRegistryServer)
 	ib.DockerRegistryUsername, _ = env(envDockerRegistryUsername)
 	ib.DockerRegistrySecure = parseBoolEnv(env, p, envDockerRegistrySecure, true)
 	ib.RepositoryName = "dynamo-components"
-	if s, ok := env(envImageRepositoryName); ok {
-		ib.RepositoryName = s
+	for _, name := range []string{envImageRepositoryName, envDockerRegistryRepositoryName} {
+		s, ok := env(name)
+		if !ok {
+			continue
+		}
+		ib.RepositoryName = s // Dynamo's documented name, last, wins
 		if !imageRepositoryPattern.MatchString(s) {
-			p.env(envImageRepositoryName,
+			p.env(name,
 				"must be a lowercase image repository path (e.g. dynamo-components or team/dynamo), got %q", s)
 		}
 	}

@@ -274,6 +274,19 @@ func TestParseValid(t *testing.T) {
 			edit: func(*Options) {},
 		},
 		{
+			name: "image builder settings under Dynamo's documented names win",
+			env: map[string]string{
+				"DYNAMO_IMAGE_REPOSITORY_NAME":                      "ours",
+				"DOCKER_REGISTRY_DYNAMO_COMPONENTS_REPOSITORY_NAME": "dynamos",
+				"BUILDKIT_IMAGE":                                    "ours:1",
+				"INTERNAL_IMAGES_BUILDKIT":                          "moby/buildkit:v0.20.2",
+			},
+			edit: func(o *Options) {
+				o.ImageBuilder.RepositoryName = "dynamos"
+				o.ImageBuilder.BuildkitImage = "moby/buildkit:v0.20.2"
+			},
+		},
+		{
 			name: "image builder settings",
 			env: map[string]string{
 				"DYNAMO_IMAGE_BUILDER_NAMESPACE":     "builds",
@@ -715,6 +728,7 @@ func TestUsageListsEverything(t *testing.T) {
 		"DYNAMO_IMAGE_BUILD_ENGINE", "BUILDKIT_URL", "BUILDKIT_IMAGE", "DOCKER_REGISTRY_SERVER",
 		"DOCKER_REGISTRY_USERNAME", "DOCKER_REGISTRY_SECURE", "DYNAMO_IMAGE_REPOSITORY_NAME",
 		"ESTARGZ_ENABLED", "ADD_NAMESPACE_PREFIX_TO_IMAGE_NAME", "API_STORE_ENDPOINT",
+		"DOCKER_REGISTRY_DYNAMO_COMPONENTS_REPOSITORY_NAME", "INTERNAL_IMAGES_BUILDKIT",
 	} {
 		if !strings.Contains(out, name) {
 			t.Errorf("Usage does not mention %s", name)

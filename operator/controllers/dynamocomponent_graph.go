@@ -24,13 +24,19 @@ import (
 //   - the graph creates the DynamoComponent render.DynamoComponentName
 //     names, owned (not controlled) by the graph, or reuses the one that
 //     exists: a user's, with its spec.image, or another graph's;
-//   - each component whose main container has no image of its own waits for
-//     that DynamoComponent's image: until it is ready nothing of the
-//     component is written, so a component that already runs keeps its pods
-//     (a new tag rolls the graph only once the new image is built), and its
-//     Available condition says what it waits for, which the graph's Ready
-//     message repeats;
-//   - then the component runs the image as if the service had named it.
+//   - until its image is ready, the graph holds back each component whose
+//     main container has no image of its own: one that does not exist yet
+//     is not created, one that runs is not written, so its pods keep serving
+//     (a new tag rolls the graph only once the new image is built); the
+//     graph's Ready condition says what it waits for, or that the build
+//     failed;
+//   - then the components run the image as if the service had named it.
+//
+// A component's spec.dynamoComponent is immutable (webhook): the graph sets
+// it when it creates the component and never changes it; the image it runs
+// is in extraPodSpec.mainContainer.image. A component made by hand with
+// dynamoComponent and no image waits for that DynamoComponent itself
+// (withImage).
 
 // Reasons of a component's Available condition while it waits for an image.
 const (
@@ -111,37 +117,19 @@ func (r *ComponentReconciler) withImage(ctx context.Context, dcd *v1alpha1.Dynam
 	if ref == "" || ownImage(dcd) != "" {
 		return dcd, nil, nil
 	}
-	name := render.DynamoComponentName(ref)
-	dc, err := getOptional(ctx, r.Client, types.NamespacedName{Namespace: dcd.Namespace, Name: name}, &v1alpha1.DynamoComponent{})
-	if err != nil {
-		return nil, nil, err
+	image, wait, err := dynamoComponentImage(ctx, r.Client, dcd.Namespace, ref)
+	if err != nil || wait != nil {
+		return nil, wait, err
 	}
-	if dc == nil {
-		return nil, &imageWait{ReasonWaitingForImage, fmt.Sprintf("waiting for DynamoComponent %s (%s) to be created", name, ref)}, nil
+	out := dcd.DeepCopy()
+	if out.Spec.ExtraPodSpec == nil {
+		out.Spec.ExtraPodSpec = &v1alpha1.ExtraPodSpec{}
 	}
-	c := meta.FindStatusCondition(dc.Status.Conditions, v1alpha1.ConditionImageReady)
-	current := c != nil && c.ObservedGeneration == dc.Generation && dc.Status.ObservedGeneration == dc.Generation
-	switch {
-	case current && c.Status == metav1.ConditionTrue && dc.Status.Image != "":
-		out := dcd.DeepCopy()
-		extra := out.Spec.ExtraPodSpec
-		if extra == nil {
-			extra = &v1alpha1.ExtraPodSpec{}
-			out.Spec.ExtraPodSpec = extra
-		}
-		if extra.MainContainer == nil {
-			extra.MainContainer = &corev1.Container{}
-		}
-		extra.MainContainer.Image = dc.Status.Image
-		return out, nil, nil
-	case current && stalledReason(c.Reason):
-		return nil, &imageWait{ReasonImageBuildFailedForComponent,
-			fmt.Sprintf("the image of DynamoComponent %s cannot be built: %s", name, c.Message)}, nil
-	case current:
-		return nil, &imageWait{ReasonWaitingForImage, fmt.Sprintf("waiting for the image of DynamoComponent %s: %s", name, c.Message)}, nil
-	default:
-		return nil, &imageWait{ReasonWaitingForImage, fmt.Sprintf("waiting for the image of DynamoComponent %s", name)}, nil
+	if out.Spec.ExtraPodSpec.MainContainer == nil {
+		out.Spec.ExtraPodSpec.MainContainer = &corev1.Container{}
 	}
+	out.Spec.ExtraPodSpec.MainContainer.Image = image
+	return out, nil, nil
 }
 
 // ownImage is the image the component's spec names for its main container.
@@ -185,6 +173,111 @@ func (r *ComponentReconciler) waitForImage(ctx context.Context, dcd *v1alpha1.Dy
 // its namespace that take their image from it.
 func (r *ComponentReconciler) componentsOfDynamoComponent(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list v1alpha1.DynamoComponentDeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		ref := list.Items[i].Spec.DynamoComponent
+		if ref != "" && render.DynamoComponentName(ref) == obj.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// graphImage is the image the graph's dynamoComponent gives its components:
+// "" and nil without dynamoComponent, "" and why while it is not ready.
+func (r *GraphReconciler) graphImage(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) (string, *imageWait, error) {
+	if dgd.Spec.DynamoComponent == "" {
+		return "", nil, nil
+	}
+	return dynamoComponentImage(ctx, r.Client, dgd.Namespace, dgd.Spec.DynamoComponent)
+}
+
+// dynamoComponentImage reads the image of the DynamoComponent of ref, or
+// says why there is none yet.
+func dynamoComponentImage(ctx context.Context, c client.Client, namespace, ref string) (string, *imageWait, error) {
+	name := render.DynamoComponentName(ref)
+	dc, err := getOptional(ctx, c, types.NamespacedName{Namespace: namespace, Name: name}, &v1alpha1.DynamoComponent{})
+	if err != nil {
+		return "", nil, err
+	}
+	if dc == nil {
+		return "", &imageWait{ReasonWaitingForImage, fmt.Sprintf("waiting for DynamoComponent %s (%s) to be created", name, ref)}, nil
+	}
+	cond := meta.FindStatusCondition(dc.Status.Conditions, v1alpha1.ConditionImageReady)
+	current := cond != nil && cond.ObservedGeneration == dc.Generation && dc.Status.ObservedGeneration == dc.Generation
+	switch {
+	case current && cond.Status == metav1.ConditionTrue && dc.Status.Image != "":
+		return dc.Status.Image, nil, nil
+	case current && stalledReason(cond.Reason):
+		return "", &imageWait{ReasonImageBuildFailedForComponent,
+			fmt.Sprintf("the image of DynamoComponent %s cannot be built: %s", name, cond.Message)}, nil
+	case current:
+		return "", &imageWait{ReasonWaitingForImage, fmt.Sprintf("waiting for the image of DynamoComponent %s: %s", name, cond.Message)}, nil
+	default:
+		return "", &imageWait{ReasonWaitingForImage, fmt.Sprintf("waiting for the image of DynamoComponent %s", name)}, nil
+	}
+}
+
+// withGraphImage gives the desired components the graph's image, and
+// returns those to apply and those held back (waiting for the image) that
+// already run, as they are. Every component keeps the dynamoComponent it
+// was created with (immutable).
+func (r *GraphReconciler) withGraphImage(ctx context.Context, image string, wait *imageWait,
+	desired []*v1alpha1.DynamoComponentDeployment) (apply, held []*v1alpha1.DynamoComponentDeployment, err error) {
+	for _, dcd := range desired {
+		live, err := getOptional(ctx, r.Client, client.ObjectKeyFromObject(dcd), &v1alpha1.DynamoComponentDeployment{})
+		if err != nil {
+			return nil, nil, err
+		}
+		if live != nil {
+			dcd.Spec.DynamoComponent = live.Spec.DynamoComponent
+		}
+		switch {
+		case image == "" && wait == nil, ownImage(dcd) != "":
+			// No dynamoComponent, or an image of its own: as rendered.
+			apply = append(apply, dcd)
+		case wait == nil:
+			if dcd.Spec.ExtraPodSpec == nil {
+				dcd.Spec.ExtraPodSpec = &v1alpha1.ExtraPodSpec{}
+			}
+			if dcd.Spec.ExtraPodSpec.MainContainer == nil {
+				dcd.Spec.ExtraPodSpec.MainContainer = &corev1.Container{}
+			}
+			dcd.Spec.ExtraPodSpec.MainContainer.Image = image
+			apply = append(apply, dcd)
+		case live != nil:
+			held = append(held, live)
+		}
+		// Otherwise it is created once the image is ready.
+	}
+	return apply, held, nil
+}
+
+// setImageWait makes the graph's Ready condition say what it waits for (or
+// that its image cannot be built) while its components are held back.
+func setImageWait(st *v1alpha1.DynamoGraphDeploymentStatus, dgd *v1alpha1.DynamoGraphDeployment, w *imageWait, now metav1.Time) {
+	if w == nil {
+		return
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		ObservedGeneration: dgd.Generation, LastTransitionTime: now, Message: w.message}
+	if w.reason == ReasonImageBuildFailedForComponent {
+		st.State = v1alpha1.GraphStateFailed
+		cond.Reason = ReasonImageBuildFailedForComponent
+	} else {
+		st.State = v1alpha1.GraphStatePending
+		cond.Reason = ReasonWaitingForImage
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+}
+
+// graphsOfDynamoComponent maps a DynamoComponent to the graphs of its
+// namespace whose dynamoComponent names it.
+func (r *GraphReconciler) graphsOfDynamoComponent(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list v1alpha1.DynamoGraphDeploymentList
 	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
 		return nil
 	}

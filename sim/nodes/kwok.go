@@ -42,15 +42,17 @@ type KWOKOptions struct {
 
 // Stages returns KWOK's default node and pod stages (shipped in the kwok
 // module), its pod-ready stage replaced by one that leaves probed pods'
-// readiness to the prober and delayed by podReadyDelay, plus the
-// simulator's pod-ready-again stage.
+// readiness to the prober and delayed by podReadyDelay, its pod-complete
+// stage by ones that end Jobs' pods as their AnnotationJobOutcome says,
+// plus the simulator's pod-ready-again stage.
 func Stages(podReadyDelay time.Duration) (map[internalversion.StageResourceRef][]*internalversion.Stage, error) {
 	out := map[internalversion.StageResourceRef][]*internalversion.Stage{}
 	for _, doc := range []string{
 		nodefast.DefaultNodeInit,
 		nodeheartbeat.DefaultNodeHeartbeatWithLease,
 		probedPodReady,
-		podfast.DefaultPodComplete,
+		jobPodComplete,
+		jobPodFail,
 		podfast.DefaultPodDelete,
 		podReadyAgain,
 	} {

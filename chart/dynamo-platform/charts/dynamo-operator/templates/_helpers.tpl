@@ -117,3 +117,39 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/*
+The image builder's settings (DynamoComponent builds) as the environment
+variables Dynamo's operator documents; unset values are left out, so the
+operator's defaults apply.
+*/}}
+{{- define "dynamo-operator.imageBuilderEnv" -}}
+{{- $ib := .Values.imageBuilder | default dict -}}
+{{- $reg := .Values.dockerRegistry | default dict -}}
+{{- range $name, $value := dict
+    "DYNAMO_IMAGE_BUILD_ENGINE" $ib.engine
+    "DYNAMO_IMAGE_BUILDER_NAMESPACE" $ib.namespace
+    "BUILDKIT_URL" $ib.buildkitURL
+    "INTERNAL_IMAGES_BUILDKIT" $ib.buildkitImage
+    "API_STORE_ENDPOINT" $ib.apiStoreEndpoint
+    "DOCKER_REGISTRY_SERVER" $reg.server
+    "DOCKER_REGISTRY_USERNAME" $reg.username
+    "DOCKER_REGISTRY_DYNAMO_COMPONENTS_REPOSITORY_NAME" $reg.repositoryName }}
+{{- if $value }}
+- name: {{ $name }}
+  value: {{ $value | quote }}
+{{- end }}
+{{- end }}
+{{- if hasKey $reg "secure" }}
+- name: DOCKER_REGISTRY_SECURE
+  value: {{ $reg.secure | quote }}
+{{- end }}
+{{- if $ib.estargz }}
+- name: ESTARGZ_ENABLED
+  value: "true"
+{{- end }}
+{{- if $reg.addNamespacePrefix }}
+- name: ADD_NAMESPACE_PREFIX_TO_IMAGE_NAME
+  value: "true"
+{{- end }}
+{{- end -}}

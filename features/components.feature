@@ -147,3 +147,24 @@ Feature: A graph's dynamoComponent is built into an image by a Job, and its comp
     And the Deployment "llm-frontend" eventually has ".spec.template.spec.containers[?(@.name=="main")].image" equal to "dynamo-components:frontend-v2"
     And the dgd "llm" eventually has ".status.state" equal to "successful"
     And the dgd "llm" has ".status.observedGeneration" equal to "2"
+
+  # The operator's writes are counted from its audit log; a restart reconciles every object again.
+  @sim-control
+  Scenario: With its image built and the graph running, a restarted operator writes nothing
+    Given I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: llm
+      spec:
+        dynamoComponent: frontend:v1
+        services:
+          Frontend:
+            componentType: frontend
+            replicas: 1
+      """
+    And the image build of DynamoComponent "frontend--v1" succeeds
+    And the dgd "llm" eventually has ".status.state" equal to "successful"
+    When the operator restarts
+    Then the operator makes no writes in this namespace within 3 seconds

@@ -15,9 +15,10 @@ import (
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 )
 
-// TestBuildJobGolden compares the rendered build Jobs whole with
-// testdata/buildjob-<case>.golden.yaml; -update rewrites them.
-func TestBuildJobGolden(t *testing.T) {
+// TestGoldenBuildJobs compares the rendered build Jobs whole with the golden
+// files testdata/buildjobs/<case>.yaml (not *.golden.yaml: TestGolden owns
+// those, one per compat manifest); -update rewrites them.
+func TestGoldenBuildJobs(t *testing.T) {
 	full := builders.MakeDynamoComponent("frontend--v2", "team", "frontend:v2").
 		Timeout(90*time.Second).BuildArgs("PIP_INDEX=https://pypi.example", "DEBUG=1").
 		PushSecret("registry-push").PullSecret("nvcr").PodAnnotation("team", "llm").
@@ -43,8 +44,11 @@ func TestBuildJobGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", "buildjob-"+tc.name+".golden.yaml")
+			path := filepath.Join("testdata", "buildjobs", tc.name+".yaml")
 			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
 				if err := os.WriteFile(path, got, 0o644); err != nil {
 					t.Fatal(err)
 				}

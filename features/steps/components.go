@@ -232,31 +232,43 @@ func (w *world) keepsTemplateUntilBuilt(ctx context.Context, deployName, dcName 
 		return err
 	}
 	dc := &v1alpha1.DynamoComponent{}
-	var after int64
+	var violation error
 	err = w.eventually(ctx, func() error {
-		// The generation is read before the DynamoComponent: a write
-		// seen here happened before the image was ready.
-		g, err := w.deploymentGeneration(ctx, deployName)
-		if err != nil {
+		// The Deployment is read before the DynamoComponent. A write
+		// seen while the image is not ready is a violation; one seen
+		// once it is ready must carry the image its status names, which
+		// only a write made after the image was ready can (both can
+		// happen between two looks, so their order alone proves nothing).
+		d := &appsv1.Deployment{}
+		if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: deployName}, d); err != nil {
 			return err
 		}
-		after = g
 		if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: dcName}, dc); err != nil {
 			return err
 		}
-		if !meta.IsStatusConditionTrue(dc.Status.Conditions, v1alpha1.ConditionImageReady) {
+		ready := meta.IsStatusConditionTrue(dc.Status.Conditions, v1alpha1.ConditionImageReady)
+		if d.Generation != before {
+			image := ""
+			for _, c := range d.Spec.Template.Spec.Containers {
+				if c.Name == render.MainContainerName {
+					image = c.Image
+				}
+			}
+			if !ready || image != dc.Status.Image {
+				violation = fmt.Errorf("Deployment %s was written (generation %d -> %d, image %q) before the image of DynamoComponent %s was ready",
+					deployName, before, d.Generation, image, dcName)
+				return nil
+			}
+		}
+		if !ready {
 			return errors.New("DynamoComponent " + dcName + " is not ImageReady yet")
 		}
 		return nil
 	})
-	if err != nil {
-		return err
+	if violation != nil {
+		return violation
 	}
-	if after != before {
-		return fmt.Errorf("Deployment %s was written (generation %d -> %d) before the image of DynamoComponent %s was ready",
-			deployName, before, after, dcName)
-	}
-	return nil
+	return err
 }
 
 // deploymentGeneration reads a Deployment's generation.

@@ -75,8 +75,8 @@ verify-generate: generate ## Fail when regenerating changes the checked-in deepc
 	fi
 
 .PHONY: golden
-golden: ## Rewrite operator/render/testdata/*.golden.yaml from the current rendering; review the diff.
-	$(GO) test ./operator/render -run 'TestGolden$$' -count=1 -update
+golden: ## Rewrite operator/render/testdata/*.golden.yaml and testdata/buildjobs/ from the current rendering; review the diff.
+	$(GO) test ./operator/render -run 'TestGolden(BuildJobs)?$$' -count=1 -update
 
 .PHONY: verify-golden
 verify-golden: golden ## Fail when the golden files do not match the rendering (or were not committed).

@@ -333,9 +333,12 @@ func TestFeatures(t *testing.T) {
 		// Real rollouts: scheduling, the pod-ready delay, ReplicaSet
 		// surges one pod at a time.
 		EventualTimeout: 90 * time.Second,
-		Operator:        simOperator{dir: stateDir},
-		Kubeconfig:      cfg.KubeconfigFile(),
-		Helm:            helmBin(),
+		// kube-controller-manager's Job controller, and KWOK stages that
+		// end Jobs' pods (sim/nodes.AnnotationJobOutcome).
+		RunsJobs:   true,
+		Operator:   simOperator{dir: stateDir},
+		Kubeconfig: cfg.KubeconfigFile(),
+		Helm:       helmBin(),
 	}
 	if isSimulator() {
 		cl.Fault = func(ctx context.Context, f steps.Fault) (string, error) {

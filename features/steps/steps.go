@@ -50,6 +50,10 @@ type Cluster struct {
 	// Fault injects a simulator fault (dynamo-sim fault); nil where the
 	// cluster is no simulator (the @sim-only steps that need it fail).
 	Fault func(ctx context.Context, f Fault) (string, error)
+	// RunsJobs: the cluster runs Jobs to their end (a Job controller, and
+	// the simulator's KWOK stages for their pods); on envtest the steps
+	// write a build Job's outcome into its status themselves.
+	RunsJobs bool
 	// WebhookCertSecret is the operator's webhook certificate Secret;
 	// empty means dynamo/dynamo-operator-webhook-cert (the envtest suite's).
 	WebhookCertSecret types.NamespacedName
@@ -126,6 +130,7 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 	w.registerServingSteps(sc)
 	w.registerMetricsSteps(sc)
 	w.registerInstallSteps(sc)
+	w.registerComponentSteps(sc)
 }
 
 // quoted matches a double-quoted step argument in which \" stands for a quote.

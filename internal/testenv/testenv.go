@@ -79,9 +79,12 @@ func StartWith(o Options) (*Env, error) {
 	}
 	scheme := NewScheme()
 	te := &envtest.Environment{
-		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        []string{filepath.Join(root, "crds")},
-		ErrorIfCRDPathMissing:    true,
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "crds")},
+		ErrorIfCRDPathMissing: true,
+		// envtest's 10 s for the CRDs to be served is too short on a
+		// loaded 2-core machine.
+		CRDInstallOptions:        envtest.CRDInstallOptions{MaxTime: 90 * time.Second},
 		Scheme:                   scheme,
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,

@@ -72,6 +72,7 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	resync, err := controllers.Setup(mgr, controllers.Options{
 		Workers: o.MaxConcurrentReconciles,
 		Render:  render.Options{NATSAddr: o.NATSAddr, EtcdAddr: o.EtcdAddr},
+		Build:   imageBuildOptions(o.ImageBuilder),
 		Clock:   d.Clock,
 		Gate:    gate,
 		// A new version keeps what an older one (or Dynamo's operator)
@@ -173,4 +174,21 @@ func ManagerOptions(cfg *rest.Config, o *config.Options) (*rest.Config, manager.
 	}
 
 	return cfg, opts, nil
+}
+
+// imageBuildOptions hands the image-builder environment to the build Jobs'
+// rendering.
+func imageBuildOptions(ib config.ImageBuilderOptions) render.ImageBuildOptions {
+	return render.ImageBuildOptions{
+		Namespace:                 ib.Namespace,
+		Engine:                    string(ib.Engine),
+		BuildkitURL:               ib.BuildkitURL,
+		BuildkitImage:             ib.BuildkitImage,
+		DockerRegistryServer:      ib.DockerRegistryServer,
+		RepositoryName:            ib.RepositoryName,
+		DockerRegistrySecure:      ib.DockerRegistrySecure,
+		EstargzEnabled:            ib.EstargzEnabled,
+		AddNamespacePrefixToImage: ib.AddNamespacePrefixToImage,
+		APIStoreEndpoint:          ib.APIStoreEndpoint,
+	}
 }

@@ -178,6 +178,8 @@ func (w WebhookOptions) URL() string {
 // ImageBuilderOptions configures image builds for DynamoComponent. The
 // operator only carries these to the build jobs.
 type ImageBuilderOptions struct {
+	// Namespace runs the build Jobs; empty means each DynamoComponent's
+	// own namespace.
 	Namespace                 string
 	Engine                    ImageBuildEngine
 	BuildkitURL               string
@@ -269,10 +271,16 @@ const (
 	envDockerRegistryUsername        = "DOCKER_REGISTRY_USERNAME"
 	envDockerRegistrySecure          = "DOCKER_REGISTRY_SECURE"
 	envImageRepositoryName           = "DYNAMO_IMAGE_REPOSITORY_NAME"
+	envDockerRegistryRepositoryName  = "DOCKER_REGISTRY_DYNAMO_COMPONENTS_REPOSITORY_NAME"
+	envInternalImagesBuildkit        = "INTERNAL_IMAGES_BUILDKIT"
 	envEstargzEnabled                = "ESTARGZ_ENABLED"
 	envAddNamespacePrefixToImageName = "ADD_NAMESPACE_PREFIX_TO_IMAGE_NAME"
 	envAPIStoreEndpoint              = "API_STORE_ENDPOINT"
 )
+
+// defaultBuildkitImageHelp mirrors render.DefaultBuildkitImage for the
+// help text (config does not import render).
+const defaultBuildkitImageHelp = "moby/buildkit:v0.17.3-rootless"
 
 // Defaults that other flags or env vars derive from.
 const (
@@ -379,14 +387,16 @@ func Usage(w io.Writer) {
 		{envLogFormat, "json or console, when --" + flagLogFormat + " is not given (default json)"},
 		{envSystemNamespace, "namespace of the Dynamo platform (default " + defaultSystemNamespace + ")"},
 		{envPodNamespace, "namespace the operator runs in (set by the Deployment)"},
-		{envImageBuilderNamespace, "namespace for image build jobs (default " + envSystemNamespace + ")"},
+		{envImageBuilderNamespace, "namespace for image build jobs (default: each DynamoComponent's own namespace)"},
 		{envImageBuildEngine, "buildkit or kaniko (default buildkit)"},
 		{envBuildkitURL, "BuildKit daemon address, e.g. tcp://buildkitd:1234"},
-		{envBuildkitImage, "BuildKit image for build jobs"},
+		{envBuildkitImage, "BuildKit image for build jobs (default " + defaultBuildkitImageHelp + ")"},
+		{envInternalImagesBuildkit, "BuildKit image for build jobs, Dynamo's name (wins over " + envBuildkitImage + ")"},
 		{envDockerRegistryServer, "registry that built images are pushed to"},
 		{envDockerRegistryUsername, "registry user name"},
 		{envDockerRegistrySecure, "use HTTPS for the registry (default true)"},
 		{envImageRepositoryName, "repository for built images (default dynamo-components)"},
+		{envDockerRegistryRepositoryName, "repository for built images, Dynamo's name (wins over " + envImageRepositoryName + ")"},
 		{envEstargzEnabled, "build eStargz images (default false)"},
 		{envAddNamespacePrefixToImageName, "prefix image names with the namespace (default false)"},
 		{envAPIStoreEndpoint, "Dynamo API store URL"},
@@ -566,18 +576,30 @@ func parseEnv(o *Options, env func(string) (string, bool), p *problems) {
 		}
 	}
 	ib.BuildkitImage, _ = env(envBuildkitImage)
+	if s, ok := env(envInternalImagesBuildkit); ok {
+		ib.BuildkitImage = s // Dynamo's documented name
+	}
 	ib.DockerRegistryServer, _ = env(envDockerRegistryServer)
 	ib.DockerRegistryUsername, _ = env(envDockerRegistryUsername)
 	ib.DockerRegistrySecure = parseBoolEnv(env, p, envDockerRegistrySecure, true)
 	ib.RepositoryName = "dynamo-components"
-	if s, ok := env(envImageRepositoryName); ok {
-		ib.RepositoryName = s
+	for _, name := range []string{envImageRepositoryName, envDockerRegistryRepositoryName} {
+		s, ok := env(name)
+		if !ok {
+			continue
+		}
+		ib.RepositoryName = s // Dynamo's documented name, last, wins
 		if !imageRepositoryPattern.MatchString(s) {
-			p.env(envImageRepositoryName,
+			p.env(name,
 				"must be a lowercase image repository path (e.g. dynamo-components or team/dynamo), got %q", s)
 		}
 	}
 	ib.EstargzEnabled = parseBoolEnv(env, p, envEstargzEnabled, false)
+	if ib.EstargzEnabled && ib.Engine == ImageBuildEngineKaniko {
+		// kaniko cannot write eStargz layers; a build that silently
+		// ignored the setting would surprise whoever set it.
+		p.env(envEstargzEnabled, "needs %s=%s (kaniko cannot build eStargz images)", envImageBuildEngine, ImageBuildEngineBuildKit)
+	}
 	ib.AddNamespacePrefixToImage = parseBoolEnv(env, p, envAddNamespacePrefixToImageName, false)
 	if s, ok := env(envAPIStoreEndpoint); ok {
 		ib.APIStoreEndpoint = s
@@ -617,7 +639,8 @@ func resolveDerived(o *Options, explicit map[string]bool, env func(string) (stri
 		o.LeaderElection.ID = defaultLeaderElectionID + "-" + o.RestrictNamespace
 	}
 
-	o.ImageBuilder.Namespace = o.SystemNamespace
+	// Empty: each build Job runs in its DynamoComponent's namespace, owned
+	// by it, which every deployment mode may write to.
 	if s, ok := env(envImageBuilderNamespace); ok {
 		o.ImageBuilder.Namespace = s
 		checkDNS1123Label(p, envImageBuilderNamespace, s)

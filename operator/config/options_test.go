@@ -54,7 +54,6 @@ func defaultOptions() Options {
 		SystemNamespace:         "dynamo",
 		OperatorNamespace:       "dynamo",
 		ImageBuilder: ImageBuilderOptions{
-			Namespace:            "dynamo",
 			Engine:               ImageBuildEngineBuildKit,
 			DockerRegistrySecure: true,
 			RepositoryName:       "dynamo-components",
@@ -131,7 +130,6 @@ func TestParseValid(t *testing.T) {
 				o.SystemNamespace = "platform"
 				o.OperatorNamespace = "ops"
 				o.LeaderElection.Namespace = "ops"
-				o.ImageBuilder.Namespace = "platform"
 			},
 		},
 		{
@@ -141,7 +139,6 @@ func TestParseValid(t *testing.T) {
 				o.SystemNamespace = "platform"
 				o.OperatorNamespace = "platform"
 				o.LeaderElection.Namespace = "platform"
-				o.ImageBuilder.Namespace = "platform"
 			},
 		},
 		{
@@ -277,6 +274,19 @@ func TestParseValid(t *testing.T) {
 			edit: func(*Options) {},
 		},
 		{
+			name: "image builder settings under Dynamo's documented names win",
+			env: map[string]string{
+				"DYNAMO_IMAGE_REPOSITORY_NAME":                      "ours",
+				"DOCKER_REGISTRY_DYNAMO_COMPONENTS_REPOSITORY_NAME": "dynamos",
+				"BUILDKIT_IMAGE":                                    "ours:1",
+				"INTERNAL_IMAGES_BUILDKIT":                          "moby/buildkit:v0.20.2",
+			},
+			edit: func(o *Options) {
+				o.ImageBuilder.RepositoryName = "dynamos"
+				o.ImageBuilder.BuildkitImage = "moby/buildkit:v0.20.2"
+			},
+		},
+		{
 			name: "image builder settings",
 			env: map[string]string{
 				"DYNAMO_IMAGE_BUILDER_NAMESPACE":     "builds",
@@ -287,7 +297,7 @@ func TestParseValid(t *testing.T) {
 				"DOCKER_REGISTRY_USERNAME":           "$oauthtoken",
 				"DOCKER_REGISTRY_SECURE":             "false",
 				"DYNAMO_IMAGE_REPOSITORY_NAME":       "team/dynamo_components",
-				"ESTARGZ_ENABLED":                    "1",
+				"ESTARGZ_ENABLED":                    "0",
 				"ADD_NAMESPACE_PREFIX_TO_IMAGE_NAME": "TRUE",
 				"API_STORE_ENDPOINT":                 "http://dynamo-store.dynamo.svc",
 			},
@@ -301,7 +311,6 @@ func TestParseValid(t *testing.T) {
 					DockerRegistryUsername:    "$oauthtoken",
 					DockerRegistrySecure:      false,
 					RepositoryName:            "team/dynamo_components",
-					EstargzEnabled:            true,
 					AddNamespacePrefixToImage: true,
 					APIStoreEndpoint:          "http://dynamo-store.dynamo.svc",
 				}
@@ -510,6 +519,11 @@ func TestParseInvalid(t *testing.T) {
 			want: []string{`LOG_LEVEL: verbosity must be between 0 and 127, got "-1"`},
 		},
 		{
+			name: "eStargz needs BuildKit",
+			env:  map[string]string{"DYNAMO_IMAGE_BUILD_ENGINE": "kaniko", "ESTARGZ_ENABLED": "true"},
+			want: []string{`ESTARGZ_ENABLED: needs DYNAMO_IMAGE_BUILD_ENGINE=buildkit (kaniko cannot build eStargz images)`},
+		},
+		{
 			name: "namespaces from env",
 			env: map[string]string{
 				"DYNAMO_SYSTEM_NAMESPACE":        "Dynamo",
@@ -714,6 +728,7 @@ func TestUsageListsEverything(t *testing.T) {
 		"DYNAMO_IMAGE_BUILD_ENGINE", "BUILDKIT_URL", "BUILDKIT_IMAGE", "DOCKER_REGISTRY_SERVER",
 		"DOCKER_REGISTRY_USERNAME", "DOCKER_REGISTRY_SECURE", "DYNAMO_IMAGE_REPOSITORY_NAME",
 		"ESTARGZ_ENABLED", "ADD_NAMESPACE_PREFIX_TO_IMAGE_NAME", "API_STORE_ENDPOINT",
+		"DOCKER_REGISTRY_DYNAMO_COMPONENTS_REPOSITORY_NAME", "INTERNAL_IMAGES_BUILDKIT",
 	} {
 		if !strings.Contains(out, name) {
 			t.Errorf("Usage does not mention %s", name)

@@ -61,7 +61,8 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podsToComponent))
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podsToComponent)).
+		Watches(&v1alpha1.DynamoComponent{}, handler.EnqueueRequestsFromMapFunc(r.componentsOfDynamoComponent))
 	// A component that stands alone owns its discovery objects.
 	return ownDiscoveryKinds(b).
 		WatchesRawSource(resync.componentSource()).
@@ -85,6 +86,14 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	if !dcd.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
+	withImage, wait, err := r.withImage(ctx, dcd)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if wait != nil {
+		return reconcile.Result{}, r.waitForImage(ctx, dcd, wait)
+	}
+	dcd = withImage
 
 	graphPVCs, err := r.graphPVCs(ctx, dcd)
 	if err != nil {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -56,7 +58,8 @@ type GraphReconciler struct {
 func (r *GraphReconciler) SetupWithManager(mgr manager.Manager, workers int, gate *scope.Gate, resync *Resync) error {
 	b := builder.ControllerManagedBy(mgr).
 		For(&v1alpha1.DynamoGraphDeployment{}, builder.WithPredicates(specOrMetadataChanged())).
-		Owns(&v1alpha1.DynamoComponentDeployment{})
+		Owns(&v1alpha1.DynamoComponentDeployment{}).
+		Watches(&v1alpha1.DynamoComponent{}, handler.EnqueueRequestsFromMapFunc(r.graphsOfDynamoComponent))
 	return ownDiscoveryKinds(b).
 		WatchesRawSource(resync.graphSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
@@ -93,7 +96,25 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	if err := r.takeExistingNames(ctx, dgd, desired); err != nil {
 		return reconcile.Result{}, err
 	}
-	components, changes, err := r.applyComponents(ctx, dgd, desired)
+	var imageChanges changeSet
+	if err := r.ensureDynamoComponent(ctx, dgd, &imageChanges); err != nil {
+		if errors.Is(err, errUserSpec) {
+			return reconcile.Result{}, r.fail(ctx, dgd, err)
+		}
+		return reconcile.Result{}, err
+	}
+	image, pending, err := r.graphImage(ctx, dgd)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	toApply, held, err := r.withGraphImage(ctx, image, pending, desired)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	components, changes, err := r.applyComponents(ctx, dgd, toApply)
+	components = append(components, held...)
+	changes.created = append(changes.created, imageChanges.created...)
+	changes.updated = append(changes.updated, imageChanges.updated...)
 	if err != nil {
 		if isUserError(err) {
 			return reconcile.Result{}, r.fail(ctx, dgd, err)
@@ -117,6 +138,7 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 
 	now := r.Clock.Now()
 	next := graphStatus(dgd, components, metav1.NewTime(now))
+	setImageWait(&next, dgd, pending, metav1.NewTime(now))
 	if wait := r.progress.wait(req.NamespacedName, &dgd.Status, &next, now); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}

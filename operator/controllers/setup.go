@@ -5,6 +5,7 @@ package controllers
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -35,6 +36,9 @@ type Options struct {
 	// Gate says which namespaces this operator owns (deployment modes);
 	// nil means all of them.
 	Gate *scope.Gate
+	// Build carries the image-builder settings DynamoComponents' build
+	// Jobs are rendered with.
+	Build render.ImageBuildOptions
 }
 
 // Setup registers every controller with the manager. The returned Resync
@@ -81,7 +85,26 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 	if err := components.SetupWithManager(mgr, o.Workers, o.Gate, resync); err != nil {
 		return nil, err
 	}
+	images := &DynamoComponentReconciler{
+		Client:   c,
+		Recorder: dynamoComponentEvents(mgr, o.Gate),
+		Clock:    o.Clock,
+		Build:    o.Build,
+	}
+	if err := images.SetupWithManager(mgr, o.Workers, o.Gate); err != nil {
+		return nil, err
+	}
 	return resync, nil
+}
+
+// dynamoComponentEvents is the image builds' event recorder, gated as the
+// others are.
+func dynamoComponentEvents(mgr manager.Manager, gate *scope.Gate) events.EventRecorder {
+	rec := mgr.GetEventRecorder("dynamo-image-build-controller")
+	if gate != nil {
+		return scope.GatedRecorder(rec, gate)
+	}
+	return rec
 }
 
 // CacheOptions keeps only the operator's own children of the built-in kinds
@@ -95,6 +118,7 @@ func CacheOptions() cache.Options {
 		&corev1.Service{}:               managed,
 		&networkingv1.Ingress{}:         managed,
 		&corev1.PersistentVolumeClaim{}: managed,
+		&batchv1.Job{}:                  managed,
 	}
 	// Pods carry their component's name (the workload's selector), and only
 	// those are cached: a stuck rollout is explained from them.

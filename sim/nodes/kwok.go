@@ -44,8 +44,9 @@ type KWOKOptions struct {
 // Stages returns KWOK's default node and pod stages (shipped in the kwok
 // module), its pod-ready stage replaced by one that leaves probed pods'
 // readiness to the prober and delayed by podReadyDelay (in two: a Dynamo
-// component's pod starts only once admitted, see AdmittedAnnotation), plus
-// the simulator's pod-ready-again stage.
+// component's pod starts only once admitted, see AdmittedAnnotation), its
+// pod-complete stage by ones that end Jobs' pods as their AnnotationJobOutcome
+// says, plus the simulator's pod-ready-again stage.
 func Stages(podReadyDelay time.Duration) (map[internalversion.StageResourceRef][]*internalversion.Stage, error) {
 	out := map[internalversion.StageResourceRef][]*internalversion.Stage{}
 	for _, doc := range []string{
@@ -59,7 +60,8 @@ func Stages(podReadyDelay time.Duration) (map[internalversion.StageResourceRef][
       operator: 'Exists'
     - key: '.metadata.annotations["`+AdmittedAnnotation+`"]'
       operator: 'Exists'`),
-		podfast.DefaultPodComplete,
+		jobPodComplete,
+		jobPodFail,
 		podfast.DefaultPodDelete,
 		podReadyAgain,
 	} {

@@ -160,3 +160,98 @@ func podReadyStage(name, requirements string) string {
 	s := strings.Replace(probedPodReady, "NAME", name, 1)
 	return strings.Replace(s, "GATE\n", strings.TrimPrefix(requirements, "\n")+"\n", 1)
 }
+
+// AnnotationJobOutcome on a Job's pod says how the simulator ends it:
+// absent or "succeed" completes it (exit 0), "fail" fails it (exit 1),
+// "hang" keeps it running, until the Job's activeDeadlineSeconds has the
+// Job controller stop it, or the annotation changes. Feature steps set it
+// on image-build pods (through a DynamoComponent's
+// imageBuilderExtraPodMetadata, or on the pod itself).
+const AnnotationJobOutcome = "dynamo-sim/job-outcome"
+
+// jobPodComplete is KWOK's fast pod-complete stage (pods of Jobs succeed
+// once Running) for pods whose outcome annotation asks neither to fail nor
+// to hang.
+const jobPodComplete = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-complete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Running']
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: 'In'
+      values: ['Job']
+    - key: '.metadata.annotations["` + AnnotationJobOutcome + `"]'
+      operator: 'NotIn'
+      values: ['fail', 'hang']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 0
+            finishedAt: {{ $now | Quote }}
+            reason: Completed
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      phase: Succeeded
+`
+
+// jobPodFail fails a Job's pod whose outcome annotation says "fail", as a
+// build that exits 1 would.
+const jobPodFail = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: job-pod-fail
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Running']
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: 'In'
+      values: ['Job']
+    - key: '.metadata.annotations["` + AnnotationJobOutcome + `"]'
+      operator: 'In'
+      values: ['fail']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 1
+            finishedAt: {{ $now | Quote }}
+            reason: Error
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      phase: Failed
+`

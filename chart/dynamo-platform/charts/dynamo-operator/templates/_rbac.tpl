@@ -55,6 +55,22 @@ with exactly these rights and fail on any forbidden request.
 - apiGroups: ["nvidia.com"]
   resources: ["dynamoworkermetadatas"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# DynamoComponents: a graph with dynamoComponent creates its own and shares
+# it (owner references); their image builds run as Jobs, created, and
+# deleted when made for an earlier spec. The build Job's pods are the Job
+# controller's to make.
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamocomponents"]
+  verbs: ["get", "list", "watch", "create", "update", "patch"]
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamocomponents/status"]
+  verbs: ["get", "update", "patch"]
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamocomponents/finalizers"]
+  verbs: ["update"]
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "watch", "create", "delete"]
 # Events on graphs and components.
 - apiGroups: ["", "events.k8s.io"]
   resources: ["events"]

@@ -117,6 +117,8 @@ func (d *Daemon) faultEnv(ctx context.Context) faults.Env {
 			return d.cluster.RestartAPIServer(rctx, down)
 		},
 		SetWorkerDown:     func(pod string, down bool) { d.workers.SetDown(pod, down) },
+		RestartWorker:     d.workers.Restart,
+		ForgetWorker:      d.workers.Forget,
 		OperatorNamespace: d.o.SystemNamespace,
 		WebhookCertSecret: "dynamo-operator-webhook-cert",
 	}

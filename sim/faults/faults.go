@@ -23,6 +23,8 @@ var Kinds = map[string]string{
 	"node-restore":      "a lost node heartbeats again",
 	"gpu-failure":       "a node loses GPUs: nvidia.com/gpu capacity drops, a GPUHealthy=False condition and an unhealthy taint",
 	"crash-loop":        "a pod's main container crash-loops: not Ready, CrashLoopBackOff, restartCount rising; its fake worker stops answering",
+	"worker-restart":    "a pod's containers restart once (restartCount+1, not Ready until the probes pass again); its fake worker starts afresh, its LoRA adapters forgotten",
+	"lora-forget":       "a pod's fake worker drops its LoRA adapters without restarting (only GET /v1/loras shows it)",
 	"operator-kill":     "the operator is killed (SIGKILL) and, unless --duration=0, started again after --duration",
 	"operator-restart":  "the operator stops gracefully and starts again",
 	"apiserver-restart": "kube-apiserver stops, stays down for --duration, starts again",
@@ -61,6 +63,9 @@ type Env struct {
 	RestartAPIServer func(ctx context.Context, down time.Duration) error
 	// SetWorkerDown stops (or restores) the fake worker of a pod.
 	SetWorkerDown func(pod string, down bool)
+	// RestartWorker starts a pod's fake worker afresh and ForgetWorker
+	// makes it drop its adapters; both report whether the pod had one.
+	RestartWorker, ForgetWorker func(pod string) bool
 	// OperatorNamespace holds the webhook certificate Secret.
 	OperatorNamespace string
 	// WebhookCertSecret is the Secret cert-expiry rewrites.
@@ -79,6 +84,17 @@ func Inject(ctx context.Context, env Env, r Request) (string, error) {
 		return gpuFailure(ctx, env, rng, r)
 	case "crash-loop":
 		return crashLoop(ctx, env, rng, r)
+	case "worker-restart":
+		return workerRestart(ctx, env, rng, r)
+	case "lora-forget":
+		ns, name, err := crashTarget(ctx, env, rng, r)
+		if err != nil {
+			return "", err
+		}
+		if env.ForgetWorker == nil || !env.ForgetWorker(ns+"/"+name) {
+			return "", fmt.Errorf("pod %s/%s has no fake worker serving", ns, name)
+		}
+		return fmt.Sprintf("the fake worker of pod %s/%s dropped its LoRA adapters", ns, name), nil
 	case "operator-kill":
 		return operatorKill(ctx, env, r)
 	case "operator-restart":

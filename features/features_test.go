@@ -12,13 +12,16 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
+	"k8s.io/utils/clock"
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
+	"github.com/dynamoctl/dynamo-operator/internal/workerfarm"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
+	"github.com/dynamoctl/dynamo-operator/sim/workers"
 )
 
 var env *testenv.Env
@@ -56,6 +59,22 @@ func (r restartable) StartLocal(_ context.Context, namespace, version string) (s
 	return op, nil
 }
 
+// farmWorkers gives the steps the farm's workers.
+type farmWorkers struct{ f *workerfarm.Farm }
+
+func (w farmWorkers) Serve(_ context.Context, namespace string) error {
+	w.f.Serve(namespace)
+	return nil
+}
+
+func (w farmWorkers) Calls(context.Context) ([]workers.Call, error) { return w.f.Recorder.Calls(), nil }
+
+func (w farmWorkers) LoRAs(context.Context) (map[string][]string, error) { return w.f.AllLoRAs(), nil }
+
+func (w farmWorkers) Restart(ctx context.Context, pod string) error { return w.f.RestartWorker(ctx, pod) }
+
+func (w farmWorkers) Forget(_ context.Context, pod string) error { return w.f.ForgetWorker(pod) }
+
 // envtestTags leaves out the scenarios tagged @sim-only: they need a
 // kubelet that runs pods and their probes, which envtest lacks (the
 // simulator's suite, features/sim, leaves out @envtest-only in turn).
@@ -89,7 +108,13 @@ func TestFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op, err := env.NewOperator(append(env.WebhookArgs(t), metricsArgs...), app.Deps{})
+	// Dynamo workers: pods of the namespaces a scenario asks for, each with
+	// an in-process fake worker the operator reaches at the pod's address.
+	farm := workerfarm.New(env.Client, clock.RealClock{})
+	farm.Run(ctx)
+	args := append(env.WebhookArgs(t), metricsArgs...)
+	args = append(args, "--model-check-interval=2s")
+	op, err := env.NewOperator(args, app.Deps{ModelHTTP: farm.HTTPClient()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +140,7 @@ func TestFeatures(t *testing.T) {
 		RepoRoot:        root,
 		EventualTimeout: 30 * time.Second,
 		Operator:        restartable{Operator: op, suite: ctx},
+		Workers:         farmWorkers{farm},
 	}
 	paths := []string{"."}
 	if p := os.Getenv("GODOG_PATHS"); p != "" {

@@ -49,6 +49,9 @@ type Cluster struct {
 	// WebhookCertSecret is the operator's webhook certificate Secret;
 	// empty means dynamo/dynamo-operator-webhook-cert (the envtest suite's).
 	WebhookCertSecret types.NamespacedName
+	// Workers are the fake Dynamo workers behind the pods (models.go); nil
+	// where the suite has none.
+	Workers Workers
 }
 
 // FieldOwner is the server-side apply field manager of objects the steps apply.
@@ -70,6 +73,7 @@ type world struct {
 	// metricsBaseline is the scrape taken when the scenario began.
 	metricsBaseline map[string]*dto.MetricFamily
 	install         install
+	models          models
 }
 
 // InitializeScenario registers every step and gives each scenario a
@@ -121,6 +125,7 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 	w.registerServingSteps(sc)
 	w.registerMetricsSteps(sc)
 	w.registerInstallSteps(sc)
+	w.registerModelSteps(sc)
 }
 
 // quoted matches a double-quoted step argument in which \" stands for a quote.

@@ -133,6 +133,20 @@ func (m *Manager) Restart(pod string) bool {
 	return true
 }
 
+// LoRAs lists, per pod (namespace/name) with a worker, the adapters it has
+// loaded.
+func (m *Manager) LoRAs() map[string][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string][]string, len(m.servers))
+	for k, s := range m.servers {
+		if s.worker != nil {
+			out[k] = append([]string{}, s.worker.LoRAs()...)
+		}
+	}
+	return out
+}
+
 // Forget makes the worker of pod drop its adapters without restarting; it
 // reports whether the pod had a worker.
 func (m *Manager) Forget(pod string) bool {

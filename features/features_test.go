@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
-	"k8s.io/utils/clock"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -71,7 +71,9 @@ func (w farmWorkers) Calls(context.Context) ([]workers.Call, error) { return w.f
 
 func (w farmWorkers) LoRAs(context.Context) (map[string][]string, error) { return w.f.AllLoRAs(), nil }
 
-func (w farmWorkers) Restart(ctx context.Context, pod string) error { return w.f.RestartWorker(ctx, pod) }
+func (w farmWorkers) Restart(ctx context.Context, pod string) error {
+	return w.f.RestartWorker(ctx, pod)
+}
 
 func (w farmWorkers) Forget(_ context.Context, pod string) error { return w.f.ForgetWorker(pod) }
 
@@ -113,7 +115,8 @@ func TestFeatures(t *testing.T) {
 	farm := workerfarm.New(env.Client, clock.RealClock{})
 	farm.Run(ctx)
 	args := append(env.WebhookArgs(t), metricsArgs...)
-	args = append(args, "--model-check-interval=2s")
+	const modelCheck = 2 * time.Second
+	args = append(args, "--model-check-interval="+modelCheck.String())
 	op, err := env.NewOperator(args, app.Deps{ModelHTTP: farm.HTTPClient()})
 	if err != nil {
 		t.Fatal(err)
@@ -132,15 +135,16 @@ func TestFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	cluster := &steps.Cluster{
-		ScrapeMetrics:   scrape,
-		Client:          env.Client,
-		Config:          env.Config,
-		CreateNamespace: env.CreateNamespace,
-		DeleteNamespace: env.DeleteNamespace,
-		RepoRoot:        root,
-		EventualTimeout: 30 * time.Second,
-		Operator:        restartable{Operator: op, suite: ctx},
-		Workers:         farmWorkers{farm},
+		ScrapeMetrics:      scrape,
+		Client:             env.Client,
+		Config:             env.Config,
+		CreateNamespace:    env.CreateNamespace,
+		DeleteNamespace:    env.DeleteNamespace,
+		RepoRoot:           root,
+		EventualTimeout:    30 * time.Second,
+		Operator:           restartable{Operator: op, suite: ctx},
+		Workers:            farmWorkers{farm},
+		ModelCheckInterval: modelCheck,
 	}
 	paths := []string{"."}
 	if p := os.Getenv("GODOG_PATHS"); p != "" {

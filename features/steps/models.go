@@ -57,7 +57,7 @@ func (w *world) registerModelSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the dm `+quoted+` eventually reports the first pod of the dcd `+quoted+` failing$`, unquote2(w.modelReportsFailing))
 	sc.Step(`^every Ready pod of the dcd `+quoted+` has received a DELETE of `+quoted+`$`, unquote2(w.everyPodDeleted))
 	sc.Step(`^no pod of the dcd `+quoted+` receives a LoRA call within (\d+) seconds$`, w.noLoRACalls)
-	sc.Step(`^over (\d+) seconds the pods of the dcd `+quoted+` receive only "GET /v1/loras" calls, at most (\d+) each$`, w.steadyState)
+	sc.Step(`^over (\d+) check intervals the pods of the dcd `+quoted+` receive only "GET /v1/loras" calls, about one per interval$`, w.steadyState)
 }
 
 func (w *world) workersOrFail() (Workers, error) {
@@ -352,14 +352,20 @@ func (w *world) everyPodDeleted(ctx context.Context, dcd, path string) error {
 	return nil
 }
 
-// steadyState watches the component's pods for a window and fails on any
-// call but GET /v1/loras, or more of those than max per pod; it prints the
-// counts (the steady-state figure).
-func (w *world) steadyState(ctx context.Context, seconds int, dcd string, most int) error {
+// steadyState watches the component's pods for n of the operator's model
+// check intervals and fails on any call but GET /v1/loras, or on a pod
+// checked more than n+1 or fewer than n-1 times; it prints the counts (the
+// steady-state figure).
+func (w *world) steadyState(ctx context.Context, n int, dcd string) error {
 	ws, err := w.workersOrFail()
 	if err != nil {
 		return err
 	}
+	interval := w.cluster.ModelCheckInterval
+	if interval <= 0 {
+		return fmt.Errorf("the suite does not say the operator's --model-check-interval")
+	}
+	window := time.Duration(n) * interval
 	pods, err := w.componentReadyPods(ctx, dcd)
 	if err != nil {
 		return err
@@ -368,7 +374,7 @@ func (w *world) steadyState(ctx context.Context, seconds int, dcd string, most i
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-time.After(time.Duration(seconds) * time.Second):
+	case <-time.After(window):
 	}
 	calls, err := ws.Calls(ctx)
 	if err != nil {
@@ -386,16 +392,13 @@ func (w *world) steadyState(ctx context.Context, seconds int, dcd string, most i
 		}
 		counts[c.Pod]++
 	}
-	fmt.Printf("    steady state over %ds: GET /v1/loras per pod %v\n", seconds, counts)
+	fmt.Printf("    steady state over %s (check interval %s): GET /v1/loras per pod %v, no other call\n", window, interval, counts)
 	if len(problems) > 0 {
 		return fmt.Errorf("calls other than GET /v1/loras in steady state: %v", problems)
 	}
 	for _, p := range pods {
-		if counts[p] > most {
-			return fmt.Errorf("pod %s received %d GET /v1/loras in %ds, want at most %d", p, counts[p], seconds, most)
-		}
-		if counts[p] == 0 {
-			return fmt.Errorf("pod %s was not checked in %ds", p, seconds)
+		if counts[p] < n-1 || counts[p] > n+1 {
+			return fmt.Errorf("pod %s received %d GET /v1/loras in %s, want %d±1", p, counts[p], window, n)
 		}
 	}
 	return nil

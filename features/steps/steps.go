@@ -50,8 +50,10 @@ type Cluster struct {
 	// empty means dynamo/dynamo-operator-webhook-cert (the envtest suite's).
 	WebhookCertSecret types.NamespacedName
 	// Workers are the fake Dynamo workers behind the pods (models.go); nil
-	// where the suite has none.
-	Workers Workers
+	// where the suite has none. ModelCheckInterval is the operator's
+	// --model-check-interval.
+	Workers            Workers
+	ModelCheckInterval time.Duration
 }
 
 // FieldOwner is the server-side apply field manager of objects the steps apply.

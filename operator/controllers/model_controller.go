@@ -138,7 +138,7 @@ func (r *ModelReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		return r.unload(ctx, m)
 	}
 	if lora && !controllerutil.ContainsFinalizer(m, ModelFinalizer) {
-		patch := client.MergeFrom(m.DeepCopy())
+		patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(m, ModelFinalizer)
 		if err := r.Client.Patch(ctx, m, patch, client.FieldOwner(FieldOwner)); err != nil {
 			return reconcile.Result{}, err
@@ -149,7 +149,7 @@ func (r *ModelReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	if !lora && controllerutil.ContainsFinalizer(m, ModelFinalizer) {
 		// The type changed from lora: nothing to unload on deletion (the
 		// adapter stays until the workers restart; the user changed the type).
-		patch := client.MergeFrom(m.DeepCopy())
+		patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.RemoveFinalizer(m, ModelFinalizer)
 		if err := r.Client.Patch(ctx, m, patch, client.FieldOwner(FieldOwner)); err != nil {
 			return reconcile.Result{}, err
@@ -383,7 +383,7 @@ func (r *ModelReconciler) unload(ctx context.Context, m *v1alpha1.DynamoModel) (
 		r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, modelEventUnloaded, "Unload",
 			"adapter %s unloaded from every worker", m.Spec.ModelName)
 	}
-	patch := client.MergeFrom(m.DeepCopy())
+	patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(m, ModelFinalizer)
 	if err := r.Client.Patch(ctx, m, patch, client.FieldOwner(FieldOwner)); client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, err

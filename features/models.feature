@@ -28,6 +28,7 @@ Feature: LoRA adapters on every serving worker
       """
     Then the adapter "codelion/Qwen3-0.6B-accuracy-recovery-lora" is eventually loaded on every Ready pod of the dcd "vllm-agg-lora-vllmdecodeworker"
     And the dm "codelion-recovery-lora" eventually has ".status.readyEndpoints" equal to "3"
+    And the time from each pod of the dcd "vllm-agg-lora-vllmdecodeworker" turning Ready to its adapter loaded is reported
     And the dm "codelion-recovery-lora" has ".status.totalEndpoints" equal to "3"
     And the dm "codelion-recovery-lora" has ".status.endpoints[0].address" containing ":9090"
     And the dm "codelion-recovery-lora" has ".status.conditions[?(@.type=="Ready")].observedGeneration" equal to "1"

@@ -56,6 +56,7 @@ func (w *world) registerModelSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the first pod of the dcd `+quoted+` has received a POST to "/v1/loras" since it restarted$`, unquote1(w.postSinceRestart))
 	sc.Step(`^the dm `+quoted+` eventually reports the first pod of the dcd `+quoted+` failing$`, unquote2(w.modelReportsFailing))
 	sc.Step(`^every Ready pod of the dcd `+quoted+` has received a DELETE of `+quoted+`$`, unquote2(w.everyPodDeleted))
+	sc.Step(`^the time from each pod of the dcd `+quoted+` turning Ready to its adapter loaded is reported$`, unquote1(w.readyToLoaded))
 	sc.Step(`^no pod of the dcd `+quoted+` receives a LoRA call within (\d+) seconds$`, w.noLoRACalls)
 	sc.Step(`^over (\d+) check intervals the pods of the dcd `+quoted+` receive only "GET /v1/loras" calls, about one per interval$`, w.steadyState)
 }
@@ -432,5 +433,71 @@ func (w *world) noLoRACalls(ctx context.Context, dcd string, seconds int) error 
 			return fmt.Errorf("pod %s received %s %s", c.Pod, c.Method, c.Path)
 		}
 	}
+	return nil
+}
+
+// readyToLoaded prints, per pod of the component that turned Ready after
+// the adapter was first loaded anywhere (a new worker), the time from its
+// readiness to the first successful POST /v1/loras it received. Readiness
+// is the first /health its worker answered 200 (the probe that made the
+// pod Ready, to the millisecond) where the pod is probed, else the Ready
+// condition's transition (whole seconds).
+func (w *world) readyToLoaded(ctx context.Context, dcd string) error {
+	ws, err := w.workersOrFail()
+	if err != nil {
+		return err
+	}
+	var pods corev1.PodList
+	if err := w.cluster.Client.List(ctx, &pods, client.InNamespace(w.namespace),
+		client.MatchingLabels{"nvidia.com/dynamo-component": dcd}); err != nil {
+		return err
+	}
+	calls, err := ws.Calls(ctx)
+	if err != nil {
+		return err
+	}
+	var firstLoad time.Time
+	for _, c := range calls {
+		if strings.HasPrefix(c.Pod, w.namespace+"/") && c.Method == "POST" && c.Path == "/v1/loras" && c.Status == 200 {
+			firstLoad = c.Time
+			break
+		}
+	}
+	var lines []string
+	for _, p := range pods.Items {
+		if !podReady(&p) {
+			continue
+		}
+		key := p.Namespace + "/" + p.Name
+		var readyAt, loadedAt time.Time
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				readyAt = c.LastTransitionTime.Time
+			}
+		}
+		source := "Ready condition"
+		for _, c := range calls {
+			if c.Pod != key || c.Status != 200 {
+				continue
+			}
+			if c.Path == "/health" && source == "Ready condition" {
+				readyAt, source = c.Time, "first /health 200"
+			}
+			if c.Method == "POST" && c.Path == "/v1/loras" && loadedAt.IsZero() {
+				loadedAt = c.Time
+			}
+		}
+		if !readyAt.After(firstLoad) {
+			continue // Ready before the adapter was loaded anywhere: not a new worker
+		}
+		if loadedAt.IsZero() {
+			return fmt.Errorf("pod %s has received no successful POST /v1/loras", key)
+		}
+		lines = append(lines, fmt.Sprintf("%s %s (from %s)", p.Name, loadedAt.Sub(readyAt).Round(time.Millisecond), source))
+	}
+	if len(lines) == 0 {
+		return fmt.Errorf("no pod of %s turned Ready after the adapter was first loaded", dcd)
+	}
+	fmt.Printf("    Ready to adapter loaded: %s\n", strings.Join(lines, "; "))
 	return nil
 }

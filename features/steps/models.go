@@ -58,7 +58,7 @@ func (w *world) registerModelSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^every Ready pod of the dcd `+quoted+` has received a DELETE of `+quoted+`$`, unquote2(w.everyPodDeleted))
 	sc.Step(`^the time from each pod of the dcd `+quoted+` turning Ready to its adapter loaded is reported$`, unquote1(w.readyToLoaded))
 	sc.Step(`^no pod of the dcd `+quoted+` receives a LoRA call within (\d+) seconds$`, w.noLoRACalls)
-	sc.Step(`^over (\d+) check intervals the pods of the dcd `+quoted+` receive only "GET /v1/loras" calls, about one per interval$`, w.steadyState)
+	sc.Step(`^over (\d+) check intervals the pods of the dcd `+quoted+` receive only "GET /v1/loras" calls, about one per interval, and the operator writes nothing in this namespace$`, w.steadyState)
 }
 
 func (w *world) workersOrFail() (Workers, error) {
@@ -354,14 +354,20 @@ func (w *world) everyPodDeleted(ctx context.Context, dcd, path string) error {
 }
 
 // steadyState watches the component's pods for n of the operator's model
-// check intervals and fails on any call but GET /v1/loras, or on a pod
-// checked more than n+1 or fewer than n-1 times; it prints the counts (the
-// steady-state figure).
+// check intervals and fails on any call but GET /v1/loras, on a pod
+// checked more than n+1 or fewer than n-1 times, or on any write of the
+// operator in the namespace over the same window (in which its checks show
+// it acting); it prints the counts (the steady-state figure).
 func (w *world) steadyState(ctx context.Context, n int, dcd string) error {
 	ws, err := w.workersOrFail()
 	if err != nil {
 		return err
 	}
+	op, err := w.operator()
+	if err != nil {
+		return err
+	}
+	mark := op.Writes()
 	interval := w.cluster.ModelCheckInterval
 	if interval <= 0 {
 		return fmt.Errorf("the suite does not say the operator's --model-check-interval")
@@ -394,8 +400,13 @@ func (w *world) steadyState(ctx context.Context, n int, dcd string) error {
 		counts[c.Pod]++
 	}
 	fmt.Printf("    steady state over %s (check interval %s): GET /v1/loras per pod %v, no other call\n", window, interval, counts)
+	for _, wr := range op.WritesSince(mark) {
+		if strings.Contains(wr, "/namespaces/"+w.namespace+"/") {
+			problems = append(problems, "operator write "+wr)
+		}
+	}
 	if len(problems) > 0 {
-		return fmt.Errorf("calls other than GET /v1/loras in steady state: %v", problems)
+		return fmt.Errorf("calls other than GET /v1/loras, or writes, in steady state: %v", problems)
 	}
 	for _, p := range pods {
 		if counts[p] < n-1 || counts[p] > n+1 {

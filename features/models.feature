@@ -47,6 +47,7 @@ Feature: LoRA adapters on every serving worker
     When I apply the file "../shared/compat/examples/backends/vllm/deploy/lora/lora-model.yaml"
     Then the adapter "codelion/Qwen3-0.6B-accuracy-recovery-lora" is eventually loaded on every Ready pod of the dcd "vllm-agg-lora-vllmdecodeworker"
     And the dm "codelion-recovery-lora" eventually has ".status.conditions[?(@.type=="Ready")].status" equal to "True"
+    And the dgd "vllm-agg-lora" eventually has ".status.conditions[?(@.type=="Ready")].status" equal to "True"
     And over 3 check intervals the pods of the dcd "vllm-agg-lora-vllmdecodeworker" receive only "GET /v1/loras" calls, about one per interval, and the operator writes nothing in this namespace
 
   Scenario: A worker that fails loads is retried and reported while the others load

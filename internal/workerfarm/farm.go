@@ -373,4 +373,3 @@ func (f *Farm) ForgetWorker(pod string) error {
 	s.worker.Forget()
 	return nil
 }
-

@@ -275,7 +275,16 @@ func (f *Farm) ensureWorker(p *corev1.Pod) error {
 
 func (f *Farm) start(key string, s *served) {
 	s.worker = workers.NewWorker(key, s.addr, f.Recorder)
-	s.srv = httptest.NewServer(s.worker)
+	ns, name, _ := strings.Cut(key, "/")
+	// The pod's annotations are read at each call, so a step that just
+	// annotated a pod meets a worker that already follows it.
+	s.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		p := &corev1.Pod{}
+		if err := f.client.Get(req.Context(), types.NamespacedName{Namespace: ns, Name: name}, p); err == nil {
+			s.worker.SetFailLoads(p.Annotations[workers.LoRALoadFailsAnnotation] == "true")
+		}
+		s.worker.ServeHTTP(rw, req)
+	}))
 	f.mu.Lock()
 	f.byPod[key] = s
 	f.byAddr[s.addr] = s.srv.Listener.Addr().String()

@@ -498,7 +498,9 @@ func (w *world) readyToLoaded(ctx context.Context, dcd string) error {
 				loadedAt = c.Time
 			}
 		}
-		if !readyAt.After(firstLoad) {
+		// The Ready condition's time has whole seconds: a pod Ready in the
+		// second of the first load counts as new.
+		if readyAt.Before(firstLoad.Truncate(time.Second)) {
 			continue // Ready before the adapter was loaded anywhere: not a new worker
 		}
 		if loadedAt.IsZero() {

@@ -57,6 +57,11 @@ type Cluster struct {
 	// WebhookCertSecret is the operator's webhook certificate Secret;
 	// empty means dynamo/dynamo-operator-webhook-cert (the envtest suite's).
 	WebhookCertSecret types.NamespacedName
+	// Workers are the fake Dynamo workers behind the pods (models.go); nil
+	// where the suite has none. ModelCheckInterval is the operator's
+	// --model-check-interval.
+	Workers            Workers
+	ModelCheckInterval time.Duration
 }
 
 // FieldOwner is the server-side apply field manager of objects the steps apply.
@@ -79,6 +84,7 @@ type world struct {
 	metricsBaseline map[string]*dto.MetricFamily
 	install         install
 	serving         serving
+	models          models
 }
 
 // InitializeScenario registers every step and gives each scenario a
@@ -131,6 +137,7 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 	w.registerMetricsSteps(sc)
 	w.registerInstallSteps(sc)
 	w.registerComponentSteps(sc)
+	w.registerModelSteps(sc)
 }
 
 // quoted matches a double-quoted step argument in which \" stands for a quote.

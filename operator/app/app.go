@@ -7,6 +7,7 @@ package app
 import (
 	"crypto/tls"
 	"fmt"
+	"net/http"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -35,6 +36,9 @@ type Deps struct {
 	// Customize adjusts the manager options before the manager is created,
 	// e.g. so a test can register the same controllers again on restart.
 	Customize func(*manager.Options)
+	// ModelHTTP reaches workers' LoRA API for the DynamoModel controller; a
+	// default client when nil (tests dial in-process fake workers).
+	ModelHTTP *http.Client
 }
 
 // NewScheme returns the types the operator reads and writes: the built-in
@@ -78,6 +82,9 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 		// A new version keeps what an older one (or Dynamo's operator)
 		// rendered until a spec changes: see controllers/adoption.go.
 		Renderer: controllers.RendererID(o.OperatorVersion),
+		Model: controllers.ModelOptions{
+			HTTP: d.ModelHTTP, CheckInterval: o.ModelCheckInterval, UnloadTimeout: o.ModelUnloadTimeout,
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up controllers: %w", err)

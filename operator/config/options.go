@@ -91,8 +91,12 @@ type Options struct {
 	OperatorVersion string
 
 	MaxConcurrentReconciles int
-	KubeAPIQPS              float32
-	KubeAPIBurst            int
+	// ModelCheckInterval is how often a worker holding a DynamoModel's
+	// adapter is asked whether it still has it; ModelUnloadTimeout how long
+	// a deleted model waits for its workers to unload it.
+	ModelCheckInterval, ModelUnloadTimeout time.Duration
+	KubeAPIQPS                             float32
+	KubeAPIBurst                           int
 
 	// LogFormat is json (the default, for collectors) or console (for
 	// people), from --log-format or LOG_FORMAT.
@@ -249,6 +253,8 @@ const (
 	flagWebhookCAValidity           = "webhook-ca-validity"
 	flagOperatorVersion             = "operator-version"
 	flagMaxConcurrentReconciles     = "max-concurrent-reconciles"
+	flagModelCheckInterval          = "model-check-interval"
+	flagModelUnloadTimeout          = "model-unload-timeout"
 	flagKubeAPIQPS                  = "kube-api-qps"
 	flagKubeAPIBurst                = "kube-api-burst"
 	flagApplyCRDs                   = "apply-crds"
@@ -365,6 +371,10 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 	fs.StringVar(&o.OperatorVersion, flagOperatorVersion, Version, "Operator version reported in logs and Leases.")
 	fs.IntVar(&o.MaxConcurrentReconciles, flagMaxConcurrentReconciles, 8,
 		"Maximum concurrent reconciles per controller.")
+	fs.DurationVar(&o.ModelCheckInterval, flagModelCheckInterval, 30*time.Second,
+		"How often each worker holding a DynamoModel's LoRA adapter is asked (GET /v1/loras) whether it still has it.")
+	fs.DurationVar(&o.ModelUnloadTimeout, flagModelUnloadTimeout, 2*time.Minute,
+		"How long a deleted DynamoModel waits for every worker to unload its adapter before it is let go with an event.")
 	fs.Float64Var(&v.qps, flagKubeAPIQPS, 50, "Sustained queries per second to the Kubernetes API.")
 	fs.IntVar(&o.KubeAPIBurst, flagKubeAPIBurst, 100, "Burst of queries to the Kubernetes API.")
 	fs.BoolVar(&o.ApplyCRDs, flagApplyCRDs, false,
@@ -530,6 +540,12 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 
 	if o.MaxConcurrentReconciles < 1 {
 		p.flag(flagMaxConcurrentReconciles, "must be at least 1, got %d", o.MaxConcurrentReconciles)
+	}
+	if o.ModelCheckInterval < time.Second {
+		p.flag(flagModelCheckInterval, "must be at least 1s, got %s", o.ModelCheckInterval)
+	}
+	if o.ModelUnloadTimeout <= 0 {
+		p.flag(flagModelUnloadTimeout, "must be greater than 0, got %s", o.ModelUnloadTimeout)
 	}
 	// rest.Config takes a float32, so reject what cannot be represented
 	// instead of silently turning it into +Inf.

@@ -47,6 +47,8 @@ func defaultOptions() Options {
 		},
 		OperatorVersion:         Version,
 		MaxConcurrentReconciles: 8,
+		ModelCheckInterval:      30 * time.Second,
+		ModelUnloadTimeout:      2 * time.Minute,
 		KubeAPIQPS:              50,
 		KubeAPIBurst:            100,
 		LogFormat:               LogFormatJSON,

@@ -4,6 +4,9 @@
 package controllers
 
 import (
+	"net/http"
+	"time"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +42,15 @@ type Options struct {
 	// Build carries the image-builder settings DynamoComponents' build
 	// Jobs are rendered with.
 	Build render.ImageBuildOptions
+	// Model configures the DynamoModel controller (zero: its defaults).
+	Model ModelOptions
+}
+
+// ModelOptions configure the DynamoModel controller; see ModelReconciler.
+type ModelOptions struct {
+	HTTP          *http.Client
+	CheckInterval time.Duration
+	UnloadTimeout time.Duration
 }
 
 // Setup registers every controller with the manager. The returned Resync
@@ -92,6 +104,21 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 		Build:    o.Build,
 	}
 	if err := images.SetupWithManager(mgr, o.Workers, o.Gate); err != nil {
+		return nil, err
+	}
+	var modelEvents events.EventRecorder = mgr.GetEventRecorder("dynamo-model-controller")
+	if o.Gate != nil {
+		modelEvents = scope.GatedRecorder(modelEvents, o.Gate)
+	}
+	models := &ModelReconciler{
+		Client:        c,
+		Recorder:      modelEvents,
+		Clock:         o.Clock,
+		HTTP:          o.Model.HTTP,
+		CheckInterval: o.Model.CheckInterval,
+		UnloadTimeout: o.Model.UnloadTimeout,
+	}
+	if err := models.SetupWithManager(mgr, o.Workers, o.Gate); err != nil {
 		return nil, err
 	}
 	return resync, nil

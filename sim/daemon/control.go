@@ -21,6 +21,13 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 		}
 		writeJSON(w, 200, d.workers.Recorder.Calls())
 	})
+	mux.HandleFunc("GET /workers/loras", func(w http.ResponseWriter, _ *http.Request) {
+		if d.workers == nil {
+			writeJSON(w, 200, map[string][]string{})
+			return
+		}
+		writeJSON(w, 200, d.workers.LoRAs())
+	})
 	mux.HandleFunc("GET /workers", func(w http.ResponseWriter, _ *http.Request) {
 		if d.workers == nil {
 			writeJSON(w, 200, map[string]string{})
@@ -123,6 +130,8 @@ func (d *Daemon) faultEnv(ctx context.Context) faults.Env {
 		},
 		SetWorkerDown:       func(pod string, down bool) { d.workers.SetDown(pod, down) },
 		SetImagePullFailure: d.admit.SetImagePullFailure,
+		RestartWorker:       d.workers.Restart,
+		ForgetWorker:        d.workers.Forget,
 		OperatorNamespace:   d.o.SystemNamespace,
 		WebhookCertSecret:   "dynamo-operator-webhook-cert",
 	}

@@ -36,6 +36,8 @@ var table = map[string]fault{
 	"operator-kill": {"the operator is killed (SIGKILL) and, unless --duration=0, started again after --duration", func(ctx context.Context, env Env, _ *rand.Rand, r Request) (string, error) {
 		return operatorKill(ctx, env, r)
 	}},
+	"worker-restart":    {"a pod's containers restart once (restartCount+1, not Ready until the probes pass again); its fake worker starts afresh, its LoRA adapters forgotten", workerRestart},
+	"lora-forget":       {"a pod's fake worker drops its LoRA adapters without restarting (only GET /v1/loras shows it)", loraForget},
 	"operator-restart":  {"the operator stops gracefully and starts again", operatorRestart},
 	"apiserver-restart": {"kube-apiserver stops, stays down for --duration, starts again", apiserverRestart},
 	"lease-expiry": {"the namespace-scope lease in --namespace is aged past its duration, as if its renewer had stopped", func(ctx context.Context, env Env, _ *rand.Rand, r Request) (string, error) {
@@ -96,6 +98,9 @@ type Env struct {
 	SetImagePullFailure func(image string, fail bool)
 	// SetWorkerDown stops (or restores) the fake worker of a pod.
 	SetWorkerDown func(pod string, down bool)
+	// RestartWorker starts a pod's fake worker afresh and ForgetWorker
+	// makes it drop its adapters; both report whether the pod had one.
+	RestartWorker, ForgetWorker func(pod string) bool
 	// OperatorNamespace holds the webhook certificate Secret.
 	OperatorNamespace string
 	// WebhookCertSecret is the Secret cert-expiry rewrites.
@@ -201,4 +206,15 @@ func imagePull(fail bool) func(context.Context, Env, *rand.Rand, Request) (strin
 		}
 		return fmt.Sprintf("pulls of %s succeed again", r.Image), nil
 	}
+}
+
+func loraForget(ctx context.Context, env Env, rng *rand.Rand, r Request) (string, error) {
+	ns, name, err := crashTarget(ctx, env, rng, r)
+	if err != nil {
+		return "", err
+	}
+	if env.ForgetWorker == nil || !env.ForgetWorker(ns+"/"+name) {
+		return "", fmt.Errorf("pod %s/%s has no fake worker serving", ns, name)
+	}
+	return fmt.Sprintf("the fake worker of pod %s/%s dropped its LoRA adapters", ns, name), nil
 }

@@ -66,6 +66,54 @@ func crashLoop(ctx context.Context, env Env, rng *rand.Rand, r Request) (string,
 	return fmt.Sprintf("pod %s/%s crash-loops (CrashLoopBackOff, not Ready); delete it to recover", ns, name), nil
 }
 
+// workerRestart restarts a Running pod's containers once, as a kubelet does
+// after the process exits: restartCount+1, the last run terminated, not
+// Ready. The prober sees the new run and probes it from its start, so the
+// pod is Ready again once its model has loaded; the fake worker starts
+// afresh without the adapters it had.
+func workerRestart(ctx context.Context, env Env, rng *rand.Rand, r Request) (string, error) {
+	ns, name, err := crashTarget(ctx, env, rng, r)
+	if err != nil {
+		return "", err
+	}
+	pod, err := env.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	now := metav1.NewTime(env.Clock.Now())
+	var statuses []corev1.ContainerStatus
+	for _, cs := range pod.Status.ContainerStatuses {
+		started := now
+		if cs.State.Running != nil {
+			started = cs.State.Running.StartedAt
+		}
+		cs.Ready = false
+		cs.Started = new(bool)
+		cs.RestartCount++
+		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 1, Reason: "Error", StartedAt: started, FinishedAt: now,
+		}}
+		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
+		statuses = append(statuses, cs)
+	}
+	conds := []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: now,
+			Message: "containers with unready status: [" + containerNames(pod) + "]"},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: now},
+	}
+	body, err := json.Marshal(map[string]any{"status": map[string]any{"containerStatuses": statuses, "conditions": conds}})
+	if err != nil {
+		return "", err
+	}
+	if env.RestartWorker != nil {
+		env.RestartWorker(ns + "/" + name)
+	}
+	if _, err := env.Client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
+		return "", fmt.Errorf("worker-restart of %s/%s: %w", ns, name, err)
+	}
+	return fmt.Sprintf("pod %s/%s restarted its containers (not Ready until its probes pass)", ns, name), nil
+}
+
 func crashTarget(ctx context.Context, env Env, rng *rand.Rand, r Request) (string, string, error) {
 	if r.Pod != "" {
 		ns, name, ok := strings.Cut(r.Pod, "/")

@@ -18,6 +18,14 @@ with exactly these rights and fail on any forbidden request.
 - apiGroups: ["nvidia.com"]
   resources: ["dynamographdeployments/finalizers", "dynamocomponentdeployments/finalizers"]
   verbs: ["update"]
+# Models: watched, their unload finalizer added and removed (patch), status
+# written; the LoRA calls go to the pods (read below), not to the API.
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamomodels"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamomodels/status"]
+  verbs: ["get", "update", "patch"]
 # Children: server-side applied and watched; garbage collected through owner
 # references, so no delete for Deployments and claims (claims are retained).
 - apiGroups: ["apps"]

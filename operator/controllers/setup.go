@@ -57,7 +57,7 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 		componentEvents = scope.GatedRecorder(componentEvents, o.Gate)
 	}
 	resync := newResync(mgr.GetClient())
-	applier := &apply.Applier{Client: c, FieldOwner: FieldOwner}
+	applier := &apply.Applier{Client: c, FieldOwner: FieldOwner, Clock: o.Clock}
 	graphs := &GraphReconciler{
 		Client:   c,
 		Applier:  applier,

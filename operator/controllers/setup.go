@@ -85,7 +85,7 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 }
 
 // CacheOptions keeps only the operator's own children of the built-in kinds
-// in memory: a cluster's other Deployments and Services are none of its
+// in memory, trimmed of what nothing reads (trimForCache): a cluster's other Deployments and Services are none of its
 // business, and caching them all would cost memory proportional to the
 // cluster rather than to the graphs.
 func CacheOptions() cache.Options {
@@ -106,5 +106,5 @@ func CacheOptions() cache.Options {
 	for _, kind := range discoveryKinds {
 		byObject[kind] = managed
 	}
-	return cache.Options{ByObject: byObject}
+	return cache.Options{ByObject: byObject, DefaultTransform: trimForCache}
 }

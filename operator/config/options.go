@@ -358,7 +358,7 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		"Lifetime of the webhook CA in the auto cert mode; at least twice --"+flagWebhookCertValidity+" plus margins.")
 
 	fs.StringVar(&o.OperatorVersion, flagOperatorVersion, Version, "Operator version reported in logs and Leases.")
-	fs.IntVar(&o.MaxConcurrentReconciles, flagMaxConcurrentReconciles, 8,
+	fs.IntVar(&o.MaxConcurrentReconciles, flagMaxConcurrentReconciles, 32,
 		"Maximum concurrent reconciles per controller.")
 	fs.Float64Var(&v.qps, flagKubeAPIQPS, 0, "Client-side limit of sustained queries per second to the Kubernetes API. "+
 		"0 (the default): no client-side limit when the API server runs API Priority and Fairness, 50 otherwise.")

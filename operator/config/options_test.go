@@ -46,7 +46,7 @@ func defaultOptions() Options {
 			ManageConfigurations: true,
 		},
 		OperatorVersion:         Version,
-		MaxConcurrentReconciles: 8,
+		MaxConcurrentReconciles: 32,
 		KubeAPIQPS:              0,
 		KubeAPIBurst:            0,
 		LogFormat:               LogFormatJSON,

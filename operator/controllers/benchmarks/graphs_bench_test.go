@@ -29,7 +29,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
@@ -60,13 +59,10 @@ func BenchmarkGraphs(b *testing.B) {
 	}
 	// The driver and client in this process log nothing the figures need.
 	ctrl.SetLogger(logr.Discard())
-	env, err := testenv.StartWith(testenv.Options{Audit: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	env := startCluster(ctx, b)
+	defer env.Stop()
 
 	// Deployments become available at once: the benchmark measures the
 	// operator, not rollouts. The floor's become available the same way.
@@ -147,7 +143,7 @@ type floorTimes struct {
 // patch per component and per graph), then waits until every Deployment is
 // available. It deletes them all (and waits) so the operator never sees
 // them.
-func measureFloor(ctx context.Context, b *testing.B, env *testenv.Env) floorTimes {
+func measureFloor(ctx context.Context, b *testing.B, env *benchCluster) floorTimes {
 	ns := mustNamespace(ctx, b, env, "bench-floor")
 	defer func() {
 		env.DeleteNamespace(ctx, ns)
@@ -274,7 +270,7 @@ func waitFor(ctx context.Context, b *testing.B, what string, done func() (bool, 
 
 // childrenAndStatusCurrent: every component, Deployment and Service exists
 // and every graph's status describes its current generation.
-func childrenAndStatusCurrent(ctx context.Context, env *testenv.Env, ns string) (bool, error) {
+func childrenAndStatusCurrent(ctx context.Context, env *benchCluster, ns string) (bool, error) {
 	want := *graphs * *services
 	for _, list := range []client.ObjectList{&v1alpha1.DynamoComponentDeploymentList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}} {
 		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
@@ -290,13 +286,13 @@ func childrenAndStatusCurrent(ctx context.Context, env *testenv.Env, ns string) 
 }
 
 // allReady: every graph is successful for its current generation.
-func allReady(ctx context.Context, env *testenv.Env, ns string) (bool, error) {
+func allReady(ctx context.Context, env *benchCluster, ns string) (bool, error) {
 	return allGraphs(ctx, env, ns, func(g *v1alpha1.DynamoGraphDeployment) bool {
 		return g.Status.ObservedGeneration == g.Generation && g.Status.State == v1alpha1.GraphStateSuccessful
 	})
 }
 
-func allGraphs(ctx context.Context, env *testenv.Env, ns string, ok func(*v1alpha1.DynamoGraphDeployment) bool) (bool, error) {
+func allGraphs(ctx context.Context, env *benchCluster, ns string, ok func(*v1alpha1.DynamoGraphDeployment) bool) (bool, error) {
 	var dgds v1alpha1.DynamoGraphDeploymentList
 	if err := env.Client.List(ctx, &dgds, client.InNamespace(ns)); err != nil {
 		return false, err
@@ -357,7 +353,7 @@ func (c counts) minus(earlier counts) counts {
 }
 
 // auditCounts counts the operator's writes recorded by the API server.
-func auditCounts(b *testing.B, env *testenv.Env) counts {
+func auditCounts(b *testing.B, env *benchCluster) counts {
 	evs, err := env.AuditEvents()
 	if err != nil {
 		b.Fatal(err)
@@ -409,7 +405,7 @@ func (p *operatorProcess) cpu() time.Duration {
 }
 
 // startOperator builds and runs the operator binary as its own user.
-func startOperator(ctx context.Context, b *testing.B, env *testenv.Env) *operatorProcess {
+func startOperator(ctx context.Context, b *testing.B, env *benchCluster) *operatorProcess {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		b.Fatal(err)
@@ -421,7 +417,7 @@ func startOperator(ctx context.Context, b *testing.B, env *testenv.Env) *operato
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("building the operator: %v\n%s", err, out)
 	}
-	kubeconfig, err := env.KubeConfigFor(envtest.User{Name: operatorUser, Groups: []string{"system:masters"}})
+	kubeconfig, err := env.kubeconfig()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -496,7 +492,7 @@ func (p *operatorProcess) logBytes() int64 {
 	return st.Size()
 }
 
-func mustNamespace(ctx context.Context, b *testing.B, env *testenv.Env, prefix string) string {
+func mustNamespace(ctx context.Context, b *testing.B, env *benchCluster, prefix string) string {
 	ns, err := env.CreateNamespace(ctx, prefix)
 	if err != nil {
 		b.Fatal(err)

@@ -15,12 +15,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
+	"github.com/dynamoctl/dynamo-operator/sim/probes"
+	simworkers "github.com/dynamoctl/dynamo-operator/sim/workers"
 )
 
 var (
@@ -104,6 +107,16 @@ func startSim(ctx context.Context, b *testing.B) *benchCluster {
 		b.Fatal(err)
 	}
 	if err := nodes.WarmIPPool(ctx, cs, pool.NodeName(0)); err != nil {
+		c.Stop()
+		b.Fatal(err)
+	}
+	// Fake Dynamo workers answer the pods' probes, which the simulator's
+	// prober runs as kubelets would: a pod is Ready when its probe passes.
+	if err := simworkers.NewManager(simworkers.NewRecorder(clock.RealClock{})).Run(ctx, cs); err != nil {
+		c.Stop()
+		b.Fatal(err)
+	}
+	if err := (&probes.Manager{Client: cs, Log: func(string, ...any) {}}).Run(ctx); err != nil {
 		c.Stop()
 		b.Fatal(err)
 	}

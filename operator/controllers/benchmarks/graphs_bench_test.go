@@ -254,18 +254,19 @@ func graph(ns string, i int) *v1alpha1.DynamoGraphDeployment {
 	}
 }
 
-// waitFor polls until done says so.
+// waitFor polls until done says so. A failed poll is retried: a loaded
+// API server drops a large list now and then, and one lost poll must not
+// lose a run of many minutes.
 func waitFor(ctx context.Context, b *testing.B, what string, done func() (bool, error)) {
-	for deadline := time.Now().Add(30 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	var last error
+	for deadline := time.Now().Add(30 * time.Minute); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
 		ok, err := done()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if ok {
+		if err == nil && ok {
 			return
 		}
+		last = err
 	}
-	b.Fatalf("%s: not within 30 minutes", what)
+	b.Fatalf("%s: not within 30 minutes (last error: %v)", what, last)
 }
 
 // childrenAndStatusCurrent: every component, Deployment and Service exists

@@ -85,6 +85,9 @@ func StartWith(o Options) (*Env, error) {
 		Scheme:                   scheme,
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
+		// envtest's default of 10 s to see the CRDs served is too short on a
+		// machine shared by many control planes.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: 60 * time.Second},
 	}
 	tmpDir, err := os.MkdirTemp("", "testenv-")
 	if err != nil {
@@ -107,6 +110,9 @@ func StartWith(o Options) (*Env, error) {
 	}
 	cfg, err := te.Start()
 	if err != nil {
+		// A start that failed after launching etcd and the API server (the
+		// CRDs not served in time) leaves them running otherwise.
+		_ = te.Stop()
 		_ = os.RemoveAll(tmpDir)
 		return nil, fmt.Errorf("starting envtest control plane from %s: %w", assets, err)
 	}

@@ -110,6 +110,9 @@ func StartWith(o Options) (*Env, error) {
 	}
 	cfg, err := te.Start()
 	if err != nil {
+		// A start that failed after launching etcd and the API server (the
+		// CRDs not served in time) leaves them running otherwise.
+		_ = te.Stop()
 		_ = os.RemoveAll(tmpDir)
 		return nil, fmt.Errorf("starting envtest control plane from %s: %w", assets, err)
 	}

@@ -5,6 +5,7 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -54,13 +56,18 @@ func NewScheme() (*runtime.Scheme, error) {
 	return scheme, nil
 }
 
-// New builds the controller-runtime manager described by o. It does not
-// contact the API server; everything the operator runs is added to the
+// New builds the controller-runtime manager described by o. It contacts the
+// API server once, only when the client limits are automatic (ClientLimits);
+// everything the operator runs is added to the
 // returned manager, which the caller starts.
 func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	if d.Clock == nil {
 		d.Clock = clock.RealClock{}
 	}
+	// The one request New makes: whether the server runs API Priority and
+	// Fairness decides the client-side rate limit (see CONTRIBUTING).
+	cfg, limits := ClientLimits(context.Background(), cfg, o.KubeAPIQPS, o.KubeAPIBurst)
+	ctrl.Log.WithName("setup").Info("Kubernetes API client limits", "limits", limits)
 	cfg, opts, err := ManagerOptions(cfg, o)
 	if err != nil {
 		return nil, err
@@ -118,8 +125,10 @@ func ManagerOptions(cfg *rest.Config, o *config.Options) (*rest.Config, manager.
 	}
 
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS = o.KubeAPIQPS
-	cfg.Burst = o.KubeAPIBurst
+	if o.KubeAPIQPS > 0 {
+		// Automatic limits are resolved by New, which may ask the server.
+		cfg, _ = ClientLimits(context.Background(), cfg, o.KubeAPIQPS, o.KubeAPIBurst)
+	}
 
 	// HTTP/2 stays off on the operator's servers: its stream handling is
 	// exposed to the Stream Cancellation and Rapid Reset attacks

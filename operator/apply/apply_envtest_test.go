@@ -2,6 +2,7 @@ package apply_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -81,6 +82,47 @@ func TestApplyWritesOnlyWhatChanges(t *testing.T) {
 	clock.SetTime(clock.Now().Add(apply.CacheLag + time.Second))
 	if outcome, err := a.Apply(ctx, configMap(ns, "b"), nil); err != nil || outcome != apply.Applied {
 		t.Fatalf("after the cache lag an absent object is applied again: %v %v", outcome, err)
+	}
+}
+
+// The memory of recent writes is bounded by age and by size: graphs created
+// and deleted before a reconcile confirms their children must not grow it.
+func TestApplyMemoryIsBounded(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, t.Name())
+	clock := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	a := &apply.Applier{Client: env.Client, FieldOwner: "test", Clock: clock, MaxRecent: 3}
+
+	named := func(i int) *corev1.ConfigMap {
+		cm := configMap(ns, "a")
+		cm.Name = fmt.Sprintf("cm-%d", i)
+		return cm
+	}
+	for i := 0; i < 5; i++ {
+		clock.SetTime(clock.Now().Add(time.Millisecond))
+		if outcome, err := a.Apply(ctx, named(i), nil); err != nil || outcome != apply.Applied {
+			t.Fatalf("creating %d: %v %v", i, outcome, err)
+		}
+		if n := a.Remembered(); n > 3 {
+			t.Fatalf("after %d writes %d are remembered, want at most MaxRecent 3", i+1, n)
+		}
+	}
+	// The newest writes are the ones kept: cm-4 is still assumed, cm-0 was
+	// dropped and is applied again (one redundant write, nothing lost).
+	if outcome, err := a.Apply(ctx, named(4), nil); err != nil || outcome != apply.Assumed {
+		t.Fatalf("the newest write is remembered: %v %v", outcome, err)
+	}
+	if outcome, err := a.Apply(ctx, named(0), nil); err != nil || outcome != apply.Applied {
+		t.Fatalf("the oldest write was dropped: %v %v", outcome, err)
+	}
+
+	// Past the cache lag every earlier entry is swept by the next write.
+	clock.SetTime(clock.Now().Add(apply.CacheLag))
+	if outcome, err := a.Apply(ctx, named(9), nil); err != nil || outcome != apply.Applied {
+		t.Fatalf("creating after the lag: %v %v", outcome, err)
+	}
+	if n := a.Remembered(); n != 1 {
+		t.Errorf("after the cache lag %d writes are remembered, want only the newest", n)
 	}
 }
 

@@ -95,8 +95,11 @@ type Options struct {
 	// adapter is asked whether it still has it; ModelUnloadTimeout how long
 	// a deleted model waits for its workers to unload it.
 	ModelCheckInterval, ModelUnloadTimeout time.Duration
-	KubeAPIQPS                             float32
-	KubeAPIBurst                           int
+	// KubeAPIQPS is the client-side rate limit; 0 is automatic: none when
+	// the API server runs API Priority and Fairness (app.ClientLimits).
+	KubeAPIQPS float32
+	// KubeAPIBurst is the burst under KubeAPIQPS; 0 is twice the QPS.
+	KubeAPIBurst int
 
 	// LogFormat is json (the default, for collectors) or console (for
 	// people), from --log-format or LOG_FORMAT.
@@ -369,14 +372,16 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		"Lifetime of the webhook CA in the auto cert mode; at least twice --"+flagWebhookCertValidity+" plus margins.")
 
 	fs.StringVar(&o.OperatorVersion, flagOperatorVersion, Version, "Operator version reported in logs and Leases.")
-	fs.IntVar(&o.MaxConcurrentReconciles, flagMaxConcurrentReconciles, 8,
+	fs.IntVar(&o.MaxConcurrentReconciles, flagMaxConcurrentReconciles, 32,
 		"Maximum concurrent reconciles per controller.")
 	fs.DurationVar(&o.ModelCheckInterval, flagModelCheckInterval, 30*time.Second,
 		"How often each worker holding a DynamoModel's LoRA adapter is asked (GET /v1/loras) whether it still has it.")
 	fs.DurationVar(&o.ModelUnloadTimeout, flagModelUnloadTimeout, 2*time.Minute,
 		"How long a deleted DynamoModel waits for every worker to unload its adapter before it is let go with an event.")
-	fs.Float64Var(&v.qps, flagKubeAPIQPS, 50, "Sustained queries per second to the Kubernetes API.")
-	fs.IntVar(&o.KubeAPIBurst, flagKubeAPIBurst, 100, "Burst of queries to the Kubernetes API.")
+	fs.Float64Var(&v.qps, flagKubeAPIQPS, 0, "Client-side limit of sustained queries per second to the Kubernetes API. "+
+		"0 (the default): no client-side limit when the API server runs API Priority and Fairness, 50 otherwise.")
+	fs.IntVar(&o.KubeAPIBurst, flagKubeAPIBurst, 0, "Burst of queries to the Kubernetes API under --kube-api-qps. "+
+		"0 (the default): twice the QPS.")
 	fs.BoolVar(&o.ApplyCRDs, flagApplyCRDs, false,
 		"Server-side apply the CRDs built into this binary, wait until they are served, and exit (the chart's init container).")
 	return fs
@@ -549,13 +554,13 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 	}
 	// rest.Config takes a float32, so reject what cannot be represented
 	// instead of silently turning it into +Inf.
-	if !(qps > 0 && qps <= math.MaxFloat32) {
-		p.flag(flagKubeAPIQPS, "must be a finite number greater than 0, got %v", qps)
+	if !(qps >= 0 && qps <= math.MaxFloat32) {
+		p.flag(flagKubeAPIQPS, "must be 0 (automatic) or a finite number greater than 0, got %v", qps)
 	} else {
 		o.KubeAPIQPS = float32(qps)
 	}
-	if o.KubeAPIBurst < 1 {
-		p.flag(flagKubeAPIBurst, "must be at least 1, got %d", o.KubeAPIBurst)
+	if o.KubeAPIBurst < 0 {
+		p.flag(flagKubeAPIBurst, "must be 0 (twice the QPS) or at least 1, got %d", o.KubeAPIBurst)
 	}
 }
 

@@ -139,13 +139,14 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	now := r.Clock.Now()
 	next := graphStatus(dgd, components, metav1.NewTime(now))
 	setImageWait(&next, dgd, pending, metav1.NewTime(now))
-	if wait := r.progress.wait(req.NamespacedName, &dgd.Status, &next, now); wait > 0 {
+	blockers := componentBlockers(components)
+	if wait := r.progress.wait(req.NamespacedName, &dgd.Status, &next, blockers, now); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	before := dgd.Status.State
 	wrote, err := patchStatus(ctx, r.Client, dgd, func(g *v1alpha1.DynamoGraphDeployment) { g.Status = next })
 	if wrote && err == nil {
-		r.progress.wrote(req.NamespacedName, now)
+		r.progress.wrote(req.NamespacedName, blockers, now)
 		if before != next.State {
 			ctrl.LoggerFrom(ctx).Info("graph state changed", "graph", klog.KObj(dgd),
 				"from", before, "to", next.State, "why", readyMessage(next.Conditions))

@@ -73,7 +73,7 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 		componentEvents = scope.GatedRecorder(componentEvents, o.Gate)
 	}
 	resync := newResync(mgr.GetClient())
-	applier := &apply.Applier{Client: c, FieldOwner: FieldOwner}
+	applier := &apply.Applier{Client: c, FieldOwner: FieldOwner, Clock: o.Clock}
 	graphs := &GraphReconciler{
 		Client:   c,
 		Applier:  applier,
@@ -135,7 +135,7 @@ func dynamoComponentEvents(mgr manager.Manager, gate *scope.Gate) events.EventRe
 }
 
 // CacheOptions keeps only the operator's own children of the built-in kinds
-// in memory: a cluster's other Deployments and Services are none of its
+// in memory, trimmed of what nothing reads (trimForCache): a cluster's other Deployments and Services are none of its
 // business, and caching them all would cost memory proportional to the
 // cluster rather than to the graphs.
 func CacheOptions() cache.Options {
@@ -157,5 +157,5 @@ func CacheOptions() cache.Options {
 	for _, kind := range discoveryKinds {
 		byObject[kind] = managed
 	}
-	return cache.Options{ByObject: byObject}
+	return cache.Options{ByObject: byObject, DefaultTransform: trimForCache}
 }

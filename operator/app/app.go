@@ -110,7 +110,14 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding health check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	// Ready means the admission webhooks answer: the pod joins the webhook
+	// Service's endpoints only then, and the API server refuses writes to our
+	// kinds (users' and our own) while the Service has no endpoint.
+	ready := healthz.Ping
+	if o.Webhook.Enabled {
+		ready = mgr.GetWebhookServer().StartedChecker()
+	}
+	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return nil, fmt.Errorf("adding ready check: %w", err)
 	}
 	return mgr, nil

@@ -73,7 +73,9 @@ func HasPriorityAndFairness(ctx context.Context, cfg *rest.Config) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, host.String()+"/apis/flowcontrol.apiserver.k8s.io", nil)
+	// JoinPath, not concatenation: an in-cluster host URL ends in "/", and
+	// "//apis/..." is outside the discovery paths every user may read.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, host.JoinPath("apis", "flowcontrol.apiserver.k8s.io").String(), nil)
 	if err != nil {
 		return false, err
 	}

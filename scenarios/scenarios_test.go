@@ -106,6 +106,9 @@ func TestScenarios(t *testing.T) {
 			TestingT: t,
 		},
 	}.Run()
+	if err := suite.DownKept(ctx); err != nil {
+		t.Error(err)
+	}
 	summary := filepath.Join(reportDir, "summary.txt")
 	if err := suite.Report.WriteSummary(summary); err != nil {
 		t.Error(err)

@@ -21,6 +21,7 @@ import (
 
 	fsteps "github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/sim/prereq"
 )
 
 // CompatDir holds the users' manifests, beside the repository.
@@ -147,6 +148,14 @@ func (w *World) applyCompatGraphs(ctx context.Context) error {
 		ns := compatNamespace(rel)
 		if err := w.ensureNamespace(ctx, ns); err != nil {
 			return err
+		}
+		// The Secrets and ConfigMaps the graph's docs have users create
+		// first (placeholders): the simulator's kubelet, as a real one,
+		// starts no pod without them.
+		for _, o := range prereq.For(manifests[rel], ns) {
+			if err := w.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("%s: creating %s %s: %w", rel, o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+			}
 		}
 		for _, o := range manifests[rel] {
 			obj := o.DeepCopy()

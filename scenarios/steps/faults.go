@@ -141,8 +141,15 @@ func (f *faultWorld) referenceGraph(ctx context.Context, name, ns string) error 
 	if err := f.w.ensureNamespace(ctx, ns); err != nil {
 		return err
 	}
-	// A scenario continuing on a kept simulator finds the reference there.
-	if err := f.w.Client.Create(ctx, smallGraph(name, ns)); err != nil && !apierrors.IsAlreadyExists(err) {
+	// A scenario continuing on a kept simulator finds the reference there,
+	// and may start while the operator the one before killed is still
+	// coming back (its webhook refuses): retried, as a GitOps tool would.
+	if err := f.w.Eventually(ctx, func() error {
+		if err := f.w.Client.Create(ctx, smallGraph(name, ns)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	if err := f.w.Eventually(ctx, func() error { return f.notReady(ctx, ns, []string{name}) }); err != nil {

@@ -6,6 +6,7 @@ package cachelag
 import (
 	"context"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
@@ -37,12 +38,12 @@ func TestMain(m *testing.M) {
 // the API server.
 type laggingCache struct {
 	client.Client
-	held *v1alpha1.DynamoComponentDeployment
+	held client.Object
 }
 
 func (c *laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if dcd, ok := obj.(*v1alpha1.DynamoComponentDeployment); ok && c.held != nil && key == client.ObjectKeyFromObject(c.held) {
-		c.held.DeepCopyInto(dcd)
+	if c.held != nil && key == client.ObjectKeyFromObject(c.held) && reflect.TypeOf(obj) == reflect.TypeOf(c.held) {
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(c.held.DeepCopyObject()).Elem())
 		return nil
 	}
 	return c.Client.Get(ctx, key, obj, opts...)

@@ -1,7 +1,8 @@
 // Package scenarios runs the upgrade and fault regression scenarios
-// (scenarios/*.feature) with godog on the simulator. Each scenario starts
-// a simulator of its own with no operator and installs operator releases
-// built from git with helm (scenarios/harness, scenarios/steps).
+// (scenarios/*.feature) with godog on the simulator. A scenario starts a
+// simulator with no operator, or continues on the one the scenario before
+// it kept, and installs operator releases built from git with helm
+// (scenarios/harness, scenarios/steps).
 //
 // It runs only when DYNAMO_SCENARIOS=1 (make scenarios). GODOG_PATHS
 // (feature files, relative to scenarios/, comma-separated) and GODOG_TAGS

@@ -1,7 +1,8 @@
 // Package steps is the step library of the upgrade and fault scenarios
-// (scenarios/*.feature). Each scenario starts a simulator of its own with
-// no operator (harness.Sim), installs and upgrades operator releases built
-// from git (harness.Builder) with helm, and checks what the workloads saw.
+// (scenarios/*.feature). A scenario starts a simulator with no operator
+// (harness.Sim), or continues on the one the scenario before kept (a chain
+// in one feature file), installs and upgrades operator releases built from
+// git (harness.Builder) with helm, and checks what the workloads saw.
 //
 // Steps are grouped one file per concern; each file registers its steps
 // from an init function with Register, so adding a concern touches no

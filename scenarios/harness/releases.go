@@ -194,6 +194,9 @@ func (b *Builder) make(ctx context.Context, r *Release, out string, force bool) 
 // itself: the release the working tree is the next one of.
 func PreviousTag(ctx context.Context, root string) (string, error) {
 	tag, err := git(ctx, root, "describe", "--tags", "--abbrev=0", "HEAD")
+	if err != nil && fetchHistory(ctx, root) {
+		tag, err = git(ctx, root, "describe", "--tags", "--abbrev=0", "HEAD")
+	}
 	if err != nil {
 		return "", fmt.Errorf("no release tag among HEAD's ancestors (git tag v0.1.0 ...): %w", err)
 	}
@@ -205,6 +208,22 @@ func PreviousTag(ctx context.Context, root string) (string, error) {
 		}
 	}
 	return tag, nil
+}
+
+// fetchHistory fetches the tags, and the history they point into, from the
+// clone's origin when the clone has none of them: a shallow or --no-tags
+// clone, as some CI systems make, still has a previous release to upgrade
+// from. It reports whether it fetched anything.
+func fetchHistory(ctx context.Context, root string) bool {
+	if _, err := git(ctx, root, "remote", "get-url", "origin"); err != nil {
+		return false
+	}
+	args := []string{"fetch", "--quiet", "--tags", "origin"}
+	if shallow, _ := git(ctx, root, "rev-parse", "--is-shallow-repository"); shallow == "true" {
+		args = append(args, "--unshallow")
+	}
+	_, err := git(ctx, root, args...)
+	return err == nil
 }
 
 // sanitizeTag keeps what an image tag allows: [A-Za-z0-9_.-], at most 128.

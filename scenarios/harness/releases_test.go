@@ -57,6 +57,15 @@ func TestPreviousTag(t *testing.T) {
 	if got, err := PreviousTag(ctx, dir); err != nil || got != "v2" {
 		t.Errorf("after v2: PreviousTag = %q, %v; want v2", got, err)
 	}
+	// A shallow clone without tags, as some CI systems make, fetches them
+	// from its origin.
+	clone := filepath.Join(t.TempDir(), "clone")
+	if out, err := exec.Command("git", "clone", "-q", "--depth", "1", "--no-tags", "file://"+dir, clone).CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v\n%s", err, out)
+	}
+	if got, err := PreviousTag(ctx, clone); err != nil || got != "v2" {
+		t.Errorf("in a shallow clone without tags: PreviousTag = %q, %v; want v2", got, err)
+	}
 	if _, err := PreviousTag(ctx, filepath.Join(dir, "missing")); err == nil {
 		t.Error("PreviousTag of a missing repository: want an error")
 	}

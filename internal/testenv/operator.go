@@ -183,10 +183,29 @@ func (o *Operator) WritesIn(namespace string, from, to time.Time) []string {
 	return out
 }
 
+// LeaseRenewals lists when each successful PUT or PATCH of the Lease
+// name in namespace was sent: a Lease holder sets renewTime just before it
+// sends, so these are the renewals' times as the Lease records them.
+func (o *Operator) LeaseRenewals(namespace, name string) []time.Time {
+	o.logMu.Lock()
+	defer o.logMu.Unlock()
+	var out []time.Time
+	suffix := "/namespaces/" + namespace + "/leases/" + name
+	for _, w := range o.log {
+		if w.ok && (w.method == http.MethodPut || w.method == http.MethodPatch) && strings.HasSuffix(w.path, suffix) {
+			out = append(out, w.sent)
+		}
+	}
+	return out
+}
+
 // write is one write request, recorded when its response arrived.
 type write struct {
 	method, path string
-	at           time.Time
+	// sent and at are when the request was sent and its response arrived;
+	// ok is a 2xx response.
+	sent, at time.Time
+	ok       bool
 }
 
 func (w write) String() string { return w.method + " " + w.path }
@@ -200,10 +219,12 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if t.op.partitioned.Load() {
 		return nil, errors.New("testenv: operator killed")
 	}
+	sent := time.Now()
 	resp, err := t.next.RoundTrip(req)
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		ok := err == nil && resp.StatusCode >= 200 && resp.StatusCode < 300
 		t.op.logMu.Lock()
-		t.op.log = append(t.op.log, write{method: req.Method, path: req.URL.Path, at: time.Now()})
+		t.op.log = append(t.op.log, write{method: req.Method, path: req.URL.Path, sent: sent, at: time.Now(), ok: ok})
 		t.op.logMu.Unlock()
 	}
 	return resp, err

@@ -44,10 +44,13 @@ func addScope(mgr manager.Manager, o *config.Options, c scope.Clock, gate *scope
 			Identity:      o.OperatorVersion,
 			Duration:      o.NamespaceLease.Duration,
 			RenewInterval: o.NamespaceLease.RenewInterval,
-			Settle:        min(time.Second, o.NamespaceLease.RenewInterval/2),
-			Clock:         c,
-			Acquired:      resync.Namespace,
-			Log:           log,
+			// A cluster-wide operator that found no Lease here a moment
+			// before it was created may write for scope.ConfirmTTL more:
+			// the settle outlasts that whatever the renew interval.
+			Settle:   max(min(time.Second, o.NamespaceLease.RenewInterval/2), scope.ConfirmTTL*3/2),
+			Clock:    c,
+			Acquired: resync.Namespace,
+			Log:      log,
 		}
 		if role := o.NamespaceLease.OwnerRole; role != "" {
 			reader, ns := mgr.GetAPIReader(), o.RestrictNamespace

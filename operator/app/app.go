@@ -27,6 +27,7 @@ import (
 	"github.com/dynamoctl/dynamo-operator/operator/controllers"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 	"github.com/dynamoctl/dynamo-operator/operator/scope"
+	"github.com/dynamoctl/dynamo-operator/operator/webhooks"
 )
 
 // Deps are what the environment injects into the operator; the zero value
@@ -41,6 +42,10 @@ type Deps struct {
 	// ModelHTTP reaches workers' LoRA API for the DynamoModel controller; a
 	// default client when nil (tests dial in-process fake workers).
 	ModelHTTP *http.Client
+	// Drain, when set, is begun when the operator is told to stop: the
+	// webhooks then close each connection after its answer and the pod
+	// reports not Ready (the binary's signal handling begins it).
+	Drain *webhooks.Drain
 }
 
 // NewScheme returns the types the operator reads and writes: the built-in
@@ -115,7 +120,13 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	// kinds (users' and our own) while the Service has no endpoint.
 	ready := healthz.Ping
 	if o.Webhook.Enabled {
-		ready = mgr.GetWebhookServer().StartedChecker()
+		started := mgr.GetWebhookServer().StartedChecker()
+		ready = func(r *http.Request) error {
+			if err := d.Drain.Check(r); err != nil {
+				return err
+			}
+			return started(r)
+		}
 	}
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return nil, fmt.Errorf("adding ready check: %w", err)

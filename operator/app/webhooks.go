@@ -21,6 +21,7 @@ func setupWebhooks(mgr manager.Manager, o *config.Options, d Deps, gate *scope.G
 	if err := webhooks.Setup(mgr, webhooks.Options{
 		OperatorVersion:   o.OperatorVersion,
 		NamespaceExcluded: gate.Excluded,
+		Drain:             d.Drain,
 	}); err != nil {
 		return err
 	}

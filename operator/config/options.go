@@ -171,6 +171,11 @@ type WebhookOptions struct {
 	// https://<URLHost>:<Port> instead of the Service, for running the
 	// operator outside the cluster.
 	URLHost string
+	// Drain is how long the operator keeps answering admissions after
+	// SIGTERM, closing each connection after its answer, before it stops:
+	// the API server keeps connections to a terminating pod alive, and a
+	// request written into one the server has just closed fails.
+	Drain time.Duration
 }
 
 // URL returns the base URL webhook configurations should call when URLHost
@@ -254,6 +259,7 @@ const (
 	flagWebhookURLHost              = "webhook-url-host"
 	flagWebhookCertValidity         = "webhook-cert-validity"
 	flagWebhookCAValidity           = "webhook-ca-validity"
+	flagWebhookDrain                = "webhook-drain"
 	flagOperatorVersion             = "operator-version"
 	flagMaxConcurrentReconciles     = "max-concurrent-reconciles"
 	flagModelCheckInterval          = "model-check-interval"
@@ -370,6 +376,8 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		"Lifetime of the webhook serving certificate in the auto cert mode; renewed when a third is left.")
 	fs.DurationVar(&o.Webhook.CAValidity, flagWebhookCAValidity, 10*365*24*time.Hour,
 		"Lifetime of the webhook CA in the auto cert mode; at least twice --"+flagWebhookCertValidity+" plus margins.")
+	fs.DurationVar(&o.Webhook.Drain, flagWebhookDrain, 5*time.Second,
+		"After SIGTERM, keep answering admissions this long, closing each connection after its answer, before stopping (0: stop at once). Keep it below the pod's termination grace period.")
 
 	fs.StringVar(&o.OperatorVersion, flagOperatorVersion, Version, "Operator version reported in logs and Leases.")
 	fs.IntVar(&o.MaxConcurrentReconciles, flagMaxConcurrentReconciles, 32,
@@ -531,6 +539,9 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 	}
 	if w.CAValidity <= 2*w.CertValidity {
 		p.flag(flagWebhookCAValidity, "must be more than twice --%s (%s), got %s", flagWebhookCertValidity, w.CertValidity, w.CAValidity)
+	}
+	if w.Drain < 0 {
+		p.flag(flagWebhookDrain, "must not be negative, got %s", w.Drain)
 	}
 	checkDNS1035Label(p, "--"+flagWebhookServiceName, w.ServiceName)
 	if w.URLHost != "" && !validHost(w.URLHost) {

@@ -42,6 +42,7 @@ func defaultOptions() Options {
 			ServiceName:  "dynamo-operator-webhook",
 			CertValidity: 90 * 24 * time.Hour,
 			CAValidity:   10 * 365 * 24 * time.Hour,
+			Drain:        5 * time.Second,
 
 			ManageConfigurations: true,
 		},
@@ -183,6 +184,7 @@ func TestParseValid(t *testing.T) {
 				"--webhook-service-name=my-webhook",
 				"--webhook-url-host=host.docker.internal",
 				"--webhook-cert-validity=4s", "--webhook-ca-validity=12s",
+				"--webhook-drain=0s",
 			},
 			edit: func(o *Options) {
 				o.MetricsBindAddress = "0"
@@ -361,6 +363,11 @@ func TestParseInvalid(t *testing.T) {
 			name: "webhook CA shorter than two certificate lifetimes",
 			args: []string{"--webhook-cert-validity=1h", "--webhook-ca-validity=2h"},
 			want: []string{`--webhook-ca-validity: must be more than twice --webhook-cert-validity (1h0m0s), got 2h0m0s`},
+		},
+		{
+			name: "negative webhook drain",
+			args: []string{"--webhook-drain=-1s"},
+			want: []string{`--webhook-drain: must not be negative, got -1s`},
 		},
 		{
 			name: "nats address without port",

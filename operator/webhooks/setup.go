@@ -19,6 +19,9 @@ type Options struct {
 	// namespace-scoped operator owns the namespace and its webhook decides.
 	// nil excludes nothing.
 	NamespaceExcluded func(namespace string) bool
+	// Drain, when set, closes connections after each answer once the
+	// operator is stopping.
+	Drain *Drain
 }
 
 // Paths the handlers are served at, in controller-runtime's naming.
@@ -38,7 +41,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	srv := mgr.GetWebhookServer()
 
 	register := func(path, kind string, h admission.Handler) {
-		srv.Register(path, &webhook.Admission{Handler: instrumented{resource: kind, next: h}})
+		srv.Register(path, o.Drain.Wrap(&webhook.Admission{Handler: instrumented{resource: kind, next: h}}))
 	}
 	register(PathValidateGraph, "DynamoGraphDeployment", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoGraphDeployment]{
 		kind: gk("DynamoGraphDeployment"), create: rules.ValidateGraph, update: rules.ValidateGraphUpdate, excluded: o.NamespaceExcluded,

@@ -74,7 +74,8 @@ Feature: Installed the way production installs it: the Helm chart
                 image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0
       """
     Then the dgd "llm" eventually has ".status.state" equal to "successful"
-    When I delete the leader pod of the release "dynamo-ha"
+    When I keep sending admission requests
+    And I delete the leader pod of the release "dynamo-ha"
     Then another pod of the release "dynamo-ha" becomes the leader
     When I patch the dgd "llm" with:
       """
@@ -82,6 +83,8 @@ Feature: Installed the way production installs it: the Helm chart
       """
     Then the Deployment "llm-frontend" eventually has ".spec.replicas" equal to "2"
     And the dgd "llm" eventually has ".status.services.Frontend.replicas" equal to "2"
+    # The deleted pod drains its webhooks before it stops (--webhook-drain).
+    And no admission request has failed
 
   Scenario: helm upgrade changing a value takes effect
     When I install the chart as "dynamo-up" in this namespace with "--set dynamo-operator.namespaceRestriction.enabled=true"

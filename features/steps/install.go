@@ -145,8 +145,8 @@ func (w *world) upgradeRelease(ctx context.Context, name, sets string) error {
 	return err
 }
 
-// uninstalled records, for each operator pod a "helm uninstall" step
-// removed, when the uninstall began. helm deletes the Deployment and the
+// uninstalled records, for each operator pod a "helm uninstall" step (or
+// a scenario's clean-up) removed, when the removal began. helm deletes the Deployment and the
 // RBAC in one pass, so a pod shutting down may be refused its last requests
 // (releasing the leader Lease); the suite's log check reports those apart.
 var uninstalled sync.Map // pod name -> time.Time
@@ -218,6 +218,15 @@ func (w *world) cleanUpReleases() error {
 // stopOperator scales a release's operator to zero and waits until its
 // pods are gone.
 func (w *world) stopOperator(ctx context.Context, release, ns string) error {
+	// A stopping pod drains its webhooks for a few seconds (--webhook-drain)
+	// while the scenario's namespace, RBAC included, may already be going.
+	pods, err := OperatorPods(ctx, w.cluster.Client, release, ns)
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		uninstalled.Store(p.Name, time.Now())
+	}
 	var deps appsv1.DeploymentList
 	if err := w.cluster.Client.List(ctx, &deps, client.InNamespace(ns), operatorSelector(release)); err != nil {
 		return err

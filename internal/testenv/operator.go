@@ -48,6 +48,9 @@ var operatorTestDefaults = []string{
 	"--health-probe-bind-address=0",
 	"--enable-webhooks=false",
 	"--max-concurrent-reconciles=4",
+	// Tests stop and restart operators often; the drain on stop is tested
+	// in operator/webhooks and on the simulator (install.feature).
+	"--webhook-drain=0s",
 }
 
 // NewOperator prepares an operator configured with the manager's own

@@ -42,10 +42,6 @@ type Deps struct {
 	// ModelHTTP reaches workers' LoRA API for the DynamoModel controller; a
 	// default client when nil (tests dial in-process fake workers).
 	ModelHTTP *http.Client
-	// Drain, when set, is begun when the operator is told to stop: the
-	// webhooks then close each connection after its answer and the pod
-	// reports not Ready (the binary's signal handling begins it).
-	Drain *webhooks.Drain
 }
 
 // NewScheme returns the types the operator reads and writes: the built-in
@@ -80,6 +76,10 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	if d.Customize != nil {
 		d.Customize(&opts)
 	}
+	drain := &webhooks.Drain{}
+	if opts.WebhookServer != nil && o.Webhook.Drain > 0 {
+		opts.WebhookServer = drain.Server(opts.WebhookServer, o.Webhook.Drain, d.Clock)
+	}
 	mgr, err := manager.New(cfg, opts)
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 		return nil, err
 	}
 	if o.Webhook.Enabled {
-		if err := setupWebhooks(mgr, o, d, gate); err != nil {
+		if err := setupWebhooks(mgr, o, d, gate, drain); err != nil {
 			return nil, fmt.Errorf("setting up webhooks: %w", err)
 		}
 	}
@@ -122,7 +122,7 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	if o.Webhook.Enabled {
 		started := mgr.GetWebhookServer().StartedChecker()
 		ready = func(r *http.Request) error {
-			if err := d.Drain.Check(r); err != nil {
+			if err := drain.Check(r); err != nil {
 				return err
 			}
 			return started(r)

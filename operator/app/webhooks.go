@@ -17,11 +17,11 @@ import (
 // A cluster-wide operator's webhooks let objects in namespaces that a
 // namespace-scoped operator owns through unjudged: that operator's own
 // webhook, selected by namespace, judges them.
-func setupWebhooks(mgr manager.Manager, o *config.Options, d Deps, gate *scope.Gate) error {
+func setupWebhooks(mgr manager.Manager, o *config.Options, d Deps, gate *scope.Gate, drain *webhooks.Drain) error {
 	if err := webhooks.Setup(mgr, webhooks.Options{
 		OperatorVersion:   o.OperatorVersion,
 		NamespaceExcluded: gate.Excluded,
-		Drain:             d.Drain,
+		Drain:             drain,
 	}); err != nil {
 		return err
 	}

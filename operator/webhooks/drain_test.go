@@ -1,11 +1,16 @@
 package webhooks
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 func TestDrainClosesEachConnectionAfterItsAnswer(t *testing.T) {
@@ -47,5 +52,52 @@ func TestNilDrainChangesNothing(t *testing.T) {
 	}
 	if d.Draining() || d.Check(nil) != nil {
 		t.Error("a nil Drain reports draining")
+	}
+}
+
+// fakeServer is a webhook server that serves until its context ends.
+type fakeServer struct {
+	webhook.Server
+	stopped chan struct{}
+}
+
+func (s *fakeServer) Start(ctx context.Context) error {
+	<-ctx.Done()
+	close(s.stopped)
+	return nil
+}
+
+func TestDrainingServerServesOnForTheDrainAfterTheManagerStopsIt(t *testing.T) {
+	d := &Drain{}
+	inner := &fakeServer{stopped: make(chan struct{})}
+	clk := clocktesting.NewFakeClock(time.Now())
+	srv := d.Server(inner, 5*time.Second, clk)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(ctx) }()
+
+	if d.Draining() {
+		t.Fatal("draining before the manager stopped the server")
+	}
+	stop()
+	for !clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	if !d.Draining() {
+		t.Fatal("the manager stopped the server: not draining")
+	}
+	select {
+	case <-inner.stopped:
+		t.Fatal("the server stopped before the drain's end")
+	default:
+	}
+	clk.Step(5 * time.Second)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not stop at the drain's end")
 	}
 }

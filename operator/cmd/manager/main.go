@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -20,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -28,7 +25,6 @@ import (
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/config"
 	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
-	"github.com/dynamoctl/dynamo-operator/operator/webhooks"
 )
 
 func main() {
@@ -70,8 +66,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stderr io.Writer)
 	if o.ApplyCRDs {
 		return applyCRDs(restConfig, log, stderr)
 	}
-	drain := &webhooks.Drain{}
-	mgr, err := app.New(restConfig, o, app.Deps{Drain: drain})
+	mgr, err := app.New(restConfig, o, app.Deps{})
 	if err != nil {
 		printError(stderr, fmt.Errorf("creating manager: %w", err))
 		return exitFailure
@@ -82,42 +77,11 @@ func run(args []string, lookupEnv func(string) (string, bool), stderr io.Writer)
 		startup = append(startup, "watchNamespace", o.RestrictNamespace)
 	}
 	log.Info("starting dynamo-operator", startup...)
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	wait := o.Webhook.Drain
-	if !o.Webhook.Enabled {
-		wait = 0
-	}
-	if err := mgr.Start(stopContext(signals, drain, wait, clock.RealClock{}, log, func() { os.Exit(exitFailure) })); err != nil {
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "manager stopped")
 		return exitFailure
 	}
 	return exitOK
-}
-
-// stopContext ends when the operator should stop: on the first SIGTERM or
-// SIGINT its webhooks start draining, and the context ends wait later (at
-// once with no webhooks to drain); a second signal calls exit, as
-// controller-runtime's signal handler does.
-func stopContext(signals <-chan os.Signal, drain *webhooks.Drain, wait time.Duration, clk clock.Clock, log logr.Logger, exit func()) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		sig := <-signals
-		drain.Begin()
-		if wait > 0 {
-			log.Info("stopping: answering admissions a while longer, closing each connection after its answer",
-				"signal", sig.String(), "drain", wait)
-			select {
-			case <-clk.After(wait):
-			case <-signals:
-				exit()
-			}
-		}
-		cancel()
-		<-signals
-		exit()
-	}()
-	return ctx
 }
 
 // newLogger logs JSON for collectors unless --log-format=console asks for

@@ -2,16 +2,8 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
-
-	"github.com/go-logr/logr"
-	clocktesting "k8s.io/utils/clock/testing"
-
-	"github.com/dynamoctl/dynamo-operator/operator/webhooks"
 )
 
 func envOf(vars map[string]string) func(string) (string, bool) {
@@ -70,53 +62,5 @@ func TestRunHelp(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "Usage: dynamo-operator") {
 		t.Errorf("run(--help) printed %q, want usage", stderr.String())
-	}
-}
-
-func TestStopContextDrainsBeforeStopping(t *testing.T) {
-	signals := make(chan os.Signal, 2)
-	drain := &webhooks.Drain{}
-	clk := clocktesting.NewFakeClock(time.Now())
-	exited := make(chan struct{})
-	ctx := stopContext(signals, drain, 5*time.Second, clk, logr.Discard(), func() { close(exited) })
-
-	signals <- syscall.SIGTERM
-	// The drain begins at once; the context ends only after the wait.
-	for !clk.HasWaiters() {
-		time.Sleep(time.Millisecond)
-	}
-	if !drain.Draining() {
-		t.Fatal("after SIGTERM: not draining")
-	}
-	if ctx.Err() != nil {
-		t.Fatal("the context ended before the drain's wait")
-	}
-	clk.Step(5 * time.Second)
-	select {
-	case <-ctx.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the context did not end after the drain's wait")
-	}
-	select {
-	case <-exited:
-		t.Fatal("exited on the first signal")
-	default:
-	}
-	signals <- syscall.SIGTERM
-	select {
-	case <-exited:
-	case <-time.After(10 * time.Second):
-		t.Fatal("a second signal did not exit")
-	}
-}
-
-func TestStopContextWithoutDrainStopsAtOnce(t *testing.T) {
-	signals := make(chan os.Signal, 1)
-	ctx := stopContext(signals, &webhooks.Drain{}, 0, clocktesting.NewFakeClock(time.Now()), logr.Discard(), func() {})
-	signals <- os.Interrupt
-	select {
-	case <-ctx.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the context did not end on the signal")
 	}
 }

@@ -412,9 +412,18 @@ type operatorProcess struct {
 }
 
 // writeHeapProfile saves the operator's heap profile, after a collection,
-// to path.
+// to path, and its text form with the runtime's MemStats to path.txt.
 func (p *operatorProcess) writeHeapProfile(path string) error {
-	resp, err := http.Get("http://" + p.pprofAddr + "/debug/pprof/heap?gc=1")
+	// The text form ends with the runtime's MemStats: how much of the
+	// resident memory is live heap, freed heap not yet returned, stacks.
+	if err := p.saveProfile(path+".txt", "/debug/pprof/heap?debug=1"); err != nil {
+		return err
+	}
+	return p.saveProfile(path, "/debug/pprof/heap?gc=1")
+}
+
+func (p *operatorProcess) saveProfile(path, query string) error {
+	resp, err := http.Get("http://" + p.pprofAddr + query)
 	if err != nil {
 		return err
 	}

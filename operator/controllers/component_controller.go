@@ -414,11 +414,13 @@ func (r *ComponentReconciler) failWith(ctx context.Context, dcd *v1alpha1.Dynamo
 
 // holdFirstReport says how long the status next may wait before it is
 // written (firstReportDelay): only while the stored status does not yet
-// describe the component's current spec and next merely reports a rollout
-// under way, with nothing blocking it.
+// describe the component's current spec, claims no availability (Available
+// for an older spec, with old pods serving, is withdrawn at once), and next
+// merely reports a rollout under way, with nothing blocking it.
 func (r *ComponentReconciler) holdFirstReport(key types.NamespacedName, dcd *v1alpha1.DynamoComponentDeployment,
 	next *v1alpha1.DynamoComponentDeploymentStatus, now time.Time) time.Duration {
-	if dcd.Status.ObservedGeneration == dcd.Generation {
+	if dcd.Status.ObservedGeneration == dcd.Generation ||
+		meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionAvailable) {
 		return 0
 	}
 	cond := meta.FindStatusCondition(next.Conditions, v1alpha1.ConditionAvailable)

@@ -12,11 +12,11 @@ import (
 // while it is merely rolling out. A new Deployment is "not yet observed",
 // then "0 of 1 available", then available; at scale each of those states
 // lasted milliseconds to seconds and cost every component three status
-// writes and every graph two, where one each says all a user needs. Until
-// the first report the stored status says nothing false: its
-// observedGeneration is older than the spec (or absent), which every
-// reader, kstatus included, takes as "in progress". A regression of a
-// reported state, a blocker (unschedulable, crash-looping, stalled) or an
+// writes and every graph two, where one each says all a user needs. The
+// hold applies only while the stored status says nothing false: it is
+// absent, or not Ready/Available, for an older spec, which every reader,
+// kstatus included, takes as "in progress". Ready or Available claimed for
+// an older spec, a blocker (unschedulable, crash-looping, stalled) or an
 // invalid spec is never held back, and a rollout still going after the
 // delay is reported then.
 const firstReportDelay = 5 * time.Second

@@ -407,8 +407,10 @@ func (c changeSet) emit(rec events.EventRecorder, obj client.Object) {
 
 // holdFirstReport says how long the status next may wait before it is
 // written: only while the stored status does not yet describe the graph's
-// current spec and next says no more than that its components are rolling
-// out (no image awaited, nothing blocked, stalled or invalid), for
+// current spec, claims no readiness (Ready for an older spec, with old pods
+// serving, is withdrawn at once), and next says no more than that its
+// components are rolling out (no image awaited, nothing blocked, stalled or
+// invalid), for
 // firstReportDelay, and beyond it, up to firstReportLimit, while a
 // component has not reported on its own spec yet: until then the graph
 // could only say "not yet reconciled", and at scale, with thousands of
@@ -417,7 +419,8 @@ func (c changeSet) emit(rec events.EventRecorder, obj client.Object) {
 func (r *GraphReconciler) holdFirstReport(key types.NamespacedName, dgd *v1alpha1.DynamoGraphDeployment,
 	components []*v1alpha1.DynamoComponentDeployment, next *v1alpha1.DynamoGraphDeploymentStatus,
 	pending *imageWait, blockers string, now time.Time) time.Duration {
-	if dgd.Status.ObservedGeneration == dgd.Generation || pending != nil || blockers != "" ||
+	if dgd.Status.ObservedGeneration == dgd.Generation || meta.IsStatusConditionTrue(dgd.Status.Conditions, v1alpha1.ConditionReady) ||
+		pending != nil || blockers != "" ||
 		next.State != v1alpha1.GraphStatePending || meta.FindStatusCondition(next.Conditions, v1alpha1.ConditionStalled) != nil {
 		return 0
 	}

@@ -192,6 +192,37 @@ func TestComponentSlowRolloutIsReportedAfterTheDelay(t *testing.T) {
 	}
 }
 
+// Available claimed for an older spec is withdrawn at once when the spec
+// changes: old pods serve meanwhile, and the component is not what its spec
+// says.
+func TestComponentAvailableForAnOlderSpecIsWithdrawnAtOnce(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, t.Name())
+	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	dcd := builders.MakeComponent("c", ns, builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).Obj()
+	if err := env.Client.Create(ctx, dcd); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(dcd)
+	r := newComponentReconciler(env.Client, clock)
+	reconcileOnce(t, ctx, r, key)
+	deploymentStatus(t, ctx, key, 1)
+	reconcileOnce(t, ctx, r, key)
+
+	got := component(t, ctx, key)
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.ExtraPodSpec.MainContainer.Image = "frontend:2"
+	if err := env.Client.Patch(ctx, got, patch); err != nil {
+		t.Fatal(err)
+	}
+	reconcileOnce(t, ctx, r, key) // the clock has not moved: within the delay
+	got = component(t, ctx, key)
+	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAvailable)
+	if cond == nil || cond.Status != metav1.ConditionFalse || got.Status.ObservedGeneration != got.Generation {
+		t.Fatalf("the component stays Available for its older spec: %+v", got.Status)
+	}
+}
+
 // What blocks a rollout is news: it is written at once, delay or not.
 func TestComponentBlockedRolloutIsReportedAtOnce(t *testing.T) {
 	ctx := context.Background()

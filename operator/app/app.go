@@ -164,6 +164,7 @@ func ManagerOptions(cfg *rest.Config, o *config.Options) (*rest.Config, manager.
 		Scheme:                 scheme,
 		Metrics:                metricsOpts,
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
+		PprofBindAddress:       o.PprofBindAddress,
 		LeaderElection:         o.LeaderElection.Enabled,
 		LeaderElectionID:       o.LeaderElection.ID,
 		// Resolved by config.Parse, so this works outside a cluster where

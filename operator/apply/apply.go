@@ -124,10 +124,14 @@ func (a *Applier) Apply(ctx context.Context, desired, live client.Object) (Outco
 		client.FieldOwner(a.FieldOwner), client.ForceOwnership); err != nil {
 		return Unchanged, err
 	}
-	a.remember(key, recentWrite{hash: hash, at: a.now(), stored: u.Object})
+	// The memory of this write stands in for the object until the cache
+	// shows it; its managedFields, often the largest part of the response,
+	// are what no caller reads from it.
+	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, desired); err != nil {
 		return Applied, fmt.Errorf("reading back applied %s %s: %w", u.GetKind(), u.GetName(), err)
 	}
+	a.remember(key, recentWrite{hash: hash, at: a.now(), stored: u.Object})
 	return Applied, nil
 }
 

@@ -33,6 +33,7 @@ func defaultOptions() Options {
 		MetricsBindAddress:     ":8443",
 		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",
+		PprofBindAddress:       "0",
 		Webhook: WebhookOptions{
 			Enabled:      true,
 			Port:         9443,
@@ -729,7 +730,7 @@ func TestUsageListsEverything(t *testing.T) {
 		"-namespace-lease-renew-interval", "-leader-elect", "-leader-election-id",
 		"-leader-election-namespace", "-leader-election-lease-duration",
 		"-leader-election-renew-deadline", "-leader-election-retry-period",
-		"-metrics-bind-address", "-metrics-secure", "-health-probe-bind-address",
+		"-metrics-bind-address", "-metrics-secure", "-health-probe-bind-address", "-pprof-bind-address",
 		"-webhook-port", "-enable-webhooks", "-webhook-cert-mode", "-webhook-cert-dir",
 		"-webhook-cert-secret", "-webhook-service-name", "-webhook-url-host",
 		"-operator-version", "-max-concurrent-reconciles", "-kube-api-qps", "-kube-api-burst",

@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -51,6 +53,8 @@ type ComponentReconciler struct {
 	// written remembers this controller's latest status write of each
 	// component until the cache shows it (statusWrites).
 	written statusWrites
+	// first holds back the first report of a rollout (firstReportDelay).
+	first firstReports
 }
 
 // SetupWithManager registers the controller.
@@ -83,6 +87,9 @@ func (r *ComponentReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	dcd := &v1alpha1.DynamoComponentDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, dcd); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.first.reported(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if r.Reader != nil && r.written.unseen(req.NamespacedName, dcd.ResourceVersion, r.Clock.Now()) {
@@ -183,11 +190,20 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
-		c.Status = componentStatus(c, deploy, why, metav1.NewTime(r.Clock.Now()))
-	})
+	now := r.Clock.Now()
+	next := componentStatus(dcd, deploy, why, metav1.NewTime(now))
+	if wait := r.holdFirstReport(req.NamespacedName, dcd, &next, now); wait > 0 {
+		log := ctrl.LoggerFrom(ctx)
+		log.V(2).Info("rollout just started: its first status waits to see whether it is over at once",
+			"component", klog.KObj(dcd), "for", wait)
+		return soonest(changes.result(), wait), nil
+	}
+	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) { c.Status = next })
 	if wrote && err == nil {
-		r.written.record(req.NamespacedName, dcd.ResourceVersion, r.Clock.Now())
+		r.written.record(req.NamespacedName, dcd.ResourceVersion, now)
+	}
+	if err == nil {
+		r.first.reported(req.NamespacedName)
 	}
 	if !wrote && err == nil && changes.empty() {
 		logNothingToDo(ctx, dcd)
@@ -394,4 +410,31 @@ func (r *ComponentReconciler) failWith(ctx context.Context, dcd *v1alpha1.Dynamo
 		logRefused(ctx, dcd, cause, changed)
 	}
 	return err
+}
+
+// holdFirstReport says how long the status next may wait before it is
+// written (firstReportDelay): only while the stored status does not yet
+// describe the component's current spec, claims no availability (Available
+// for an older spec, with old pods serving, is withdrawn at once), and next
+// merely reports a rollout under way, with nothing blocking it.
+func (r *ComponentReconciler) holdFirstReport(key types.NamespacedName, dcd *v1alpha1.DynamoComponentDeployment,
+	next *v1alpha1.DynamoComponentDeploymentStatus, now time.Time) time.Duration {
+	if dcd.Status.ObservedGeneration == dcd.Generation ||
+		meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionAvailable) {
+		return 0
+	}
+	cond := meta.FindStatusCondition(next.Conditions, v1alpha1.ConditionAvailable)
+	if cond == nil || cond.Status == metav1.ConditionTrue || cond.Reason != ReasonRolloutInProgress ||
+		meta.FindStatusCondition(next.Conditions, v1alpha1.ConditionStalled) != nil {
+		return 0
+	}
+	return r.first.hold(key, dcd.Generation, now)
+}
+
+// soonest is res, or a requeue after wait when that comes sooner.
+func soonest(res reconcile.Result, wait time.Duration) reconcile.Result {
+	if res.RequeueAfter == 0 || wait < res.RequeueAfter {
+		res.RequeueAfter = wait
+	}
+	return res
 }

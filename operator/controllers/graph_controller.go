@@ -7,10 +7,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -46,6 +49,9 @@ type GraphReconciler struct {
 	Renderer string
 
 	progress progressThrottle
+	// first holds back the first report of a graph's generation while its
+	// components merely roll out (firstReportDelay).
+	first firstReports
 	// written remembers our latest status write of each graph until the
 	// cache shows it (statusWrites).
 	written statusWrites
@@ -79,6 +85,7 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	if err := r.Client.Get(ctx, req.NamespacedName, dgd); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.progress.forget(req.NamespacedName)
+			r.first.reported(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -153,11 +160,19 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	next := graphStatus(dgd, components, metav1.NewTime(now))
 	setImageWait(&next, dgd, pending, metav1.NewTime(now))
 	blockers := componentBlockers(components)
+	if wait := r.holdFirstReport(req.NamespacedName, dgd, components, &next, pending, blockers, now); wait > 0 {
+		ctrl.LoggerFrom(ctx).V(2).Info("components just created: the graph's first status waits to see whether they are available at once",
+			"graph", klog.KObj(dgd), "for", wait)
+		return soonest(changes.result(), wait), nil
+	}
 	if wait := r.progress.wait(req.NamespacedName, &dgd.Status, &next, blockers, now); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	before := dgd.Status.State
 	wrote, err := patchStatus(ctx, r.Client, dgd, func(g *v1alpha1.DynamoGraphDeployment) { g.Status = next })
+	if err == nil {
+		r.first.reported(req.NamespacedName)
+	}
 	if wrote && err == nil {
 		r.written.record(req.NamespacedName, dgd.ResourceVersion, now)
 		r.progress.wrote(req.NamespacedName, blockers, now)
@@ -388,4 +403,32 @@ func (c changeSet) emit(rec events.EventRecorder, obj client.Object) {
 		sort.Strings(e.names)
 		rec.Eventf(obj, nil, corev1.EventTypeNormal, e.reason, e.action, "%s %s", e.reason, strings.Join(e.names, ", "))
 	}
+}
+
+// holdFirstReport says how long the status next may wait before it is
+// written: only while the stored status does not yet describe the graph's
+// current spec, claims no readiness (Ready for an older spec, with old pods
+// serving, is withdrawn at once), and next says no more than that its
+// components are rolling out (no image awaited, nothing blocked, stalled or
+// invalid), for
+// firstReportDelay, and beyond it, up to firstReportLimit, while a
+// component has not reported on its own spec yet: until then the graph
+// could only say "not yet reconciled", and at scale, with thousands of
+// components queued, that is what it said for most of its rollout, in a
+// progress write every progressInterval.
+func (r *GraphReconciler) holdFirstReport(key types.NamespacedName, dgd *v1alpha1.DynamoGraphDeployment,
+	components []*v1alpha1.DynamoComponentDeployment, next *v1alpha1.DynamoGraphDeploymentStatus,
+	pending *imageWait, blockers string, now time.Time) time.Duration {
+	if dgd.Status.ObservedGeneration == dgd.Generation || meta.IsStatusConditionTrue(dgd.Status.Conditions, v1alpha1.ConditionReady) ||
+		pending != nil || blockers != "" ||
+		next.State != v1alpha1.GraphStatePending || meta.FindStatusCondition(next.Conditions, v1alpha1.ConditionStalled) != nil {
+		return 0
+	}
+	unreported := false
+	for _, dcd := range components {
+		if _, cond := componentCurrent(dcd); cond == nil {
+			unreported = true
+		}
+	}
+	return r.first.holdUpTo(key, dgd.Generation, now, unreported)
 }

@@ -8,6 +8,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,11 +43,12 @@ var (
 	services = flag.Int("services", 4, "services per graph")
 	// 0: the operator's shipped defaults, and no client-side limit for the
 	// floor's writers.
-	qps     = flag.Float64("qps", 0, "client QPS of the operator and of the raw-write floor; 0: shipped defaults, floor unlimited")
-	burst   = flag.Int("burst", 0, "client burst of the operator and of the raw-write floor; 0: shipped default")
-	workers = flag.Int("workers", 0, "concurrent reconciles per controller; 0: shipped default")
-	writers = flag.Int("writers", 64, "parallel writers of the raw-write floor and of graph creation")
-	steady  = flag.Duration("steady", 60*time.Second, "steady-state window in which the operator should write nothing")
+	qps         = flag.Float64("qps", 0, "client QPS of the operator and of the raw-write floor; 0: shipped defaults, floor unlimited")
+	burst       = flag.Int("burst", 0, "client burst of the operator and of the raw-write floor; 0: shipped default")
+	workers     = flag.Int("workers", 0, "concurrent reconciles per controller; 0: shipped default")
+	writers     = flag.Int("writers", 64, "parallel writers of the raw-write floor and of graph creation")
+	heapProfile = flag.String("heap-profile", "", "write the operator's heap profile (go tool pprof) at the end of the steady-state window to this file")
+	steady      = flag.Duration("steady", 60*time.Second, "steady-state window in which the operator should write nothing")
 )
 
 const operatorUser = "dynamo-operator"
@@ -85,6 +89,8 @@ func BenchmarkGraphs(b *testing.B) {
 		b.Fatal(err)
 	}
 	created := time.Since(start)
+	waitFor(ctx, b, "children", func() (bool, error) { return childrenExist(ctx, env, ns) })
+	children := time.Since(start)
 	waitFor(ctx, b, "children and status", func() (bool, error) { return childrenAndStatusCurrent(ctx, env, ns) })
 	elapsed := time.Since(start)
 	waitFor(ctx, b, "every graph Ready", func() (bool, error) { return allReady(ctx, env, ns) })
@@ -95,9 +101,16 @@ func BenchmarkGraphs(b *testing.B) {
 	time.Sleep(*steady)
 	after := auditCounts(b, env)
 	rss, peak := op.memory()
+	if *heapProfile != "" {
+		if err := op.writeHeapProfile(*heapProfile); err != nil {
+			b.Errorf("heap profile: %v", err)
+		}
+	}
 
 	n := float64(*graphs)
 	x := func(d, f time.Duration) float64 { return d.Seconds() / f.Seconds() }
+	b.ReportMetric(children.Seconds(), "s-to-children")
+	b.ReportMetric(x(children, floor.children), "x-children-floor")
 	b.ReportMetric(elapsed.Seconds(), "s-to-converge")
 	b.ReportMetric(ready.Seconds(), "s-to-ready")
 	b.ReportMetric(floor.children.Seconds(), "s-floor")
@@ -114,6 +127,7 @@ func BenchmarkGraphs(b *testing.B) {
 	b.Logf("raw-write floor, %d writers, %d children: %s; with the minimal status writes (one per component, one per graph): %s; "+
 		"raw children all available: %s", *writers, floor.objects, floor.children.Round(time.Millisecond),
 		floor.withStatus.Round(time.Millisecond), floor.available.Round(time.Millisecond))
+	b.Logf("operator: every child existing after %s (%.2fx the raw-write floor)", children.Round(time.Millisecond), x(children, floor.children))
 	b.Logf("operator: every child existing and every status current after %s (%.2fx the raw-write floor, %.2fx the floor with status); "+
 		"every graph Ready after %s (%.2fx the raw children's availability)",
 		elapsed.Round(time.Millisecond), x(elapsed, floor.children), x(elapsed, floor.withStatus),
@@ -269,9 +283,8 @@ func waitFor(ctx context.Context, b *testing.B, what string, done func() (bool, 
 	b.Fatalf("%s: not within 30 minutes (last error: %v)", what, last)
 }
 
-// childrenAndStatusCurrent: every component, Deployment and Service exists
-// and every graph's status describes its current generation.
-func childrenAndStatusCurrent(ctx context.Context, env *benchCluster, ns string) (bool, error) {
+// childrenExist: every component, Deployment and Service exists.
+func childrenExist(ctx context.Context, env *benchCluster, ns string) (bool, error) {
 	want := *graphs * *services
 	for _, list := range []client.ObjectList{&v1alpha1.DynamoComponentDeploymentList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}} {
 		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
@@ -280,6 +293,15 @@ func childrenAndStatusCurrent(ctx context.Context, env *benchCluster, ns string)
 		if meta.LenList(list) != want {
 			return false, nil
 		}
+	}
+	return true, nil
+}
+
+// childrenAndStatusCurrent: every child exists and every graph's status
+// describes its current generation.
+func childrenAndStatusCurrent(ctx context.Context, env *benchCluster, ns string) (bool, error) {
+	if ok, err := childrenExist(ctx, env, ns); !ok || err != nil {
+		return false, err
 	}
 	return allGraphs(ctx, env, ns, func(g *v1alpha1.DynamoGraphDeployment) bool {
 		return g.Status.ObservedGeneration == g.Generation
@@ -385,6 +407,39 @@ type operatorProcess struct {
 	log   *os.File
 	done  chan struct{}
 	flags []string // beyond the ports and webhooks: empty is the shipped defaults
+	// pprofAddr serves the operator's profiles when -heap-profile is set.
+	pprofAddr string
+}
+
+// writeHeapProfile saves the operator's heap profile, after a collection,
+// to path, and its text form with the runtime's MemStats to path.txt.
+func (p *operatorProcess) writeHeapProfile(path string) error {
+	// The text form ends with the runtime's MemStats: how much of the
+	// resident memory is live heap, freed heap not yet returned, stacks.
+	if err := p.saveProfile(path+".txt", "/debug/pprof/heap?debug=1"); err != nil {
+		return err
+	}
+	return p.saveProfile(path, "/debug/pprof/heap?gc=1")
+}
+
+func (p *operatorProcess) saveProfile(path, query string) error {
+	resp, err := http.Get("http://" + p.pprofAddr + query)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET heap profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // cpu is the processor time the operator used so far, user and system.
@@ -440,6 +495,16 @@ func startOperator(ctx context.Context, b *testing.B, env *benchCluster) *operat
 	if *workers > 0 {
 		flags = append(flags, "--max-concurrent-reconciles="+strconv.Itoa(*workers))
 	}
+	var pprofAddr string
+	if *heapProfile != "" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		pprofAddr = l.Addr().String()
+		_ = l.Close()
+		flags = append(flags, "--pprof-bind-address="+pprofAddr)
+	}
 	cmd := exec.CommandContext(ctx, bin, flags...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kcPath, "LOG_LEVEL=info")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -447,7 +512,7 @@ func startOperator(ctx context.Context, b *testing.B, env *benchCluster) *operat
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	p := &operatorProcess{cmd: cmd, log: logFile, done: make(chan struct{}), flags: flags[3:]}
+	p := &operatorProcess{cmd: cmd, log: logFile, done: make(chan struct{}), flags: flags[3:], pprofAddr: pprofAddr}
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	return p
 }

@@ -1,0 +1,371 @@
+// Package statuswrites tests, against a real API server (envtest), how many
+// status writes the controllers make while graphs and components converge:
+// one per state a user could act on, none for a state that lasts moments.
+// It holds only tests: the controllers' own package runs without an API
+// server.
+package statuswrites
+
+import (
+	"context"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/apply"
+	"github.com/dynamoctl/dynamo-operator/operator/controllers"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, func(e *testenv.Env) { env = e }))
+}
+
+// countingClient counts the status writes made through it.
+type countingClient struct {
+	client.Client
+	statusWrites atomic.Int32
+}
+
+func (c *countingClient) Status() client.SubResourceWriter {
+	return countingStatus{SubResourceWriter: c.Client.Status(), n: &c.statusWrites}
+}
+
+type countingStatus struct {
+	client.SubResourceWriter
+	n *atomic.Int32
+}
+
+func (s countingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	s.n.Add(1)
+	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+func (s countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	s.n.Add(1)
+	return s.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+// deploymentStatus sets the Deployment's status as its controller would
+// (envtest runs no controller-manager): the current generation observed,
+// with available of its one replica available.
+func deploymentStatus(t *testing.T, ctx context.Context, key client.ObjectKey, available int32) {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, key, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1,
+		ReadyReplicas: available, AvailableReplicas: available}
+	if err := env.Client.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func component(t *testing.T, ctx context.Context, key client.ObjectKey) *v1alpha1.DynamoComponentDeployment {
+	t.Helper()
+	dcd := &v1alpha1.DynamoComponentDeployment{}
+	if err := env.Client.Get(ctx, key, dcd); err != nil {
+		t.Fatal(err)
+	}
+	return dcd
+}
+
+func newComponentReconciler(c client.Client, clock *clocktesting.FakeClock) *controllers.ComponentReconciler {
+	return &controllers.ComponentReconciler{
+		Client:   c,
+		Applier:  &apply.Applier{Client: env.Client, FieldOwner: controllers.FieldOwner, Clock: clock},
+		Recorder: events.NewFakeRecorder(100),
+		Clock:    clock,
+		Reader:   env.Client,
+		Renderer: "dynamo-operator/test",
+	}
+}
+
+func reconcileOnce(t *testing.T, ctx context.Context, r reconcile.Reconciler, key client.ObjectKey) reconcile.Result {
+	t.Helper()
+	res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// A component whose Deployment becomes available moments after it was
+// created gets one status write, Available: the "not yet observed" state
+// in between is not written, yet the component says nothing false
+// meanwhile (no status for its generation) and is looked at again before
+// the delay ends.
+func TestComponentAvailableAtOnceGetsOneStatusWrite(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, t.Name())
+	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	dcd := builders.MakeComponent("c", ns, builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).Obj()
+	if err := env.Client.Create(ctx, dcd); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(dcd)
+	c := &countingClient{Client: env.Client}
+	r := newComponentReconciler(c, clock)
+
+	res := reconcileOnce(t, ctx, r, key)
+	// The reconcile acted: it created the Deployment.
+	if err := env.Client.Get(ctx, key, &appsv1.Deployment{}); err != nil {
+		t.Fatalf("the first reconcile did not create the Deployment: %v", err)
+	}
+	if n := c.statusWrites.Load(); n != 0 {
+		t.Fatalf("a status was written for a rollout that started moments ago: %d writes", n)
+	}
+	if got := component(t, ctx, key); got.Status.ObservedGeneration != 0 || len(got.Status.Conditions) != 0 {
+		t.Fatalf("the component reports before its first status write: %+v", got.Status)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > 5*time.Second {
+		t.Fatalf("a held status is not looked at again within the delay: %+v", res)
+	}
+
+	clock.Step(time.Second)
+	deploymentStatus(t, ctx, key, 1)
+	reconcileOnce(t, ctx, r, key)
+	got := component(t, ctx, key)
+	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAvailable)
+	if cond == nil || cond.Status != metav1.ConditionTrue || got.Status.ObservedGeneration != got.Generation {
+		t.Fatalf("the component is not Available once its Deployment is: %+v", got.Status)
+	}
+	if n := c.statusWrites.Load(); n != 1 {
+		t.Fatalf("status writes to become Available: got %d, want 1", n)
+	}
+}
+
+// A rollout still under way after the delay is reported then, and its end
+// once more: two writes for two states a user could read.
+func TestComponentSlowRolloutIsReportedAfterTheDelay(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, t.Name())
+	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	dcd := builders.MakeComponent("c", ns, builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).Obj()
+	if err := env.Client.Create(ctx, dcd); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(dcd)
+	c := &countingClient{Client: env.Client}
+	r := newComponentReconciler(c, clock)
+
+	reconcileOnce(t, ctx, r, key)
+	deploymentStatus(t, ctx, key, 0) // pods starting
+	clock.Step(2 * time.Second)
+	reconcileOnce(t, ctx, r, key)
+	if n := c.statusWrites.Load(); n != 0 {
+		t.Fatalf("a status was written within the delay: %d writes", n)
+	}
+
+	clock.Step(3 * time.Second)
+	reconcileOnce(t, ctx, r, key)
+	got := component(t, ctx, key)
+	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAvailable)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != controllers.ReasonRolloutInProgress ||
+		got.Status.ObservedGeneration != got.Generation {
+		t.Fatalf("a rollout still going after the delay is not reported: %+v", got.Status)
+	}
+
+	deploymentStatus(t, ctx, key, 1)
+	reconcileOnce(t, ctx, r, key)
+	cond = meta.FindStatusCondition(component(t, ctx, key).Status.Conditions, v1alpha1.ConditionAvailable)
+	if cond == nil || cond.Status != metav1.ConditionTrue {
+		t.Fatalf("the component is not Available once its Deployment is: %+v", cond)
+	}
+	if n := c.statusWrites.Load(); n != 2 {
+		t.Fatalf("status writes: got %d, want 2 (in progress, available)", n)
+	}
+}
+
+// Available claimed for an older spec is withdrawn at once when the spec
+// changes: old pods serve meanwhile, and the component is not what its spec
+// says.
+func TestComponentAvailableForAnOlderSpecIsWithdrawnAtOnce(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, t.Name())
+	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	dcd := builders.MakeComponent("c", ns, builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).Obj()
+	if err := env.Client.Create(ctx, dcd); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(dcd)
+	r := newComponentReconciler(env.Client, clock)
+	reconcileOnce(t, ctx, r, key)
+	deploymentStatus(t, ctx, key, 1)
+	reconcileOnce(t, ctx, r, key)
+
+	got := component(t, ctx, key)
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.ExtraPodSpec.MainContainer.Image = "frontend:2"
+	if err := env.Client.Patch(ctx, got, patch); err != nil {
+		t.Fatal(err)
+	}
+	reconcileOnce(t, ctx, r, key) // the clock has not moved: within the delay
+	got = component(t, ctx, key)
+	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAvailable)
+	if cond == nil || cond.Status != metav1.ConditionFalse || got.Status.ObservedGeneration != got.Generation {
+		t.Fatalf("the component stays Available for its older spec: %+v", got.Status)
+	}
+}
+
+// What blocks a rollout is news: it is written at once, delay or not.
+func TestComponentBlockedRolloutIsReportedAtOnce(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, t.Name())
+	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	dcd := builders.MakeComponent("c", ns, builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).Obj()
+	if err := env.Client.Create(ctx, dcd); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(dcd)
+	r := newComponentReconciler(env.Client, clock)
+	reconcileOnce(t, ctx, r, key)
+
+	d := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, key, d); err != nil {
+		t.Fatal(err)
+	}
+	pod := builders.MakePod("c-0", ns).Labels(d.Spec.Selector.MatchLabels).Obj()
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = builders.MakePod("c-0", ns).Unschedulable("0/4 nodes are available: 4 Insufficient nvidia.com/gpu").Obj().Status
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	deploymentStatus(t, ctx, key, 0)
+	reconcileOnce(t, ctx, r, key) // the clock has not moved: within the delay
+	cond := meta.FindStatusCondition(component(t, ctx, key).Status.Conditions, v1alpha1.ConditionAvailable)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != corev1.PodReasonUnschedulable {
+		t.Fatalf("an unschedulable pod is not reported at once: %+v", cond)
+	}
+}
+
+// setComponent writes a component's status as its controller would, for
+// its current generation: Available, or rolling out.
+func setComponent(t *testing.T, ctx context.Context, key client.ObjectKey, available bool) {
+	t.Helper()
+	dcd := component(t, ctx, key)
+	dcd.Status.ObservedGeneration = dcd.Generation
+	cond := metav1.Condition{Status: metav1.ConditionTrue, Reason: controllers.ReasonAvailable,
+		Message: "1 of 1 replicas available", ObservedGeneration: dcd.Generation}
+	if !available {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, controllers.ReasonRolloutInProgress, "0 of 1 replicas available"
+	}
+	for _, typ := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionReady} {
+		cond.Type = typ
+		meta.SetStatusCondition(&dcd.Status.Conditions, cond)
+	}
+	if err := env.Client.Status().Update(ctx, dcd); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func graph(t *testing.T, ctx context.Context, key client.ObjectKey) *v1alpha1.DynamoGraphDeployment {
+	t.Helper()
+	dgd := &v1alpha1.DynamoGraphDeployment{}
+	if err := env.Client.Get(ctx, key, dgd); err != nil {
+		t.Fatal(err)
+	}
+	return dgd
+}
+
+// A graph reports its first state once its components have reported
+// theirs and the delay has passed, or once the limit has passed: one
+// status write (Ready) when its components are available at once, Pending
+// then Ready when they take longer, Pending when they do not report at
+// all (a component controller that is down or far behind).
+func TestGraphStatusWrites(t *testing.T) {
+	type step struct {
+		after time.Duration // the clock moves on by this much
+		// components' status then, "" for none yet
+		components string
+		// the graph's state after a reconcile, "" for no status
+		want v1alpha1.GraphState
+	}
+	for _, tc := range []struct {
+		name   string
+		steps  []step
+		writes int32
+	}{
+		{name: "available at once", writes: 1, steps: []step{
+			{after: time.Second, components: "available", want: v1alpha1.GraphStateSuccessful}}},
+		{name: "rolling out beyond the delay", writes: 2, steps: []step{
+			{after: 2 * time.Second, components: "rolling out"},
+			{after: 3 * time.Second, components: "rolling out", want: v1alpha1.GraphStatePending},
+			{after: time.Second, components: "available", want: v1alpha1.GraphStateSuccessful}}},
+		{name: "components not reporting", writes: 1, steps: []step{
+			{after: 10 * time.Second},
+			{after: 20 * time.Second, want: v1alpha1.GraphStatePending}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			ns := env.Namespace(t, "graph-status-writes")
+			clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
+			dgd := builders.MakeGraph("g", ns).
+				Service("Frontend", builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).
+				Service("Worker", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image("worker:1").GPUs(1)).Obj()
+			if err := env.Client.Create(ctx, dgd); err != nil {
+				t.Fatal(err)
+			}
+			key := client.ObjectKeyFromObject(dgd)
+			c := &countingClient{Client: env.Client}
+			r := &controllers.GraphReconciler{
+				Client:   c,
+				Applier:  &apply.Applier{Client: env.Client, FieldOwner: controllers.FieldOwner, Clock: clock},
+				Recorder: events.NewFakeRecorder(100),
+				Clock:    clock,
+				Reader:   env.Client,
+				Renderer: "dynamo-operator/test",
+			}
+
+			res := reconcileOnce(t, ctx, r, key)
+			components := []client.ObjectKey{{Namespace: ns, Name: render.ComponentName("g", "Frontend")},
+				{Namespace: ns, Name: render.ComponentName("g", "Worker")}}
+			for _, k := range components {
+				component(t, ctx, k) // the reconcile acted: it created them
+			}
+			if n := c.statusWrites.Load(); n != 0 || graph(t, ctx, key).Status.ObservedGeneration != 0 {
+				t.Fatalf("the graph's status was written while its components had just been created: %d writes", n)
+			}
+			if res.RequeueAfter <= 0 || res.RequeueAfter > 30*time.Second {
+				t.Fatalf("a held status is not looked at again within the limit: %+v", res)
+			}
+
+			for i, s := range tc.steps {
+				clock.Step(s.after)
+				if s.components != "" {
+					for _, k := range components {
+						setComponent(t, ctx, k, s.components == "available")
+					}
+				}
+				reconcileOnce(t, ctx, r, key)
+				got := graph(t, ctx, key)
+				if got.Status.State != s.want {
+					t.Fatalf("step %d: the graph's state is %q, want %q: %+v", i, got.Status.State, s.want, got.Status)
+				}
+				if s.want != "" && got.Status.ObservedGeneration != got.Generation {
+					t.Fatalf("step %d: the graph's status does not describe its spec: %+v", i, got.Status)
+				}
+			}
+			if n := c.statusWrites.Load(); n != tc.writes {
+				t.Fatalf("status writes: got %d, want %d", n, tc.writes)
+			}
+		})
+	}
+}

@@ -46,6 +46,8 @@ type ComponentReconciler struct {
 	// Renderer identifies this operator's rendering (RendererID); see
 	// adoption.go for what it decides.
 	Renderer string
+
+	lws lwsWatch
 }
 
 // SetupWithManager registers the controller.
@@ -63,10 +65,16 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 		Owns(&networkingv1.Ingress{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podsToComponent))
 	// A component that stands alone owns its discovery objects.
-	return ownDiscoveryKinds(b).
+	c, err := ownDiscoveryKinds(b).
 		WatchesRawSource(resync.componentSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(owned{gate: gate, next: metrics.Instrument("DynamoComponentDeployment", r)})
+		Build(owned{gate: gate, next: metrics.Instrument("DynamoComponentDeployment", r)})
+	if err != nil {
+		return err
+	}
+	// LeaderWorkerSets are watched once their API is found (multinode.go).
+	r.lws.ctrl, r.lws.cache = c, mgr.GetCache()
+	return nil
 }
 
 // Reconcile brings one component's children in line with its spec.
@@ -96,6 +104,9 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 		return reconcile.Result{}, r.failWith(ctx, dcd, ReasonNotAdoptable, fmt.Errorf(
 			"its %s %s was created by another operator and cannot be adopted in place; see docs/migration.md",
 			kind, dcd.Status.Service.ComponentName))
+	}
+	if render.IsMultinode(dcd) {
+		return r.reconcileMultinode(ctx, dcd, graphPVCs)
 	}
 	deploy, err := render.Deployment(dcd, graphPVCs, r.Render)
 	if err != nil {

@@ -35,7 +35,7 @@ func graphStatus(dgd *v1alpha1.DynamoGraphDeployment, components []*v1alpha1.Dyn
 		case available:
 		case cond == nil:
 			waiting = append(waiting, fmt.Sprintf("%s (not yet reconciled)", service))
-		case cond.Reason == ReasonInvalidSpec || cond.Reason == ReasonNotAdoptable:
+		case cond.Reason == ReasonInvalidSpec || cond.Reason == ReasonNotAdoptable || cond.Reason == ReasonMissingAPI:
 			invalid = append(invalid, fmt.Sprintf("%s: %s", service, cond.Message))
 		default:
 			waiting = append(waiting, fmt.Sprintf("%s (%s)", service, cond.Message))

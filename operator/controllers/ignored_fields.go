@@ -39,9 +39,6 @@ func ignoredFields(dgd *v1alpha1.DynamoGraphDeployment) []string {
 		if svc.EPPConfig != nil {
 			out = append(out, path+".eppConfig (not passed to the endpoint picker yet)")
 		}
-		if svc.Multinode != nil {
-			out = append(out, path+".multinode (run as replicas x nodeCount pods of one Deployment, without leader/worker grouping)")
-		}
 		if svc.Ingress != nil && svc.Ingress.UseVirtualService {
 			out = append(out, path+".ingress.useVirtualService (an Ingress is created instead)")
 		}

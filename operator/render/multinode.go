@@ -44,7 +44,7 @@ const (
 
 // Ports the launchers coordinate on, as Dynamo documents them.
 const (
-	vllmMasterPort         = "29500"
+	vllmMasterPort         = "29500" // vLLM's default, as Dynamo passes it
 	vllmDataParallelRPC    = "13445"
 	sglangDistInitPort     = "29500"
 	mpiSSHPort             = 2222
@@ -395,6 +395,15 @@ func vllmLeader(_ *corev1.PodSpec, main *corev1.Container, g group) {
 
 func vllmWorker(_ *corev1.PodSpec, main *corev1.Container, g group) {
 	if vllmDistributed(main, g) {
+		// A headless worker that finds no master exits, and its group
+		// restarts whole: it waits (bounded) for the leader's master port,
+		// which the leader opens as its engine starts.
+		// The user's --master-port, if given, is the one to wait for.
+		port := strconv.FormatInt(flagValue(commandLine(main), "--master-port", 29500), 10)
+		script := asShell(main)
+		*script = `i=0; until python3 -c "import socket; socket.create_connection(('$LWS_LEADER_ADDRESS', ` + port +
+			`), 2)" 2>/dev/null; do i=$((i+1)); [ "$i" -ge 900 ] && { echo "no master at $LWS_LEADER_ADDRESS:` + port +
+			`" >&2; exit 1; }; sleep 2; done; ` + *script
 		addFlags(main, append(vllmMP(g, lwsWorkerIndex), [2]string{"--headless", ""})...)
 		return
 	}

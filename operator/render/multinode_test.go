@@ -34,6 +34,12 @@ func mustLWS(t *testing.T, dcd *v1alpha1.DynamoComponentDeployment) (lws *lwsv1.
 		findContainer(lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers, MainContainerName)
 }
 
+// waitMaster is a vLLM worker's wait for its leader's master port.
+func waitMaster(port string) string {
+	return `i=0; until python3 -c "import socket; socket.create_connection(('$LWS_LEADER_ADDRESS', ` + port + `), 2)" 2>/dev/null; ` +
+		`do i=$((i+1)); [ "$i" -ge 900 ] && { echo "no master at $LWS_LEADER_ADDRESS:` + port + `" >&2; exit 1; }; sleep 2; done; `
+}
+
 var pyVLLM = []string{"python3", "-m", "dynamo.vllm"}
 
 func TestLeaderWorkerSetShape(t *testing.T) {
@@ -79,14 +85,14 @@ func TestLaunchFlags(t *testing.T) {
 		dcd:  multinodeDCD(2, "1", pyVLLM, "--model", "m", "--tensor-parallel-size", "2"),
 		leader: "python3 -m dynamo.vllm --model m --tensor-parallel-size 2 --distributed-executor-backend mp --nnodes 2 " +
 			"--node-rank 0 --master-addr $(LWS_LEADER_ADDRESS) --master-port 29500",
-		worker: "python3 -m dynamo.vllm --model m --tensor-parallel-size 2 --distributed-executor-backend mp --nnodes 2 " +
+		worker: "/bin/sh -c " + waitMaster("29500") + "exec python3 -m dynamo.vllm --model m --tensor-parallel-size 2 --distributed-executor-backend mp --nnodes 2 " +
 			"--node-rank $(LWS_WORKER_INDEX) --master-addr $(LWS_LEADER_ADDRESS) --master-port 29500 --headless",
 	}, {
 		name: "vLLM: the user's own flags are kept, ours only where absent",
 		dcd:  multinodeDCD(2, "4", pyVLLM, "--tensor-parallel-size=8", "--master-port", "1234", "--nnodes", "2"),
 		leader: "python3 -m dynamo.vllm --tensor-parallel-size=8 --master-port 1234 --nnodes 2 " +
 			"--distributed-executor-backend mp --node-rank 0 --master-addr $(LWS_LEADER_ADDRESS)",
-		worker: "python3 -m dynamo.vllm --tensor-parallel-size=8 --master-port 1234 --nnodes 2 " +
+		worker: "/bin/sh -c " + waitMaster("1234") + "exec python3 -m dynamo.vllm --tensor-parallel-size=8 --master-port 1234 --nnodes 2 " +
 			"--distributed-executor-backend mp --node-rank $(LWS_WORKER_INDEX) --master-addr $(LWS_LEADER_ADDRESS) --headless",
 	}, {
 		name: "vLLM data parallel beyond one node: hybrid load balancing, start rank per node",

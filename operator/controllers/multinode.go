@@ -35,10 +35,6 @@ import (
 // needs (LeaderWorkerSet for a multinode service).
 const ReasonMissingAPI = "MissingAPI"
 
-// ComponentKindLeaderWorkerSet is the workload kind of a multinode
-// component, as Dynamo names it.
-const ComponentKindLeaderWorkerSet v1alpha1.ComponentKind = "LeaderWorkerSet"
-
 // lwsInstall is what a user must do on a cluster without LeaderWorkerSet.
 const lwsInstall = "install LeaderWorkerSet (https://lws.sigs.k8s.io/docs/installation/: " +
 	"kubectl apply --server-side -f https://github.com/kubernetes-sigs/lws/releases/download/v0.9.0/manifests.yaml); " +
@@ -145,7 +141,7 @@ func (r *ComponentReconciler) reconcileMultinode(ctx context.Context, dcd *v1alp
 	}
 	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
 		c.Status = componentStatus(c, view, why, metav1.NewTime(r.Clock.Now()))
-		c.Status.Service.ComponentKind = ComponentKindLeaderWorkerSet
+		c.Status.Service.ComponentKind = v1alpha1.ComponentKindLeaderWorkerSet
 	})
 	if !wrote && err == nil && changes.empty() {
 		logNothingToDo(ctx, dcd)

@@ -142,7 +142,7 @@ func TestMultinodeWaitsForTheLWSAPIThenCountsGroups(t *testing.T) {
 		c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
 		return c != nil && c.Status == metav1.ConditionTrue && dcd.Status.ObservedGeneration == dcd.Generation
 	})
-	if dcd.Status.Replicas != 2 || dcd.Status.ReadyReplicas != 2 || dcd.Status.Service.ComponentKind != controllers.ComponentKindLeaderWorkerSet {
+	if dcd.Status.Replicas != 2 || dcd.Status.ReadyReplicas != 2 || dcd.Status.Service.ComponentKind != v1alpha1.ComponentKindLeaderWorkerSet {
 		t.Errorf("status counts %d replicas, %d ready, kind %s; want 2 groups of LeaderWorkerSet",
 			dcd.Status.Replicas, dcd.Status.ReadyReplicas, dcd.Status.Service.ComponentKind)
 	}

@@ -347,6 +347,25 @@ Feature: The nvidia.com/v1alpha1 API accepts what Dynamo users write and rejects
       | dynamocomponentdeployments | dcd   | Name, Type, Available, Desired, Ready, Age  |
       | dynamomodels               | dm    | Name, Model, Base, Type, Ready, Total, Age  |
       | dynamocomponents           | dc    | Name, Component, Image-Ready, Age           |
+      | dynamoworkermetadatas      | dwm   | Name, Age                                   |
+
+  # The runtime writes these discovery records itself (DYN_DISCOVERY_BACKEND=kubernetes), under the
+  # graph's discovery ServiceAccount; the data is its own JSON, kept as written.
+  Scenario: A worker's discovery record is stored as the runtime writes it
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoWorkerMetadata
+      metadata:
+        name: llm-vllmworker-6c9d-x2
+      spec:
+        data:
+          instance_id: 7587888160958628000
+          endpoints:
+            generate: {namespace: dynamo, component: backend}
+      """
+    Then it is accepted
+    And it reads back unchanged
 
   Scenario: A component deployment scales through the scale subresource, as kubectl scale and an HPA do
     When I apply the manifest:

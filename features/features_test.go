@@ -13,12 +13,15 @@ import (
 
 	"github.com/cucumber/godog"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
+	"github.com/dynamoctl/dynamo-operator/internal/workerfarm"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
+	"github.com/dynamoctl/dynamo-operator/sim/workers"
 )
 
 var env *testenv.Env
@@ -56,6 +59,24 @@ func (r restartable) StartLocal(_ context.Context, namespace, version string) (s
 	return op, nil
 }
 
+// farmWorkers gives the steps the farm's workers.
+type farmWorkers struct{ f *workerfarm.Farm }
+
+func (w farmWorkers) Serve(_ context.Context, namespace string) error {
+	w.f.Serve(namespace)
+	return nil
+}
+
+func (w farmWorkers) Calls(context.Context) ([]workers.Call, error) { return w.f.Recorder.Calls(), nil }
+
+func (w farmWorkers) LoRAs(context.Context) (map[string][]string, error) { return w.f.AllLoRAs(), nil }
+
+func (w farmWorkers) Restart(ctx context.Context, pod string) error {
+	return w.f.RestartWorker(ctx, pod)
+}
+
+func (w farmWorkers) Forget(_ context.Context, pod string) error { return w.f.ForgetWorker(pod) }
+
 // envtestTags leaves out the scenarios tagged @sim-only: they need a
 // kubelet that runs pods and their probes, which envtest lacks (the
 // simulator's suite, features/sim, leaves out @envtest-only in turn).
@@ -89,7 +110,14 @@ func TestFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op, err := env.NewOperator(append(env.WebhookArgs(t), metricsArgs...), app.Deps{})
+	// Dynamo workers: pods of the namespaces a scenario asks for, each with
+	// an in-process fake worker the operator reaches at the pod's address.
+	farm := workerfarm.New(env.Client, clock.RealClock{})
+	farm.Run(ctx)
+	args := append(env.WebhookArgs(t), metricsArgs...)
+	const modelCheck = 2 * time.Second
+	args = append(args, "--model-check-interval="+modelCheck.String())
+	op, err := env.NewOperator(args, app.Deps{ModelHTTP: farm.HTTPClient()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,14 +135,16 @@ func TestFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	cluster := &steps.Cluster{
-		ScrapeMetrics:   scrape,
-		Client:          env.Client,
-		Config:          env.Config,
-		CreateNamespace: env.CreateNamespace,
-		DeleteNamespace: env.DeleteNamespace,
-		RepoRoot:        root,
-		EventualTimeout: 30 * time.Second,
-		Operator:        restartable{Operator: op, suite: ctx},
+		ScrapeMetrics:      scrape,
+		Client:             env.Client,
+		Config:             env.Config,
+		CreateNamespace:    env.CreateNamespace,
+		DeleteNamespace:    env.DeleteNamespace,
+		RepoRoot:           root,
+		EventualTimeout:    30 * time.Second,
+		Operator:           restartable{Operator: op, suite: ctx},
+		Workers:            farmWorkers{farm},
+		ModelCheckInterval: modelCheck,
 	}
 	paths := []string{"."}
 	if p := os.Getenv("GODOG_PATHS"); p != "" {

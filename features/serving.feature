@@ -97,6 +97,128 @@ Feature: Ready means serving, a stuck rollout is explained, scaling holds
     Then the dcd "llm-vllmworker" eventually has ".status.conditions[?(@.type=="Stalled")].status" equal to "True"
     And kstatus reads the dcd "llm-vllmworker" as Failed
     And the dgd "llm" eventually has ".status.conditions[?(@.type=="Ready")].message" containing "the rollout made no progress within its progressDeadlineSeconds"
+    And the dgd "llm" eventually has ".status.conditions[?(@.type=="Stalled")].message" containing "VllmWorker: "
+    And kstatus reads the dgd "llm" as Failed
+
+  @sim-only
+  Scenario: An image rollout never takes a serving worker away before its replacement serves
+    Given the dgd "llm" eventually has ".status.state" equal to "successful"
+    When I patch the dgd "llm" with:
+      """
+      spec:
+        services:
+          VllmWorker:
+            replicas: 4
+      """
+    Then the dgd "llm" eventually has ".status.services.VllmWorker.availableReplicas" equal to "4"
+    And the dgd "llm" eventually has ".status.state" equal to "successful"
+    When I patch the dgd "llm" with the following, watching the ready pods of the Deployment "llm-vllmworker" until its rollout is done:
+      """
+      spec:
+        services:
+          VllmWorker:
+            extraPodSpec:
+              mainContainer:
+                image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1
+      """
+    Then the Deployment "llm-vllmworker" never had fewer than 4 ready pods during the rollout
+    And the dgd "llm" eventually has ".status.state" equal to "successful"
+
+  # On the simulator the real scheduler, Deployment controller and the simulated kubelets report the
+  # causes; each rollout below keeps the serving pods it started with (maxUnavailable 0).
+  @sim-only
+  Scenario: On the simulator, a worker no node can hold is named with the scheduler's reason
+    Given the dgd "llm" eventually has ".status.state" equal to "successful"
+    When I patch the dgd "llm" with:
+      """
+      spec:
+        services:
+          VllmWorker:
+            resources:
+              limits:
+                gpu: "16"
+      """
+    Then the dcd "llm-vllmworker" eventually has ".status.conditions[?(@.type=="Available")].reason" equal to "Unschedulable"
+    And the dcd "llm-vllmworker" has ".status.conditions[?(@.type=="Ready")].reason" equal to "Unschedulable"
+    And kstatus reads the dcd "llm-vllmworker" as InProgress
+    And the dgd "llm" eventually has ".status.conditions[?(@.type=="Ready")].message" containing "cannot be scheduled: 0/"
+    And the dgd "llm" has ".status.conditions[?(@.type=="Ready")].message" containing "Insufficient nvidia.com/gpu"
+    And the dgd "llm" has ".status.state" equal to "pending"
+    And the Deployment "llm-vllmworker" has ".status.readyReplicas" equal to "2"
+
+  @sim-only
+  Scenario: On the simulator, a claim that does not exist is named
+    Given the dgd "llm" eventually has ".status.state" equal to "successful"
+    When I patch the dgd "llm" with:
+      """
+      spec:
+        services:
+          VllmWorker:
+            extraPodSpec:
+              volumes:
+              - name: cache
+                persistentVolumeClaim:
+                  claimName: model-cache
+      """
+    Then the dcd "llm-vllmworker" eventually has ".status.conditions[?(@.type=="Available")].reason" equal to "MissingVolumeClaim"
+    And the dgd "llm" eventually has ".status.conditions[?(@.type=="Ready")].message" containing "persistentvolumeclaim \"model-cache\" not found"
+
+  @sim-only
+  Scenario: On the simulator, a missing Secret is named, and a passed progress deadline stalls the component and the graph
+    Given the dgd "llm" eventually has ".status.state" equal to "successful"
+    When I patch the dgd "llm" with:
+      """
+      spec:
+        services:
+          Frontend:
+            envFromSecret: hf-token
+      """
+    Then the dcd "llm-frontend" eventually has ".status.conditions[?(@.type=="Available")].reason" equal to "CreateContainerConfigError"
+    And the dgd "llm" eventually has ".status.conditions[?(@.type=="Ready")].message" containing "cannot start container main: secret \"hf-token\" not found"
+    And kstatus reads the dgd "llm" as InProgress
+    When the Deployment "llm-frontend" is given a progress deadline of 5 seconds
+    Then the dcd "llm-frontend" eventually has ".status.conditions[?(@.type=="Stalled")].status" equal to "True"
+    And the dgd "llm" eventually has ".status.conditions[?(@.type=="Stalled")].message" containing "Frontend: "
+    And the dgd "llm" has ".status.conditions[?(@.type=="Stalled")].reason" equal to "ComponentStalled"
+    And the dgd "llm" has ".status.conditions[?(@.type=="Ready")].message" containing "the rollout made no progress within its progressDeadlineSeconds"
+    And kstatus reads the dgd "llm" as Failed
+    When I apply the manifest:
+      """
+      apiVersion: v1
+      kind: Secret
+      metadata:
+        name: hf-token
+      stringData:
+        HF_TOKEN: hf_0000
+      """
+    Then the dgd "llm" eventually has ".status.state" equal to "successful"
+    And kstatus reads the dgd "llm" as Current
+    And kstatus reads the dcd "llm-frontend" as Current
+
+  @sim-only
+  Scenario: On the simulator, an image that cannot be pulled is named
+    Given the dgd "llm" eventually has ".status.state" equal to "successful"
+    And pulls of the image "nvcr.io/nvidia/ai-dynamo/vllm-runtime:9.9" fail
+    When I patch the dgd "llm" with:
+      """
+      spec:
+        services:
+          VllmWorker:
+            extraPodSpec:
+              mainContainer:
+                image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:9.9
+      """
+    Then the dcd "llm-vllmworker" eventually has ".status.conditions[?(@.type=="Available")].reason" equal to "ImagePullFailed"
+    And the dgd "llm" eventually has ".status.conditions[?(@.type=="Ready")].message" containing "cannot pull the image of container main: Back-off pulling image \"nvcr.io/nvidia/ai-dynamo/vllm-runtime:9.9\""
+    And the Deployment "llm-vllmworker" has ".status.readyReplicas" equal to "2"
+
+  @sim-only
+  Scenario: On the simulator, a crash loop is named with its restart count
+    Given the dgd "llm" eventually has ".status.state" equal to "successful"
+    When a pod of the Deployment "llm-vllmworker" crash-loops
+    Then the dcd "llm-vllmworker" eventually has ".status.conditions[?(@.type=="Available")].reason" equal to "CrashLoopBackOff"
+    And the dgd "llm" eventually has ".status.conditions[?(@.type=="Ready")].message" containing "container main is crash-looping (restarted 5 times; last exit code 1, Error)"
+    And kstatus reads the dgd "llm" as InProgress
 
   Scenario: A worker's rollout deadline covers its model load
     Then the Deployment "llm-vllmworker" eventually has ".spec.progressDeadlineSeconds" equal to "7800"
@@ -114,8 +236,11 @@ Feature: Ready means serving, a stuck rollout is explained, scaling holds
             - name: LOG_LEVEL
               value: debug
       """
-    And the dgd "llm" eventually has ".status.services.VllmWorker.availableReplicas" equal to "3"
+    # The status from before the patch already said 3 available and successful: wait for the status of
+    # the patched spec, or the quiet window below could open while the rollout still runs.
+    And the dgd "llm" eventually has ".status.observedGeneration" equal to "2"
     And the dgd "llm" eventually has ".status.state" equal to "successful"
+    And the dgd "llm" has ".status.services.VllmWorker.availableReplicas" equal to "3"
     And the dgd "llm" has ".spec.services.VllmWorker.replicas" equal to "2"
     # Yielding is stable: a fresh reconcile of everything finds nothing to write.
     When the operator restarts
@@ -168,8 +293,9 @@ Feature: Ready means serving, a stuck rollout is explained, scaling holds
             - name: LOG_LEVEL
               value: debug
       """
-    And the dgd "llm" eventually has ".status.services.VllmWorker.availableReplicas" equal to "3"
+    And the dgd "llm" eventually has ".status.observedGeneration" equal to "2"
     And the dgd "llm" eventually has ".status.state" equal to "successful"
+    And the dgd "llm" has ".status.services.VllmWorker.availableReplicas" equal to "3"
 
   Scenario: A graph whose services use componentType main runs
     When I apply the manifest:

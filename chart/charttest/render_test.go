@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
+	"github.com/dynamoctl/dynamo-operator/crds"
 	"github.com/dynamoctl/dynamo-operator/operator/config"
 )
 
@@ -44,6 +47,7 @@ func TestValueCombinations(t *testing.T) {
 			if !hasInitContainer(objs) {
 				t.Error("cluster-wide install must apply the CRDs from an init container")
 			}
+			checkCRDRights(t, objs)
 		}},
 		{name: "namespace-scoped", set: []string{"dynamo-operator.namespaceRestriction.enabled=true"},
 			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
@@ -322,4 +326,47 @@ func dryRun(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("server-side dry run of %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
+}
+
+// checkCRDRights: the init container applies every CRD the operator embeds
+// (crds/), so the chart's get/patch-by-name rule must name each of them.
+func checkCRDRights(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	files, err := fs.Glob(crds.FS, "*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, f := range files {
+		data, err := crds.FS.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd struct {
+			Metadata struct{ Name string } `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(data, &crd); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		want = append(want, crd.Metadata.Name)
+	}
+	slices.Sort(want)
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+		for _, r := range rules {
+			res, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
+			names, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resourceNames")
+			if slices.Contains(res, "customresourcedefinitions") && len(names) > 0 {
+				slices.Sort(names)
+				if !slices.Equal(names, want) {
+					t.Errorf("ClusterRole %s may patch the CRDs %v; the operator applies %v", o.GetName(), names, want)
+				}
+				return
+			}
+		}
+	}
+	t.Error("no ClusterRole rule lets the init container patch the CRDs by name")
 }

@@ -45,6 +45,7 @@ import (
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/daemon"
 	"github.com/dynamoctl/dynamo-operator/sim/faults"
+	"github.com/dynamoctl/dynamo-operator/sim/workers"
 )
 
 var (
@@ -301,6 +302,28 @@ func (o simOperator) WritesSince(n int64) []string {
 	return w[n:]
 }
 
+// simWorkers are the simulator's fake workers, reached through its
+// control socket; restarts and forgetting are its faults.
+type simWorkers struct{ c *daemon.Client }
+
+func (simWorkers) Serve(context.Context, string) error { return nil } // the simulator runs every pod
+
+func (w simWorkers) Calls(ctx context.Context) ([]workers.Call, error) { return w.c.WorkerCalls(ctx) }
+
+func (w simWorkers) LoRAs(ctx context.Context) (map[string][]string, error) {
+	return w.c.WorkerLoRAs(ctx)
+}
+
+func (w simWorkers) Restart(ctx context.Context, pod string) error {
+	_, err := w.c.Fault(ctx, faults.Request{Kind: "worker-restart", Pod: pod})
+	return err
+}
+
+func (w simWorkers) Forget(ctx context.Context, pod string) error {
+	_, err := w.c.Fault(ctx, faults.Request{Kind: "lora-forget", Pod: pod})
+	return err
+}
+
 func TestFeatures(t *testing.T) {
 	cfg := testEnv.EnvConf()
 	rc, err := clientcmd.BuildConfigFromFlags("", cfg.KubeconfigFile())
@@ -333,9 +356,20 @@ func TestFeatures(t *testing.T) {
 		// Real rollouts: scheduling, the pod-ready delay, ReplicaSet
 		// surges one pod at a time.
 		EventualTimeout: 90 * time.Second,
-		Operator:        simOperator{dir: stateDir},
-		Kubeconfig:      cfg.KubeconfigFile(),
-		Helm:            helmBin(),
+		// kube-controller-manager's Job controller, and KWOK stages that
+		// end Jobs' pods (sim/nodes.AnnotationJobOutcome).
+		RunsJobs:   true,
+		Operator:   simOperator{dir: stateDir},
+		Kubeconfig: cfg.KubeconfigFile(),
+		Helm:       helmBin(),
+		// The operator runs with the default --model-check-interval.
+		ModelCheckInterval: 30 * time.Second,
+	}
+	if isSimulator() {
+		cl.Fault = func(ctx context.Context, f steps.Fault) (string, error) {
+			return daemon.NewClient(stateDir).Fault(ctx, faults.Request{Kind: f.Kind, Pod: f.Pod, Image: f.Image})
+		}
+		cl.Workers = simWorkers{daemon.NewClient(stateDir)}
 	}
 	if chartInstall() {
 		cl.Operator = simOperator{dir: stateDir, c: c}

@@ -11,12 +11,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
+	"github.com/dynamoctl/dynamo-operator/sim/prereq"
 )
 
 // everyGraphRunsAsWritten applies every DynamoGraphDeployment manifest under
@@ -74,6 +76,14 @@ func (w *world) checkGraphFile(ctx context.Context, rel string, objs []*unstruct
 	w.namespace = ns
 	defer func() { w.namespace = scenarioNS }()
 
+	// The Secrets and ConfigMaps the graph's docs have users create first
+	// (placeholders): a kubelet starts no pod without them.
+	for _, o := range prereq.For(objs, ns) {
+		kind := o.GetObjectKind().GroupVersionKind().Kind
+		if err := w.cluster.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return []string{fmt.Sprintf("creating %s %s: %v", kind, o.GetName(), err)}
+		}
+	}
 	if err := w.apply(ctx, objs); err != nil {
 		return []string{"rejected: " + err.Error()}
 	}

@@ -44,6 +44,7 @@ var shortNames = map[string]string{
 	"dcd": "DynamoComponentDeployment",
 	"dm":  "DynamoModel",
 	"dc":  "DynamoComponent",
+	"dwm": "DynamoWorkerMetadata",
 }
 
 // ResolveKind turns a name as a user writes it (Kind, resource, plural or

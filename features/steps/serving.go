@@ -36,6 +36,7 @@ func (w *world) registerServingSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^kstatus reads the (\S+) `+quoted+` as (\w+)$`, w.kstatusReads)
 	sc.Step(`^the (\S+) `+quoted+` keeps (\d+) replicas while I patch the (\S+) `+quoted+` with:$`, w.keepsReplicasWhilePatching)
 	sc.Step(`^the dgd `+quoted+` becomes Ready no sooner than (\d+) seconds after it was applied$`, w.readyNoSooner)
+	w.registerRolloutSteps(sc)
 }
 
 func unquote3(f func(context.Context, string, string, string) error) func(context.Context, string, string, string) error {

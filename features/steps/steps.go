@@ -6,6 +6,7 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,9 +47,21 @@ type Cluster struct {
 	// binary (make helm), for the install steps; empty where the suite has
 	// no kubeconfig file (envtest).
 	Kubeconfig, Helm string
+	// Fault injects a simulator fault (dynamo-sim fault); nil where the
+	// cluster is no simulator (the @sim-only steps that need it fail).
+	Fault func(ctx context.Context, f Fault) (string, error)
+	// RunsJobs: the cluster runs Jobs to their end (a Job controller, and
+	// the simulator's KWOK stages for their pods); on envtest the steps
+	// write a build Job's outcome into its status themselves.
+	RunsJobs bool
 	// WebhookCertSecret is the operator's webhook certificate Secret;
 	// empty means dynamo/dynamo-operator-webhook-cert (the envtest suite's).
 	WebhookCertSecret types.NamespacedName
+	// Workers are the fake Dynamo workers behind the pods (models.go); nil
+	// where the suite has none. ModelCheckInterval is the operator's
+	// --model-check-interval.
+	Workers            Workers
+	ModelCheckInterval time.Duration
 }
 
 // FieldOwner is the server-side apply field manager of objects the steps apply.
@@ -70,6 +83,8 @@ type world struct {
 	// metricsBaseline is the scrape taken when the scenario began.
 	metricsBaseline map[string]*dto.MetricFamily
 	install         install
+	serving         serving
+	models          models
 }
 
 // InitializeScenario registers every step and gives each scenario a
@@ -87,7 +102,7 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
 		// Releases first: an operator in a namespace being deleted would
 		// lose its RoleBinding before it stops.
-		cleanErr := w.cleanUpReleases()
+		cleanErr := errors.Join(w.cleanUpReleases(), w.undoFaults())
 		if w.namespace != "" {
 			c.DeleteNamespace(context.Background(), w.namespace)
 		}
@@ -121,6 +136,8 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 	w.registerServingSteps(sc)
 	w.registerMetricsSteps(sc)
 	w.registerInstallSteps(sc)
+	w.registerComponentSteps(sc)
+	w.registerModelSteps(sc)
 }
 
 // quoted matches a double-quoted step argument in which \" stands for a quote.

@@ -55,7 +55,13 @@ func (e *Env) AuditEvents() ([]AuditEvent, error) {
 	if e.auditLog == "" {
 		return nil, fmt.Errorf("testenv: started without Options.Audit")
 	}
-	f, err := os.Open(e.auditLog)
+	return ReadAuditLog(e.auditLog)
+}
+
+// ReadAuditLog reads the completed requests of a JSON audit log, such as
+// the simulator's.
+func ReadAuditLog(path string) ([]AuditEvent, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}

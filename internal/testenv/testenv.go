@@ -83,9 +83,12 @@ func StartWith(o Options) (*Env, error) {
 	}
 	scheme := NewScheme()
 	te := &envtest.Environment{
-		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        []string{filepath.Join(root, "crds")},
-		ErrorIfCRDPathMissing:    true,
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "crds")},
+		ErrorIfCRDPathMissing: true,
+		// envtest's 10 s for the CRDs to be served is too short on a
+		// loaded 2-core machine.
+		CRDInstallOptions:        envtest.CRDInstallOptions{MaxTime: 90 * time.Second},
 		Scheme:                   scheme,
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
@@ -111,6 +114,9 @@ func StartWith(o Options) (*Env, error) {
 	}
 	cfg, err := te.Start()
 	if err != nil {
+		// A start that failed after launching etcd and the API server (the
+		// CRDs not served in time) leaves them running otherwise.
+		_ = te.Stop()
 		_ = os.RemoveAll(tmpDir)
 		return nil, fmt.Errorf("starting envtest control plane from %s: %w", assets, err)
 	}

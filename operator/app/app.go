@@ -5,13 +5,16 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
+	"net/http"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -36,6 +39,9 @@ type Deps struct {
 	// Customize adjusts the manager options before the manager is created,
 	// e.g. so a test can register the same controllers again on restart.
 	Customize func(*manager.Options)
+	// ModelHTTP reaches workers' LoRA API for the DynamoModel controller; a
+	// default client when nil (tests dial in-process fake workers).
+	ModelHTTP *http.Client
 }
 
 // NewScheme returns the types the operator reads and writes: the built-in
@@ -56,13 +62,18 @@ func NewScheme() (*runtime.Scheme, error) {
 	return scheme, nil
 }
 
-// New builds the controller-runtime manager described by o. It does not
-// contact the API server; everything the operator runs is added to the
+// New builds the controller-runtime manager described by o. It contacts the
+// API server once, only when the client limits are automatic (ClientLimits);
+// everything the operator runs is added to the
 // returned manager, which the caller starts.
 func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	if d.Clock == nil {
 		d.Clock = clock.RealClock{}
 	}
+	// The one request New makes: whether the server runs API Priority and
+	// Fairness decides the client-side rate limit (see CONTRIBUTING).
+	cfg, limits := ClientLimits(context.Background(), cfg, o.KubeAPIQPS, o.KubeAPIBurst)
+	ctrl.Log.WithName("setup").Info("Kubernetes API client limits", "limits", limits)
 	cfg, opts, err := ManagerOptions(cfg, o)
 	if err != nil {
 		return nil, err
@@ -78,11 +89,15 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	resync, err := controllers.Setup(mgr, controllers.Options{
 		Workers: o.MaxConcurrentReconciles,
 		Render:  render.Options{NATSAddr: o.NATSAddr, EtcdAddr: o.EtcdAddr},
+		Build:   imageBuildOptions(o.ImageBuilder),
 		Clock:   d.Clock,
 		Gate:    gate,
 		// A new version keeps what an older one (or Dynamo's operator)
 		// rendered until a spec changes: see controllers/adoption.go.
 		Renderer: controllers.RendererID(o.OperatorVersion),
+		Model: controllers.ModelOptions{
+			HTTP: d.ModelHTTP, CheckInterval: o.ModelCheckInterval, UnloadTimeout: o.ModelUnloadTimeout,
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up controllers: %w", err)
@@ -101,7 +116,14 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding health check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	// Ready means the admission webhooks answer: the pod joins the webhook
+	// Service's endpoints only then, and the API server refuses writes to our
+	// kinds (users' and our own) while the Service has no endpoint.
+	ready := healthz.Ping
+	if o.Webhook.Enabled {
+		ready = mgr.GetWebhookServer().StartedChecker()
+	}
+	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return nil, fmt.Errorf("adding ready check: %w", err)
 	}
 	return mgr, nil
@@ -116,8 +138,10 @@ func ManagerOptions(cfg *rest.Config, o *config.Options) (*rest.Config, manager.
 	}
 
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS = o.KubeAPIQPS
-	cfg.Burst = o.KubeAPIBurst
+	if o.KubeAPIQPS > 0 {
+		// Automatic limits are resolved by New, which may ask the server.
+		cfg, _ = ClientLimits(context.Background(), cfg, o.KubeAPIQPS, o.KubeAPIBurst)
+	}
 
 	// HTTP/2 stays off on the operator's servers: its stream handling is
 	// exposed to the Stream Cancellation and Rapid Reset attacks
@@ -179,4 +203,21 @@ func ManagerOptions(cfg *rest.Config, o *config.Options) (*rest.Config, manager.
 	}
 
 	return cfg, opts, nil
+}
+
+// imageBuildOptions hands the image-builder environment to the build Jobs'
+// rendering.
+func imageBuildOptions(ib config.ImageBuilderOptions) render.ImageBuildOptions {
+	return render.ImageBuildOptions{
+		Namespace:                 ib.Namespace,
+		Engine:                    string(ib.Engine),
+		BuildkitURL:               ib.BuildkitURL,
+		BuildkitImage:             ib.BuildkitImage,
+		DockerRegistryServer:      ib.DockerRegistryServer,
+		RepositoryName:            ib.RepositoryName,
+		DockerRegistrySecure:      ib.DockerRegistrySecure,
+		EstargzEnabled:            ib.EstargzEnabled,
+		AddNamespacePrefixToImage: ib.AddNamespacePrefixToImage,
+		APIStoreEndpoint:          ib.APIStoreEndpoint,
+	}
 }

@@ -29,13 +29,26 @@ type Applier struct {
 	FieldOwner string
 	// Clock ages the memory of recent writes; the real clock when nil.
 	Clock clock.PassiveClock
+	// MaxRecent bounds how many recent writes are remembered;
+	// DefaultMaxRecent when 0.
+	MaxRecent int
 
 	// recent remembers what this Applier wrote lately, because the cache a
 	// reconcile reads from may not show its own writes yet: a child created
 	// a moment ago still looks absent, and applying it again would be a
-	// second write and a second "Created" event.
-	recent sync.Map // key -> recentWrite
+	// second write and a second "Created" event. An entry is only useful
+	// for CacheLag, so entries older than that are swept, and the map never
+	// holds more than MaxRecent: graphs created and deleted faster than a
+	// reconcile confirms their children would otherwise grow it without
+	// bound. Forgetting early costs at most one redundant write.
+	mu        sync.Mutex
+	recent    map[string]recentWrite
+	lastSweep time.Time
 }
+
+// DefaultMaxRecent is enough for every write of CacheLag at a few hundred
+// writes per second, the most an API server takes from one client.
+const DefaultMaxRecent = 4096
 
 // CacheLag bounds how long a write of ours may be missing from the cache.
 // Past it, the cache is the truth again, so drift is still corrected; a
@@ -91,11 +104,10 @@ func (a *Applier) Apply(ctx context.Context, desired, live client.Object) (Outco
 		// kind; live is of desired's kind by construction.
 		have["apiVersion"], have["kind"] = want["apiVersion"], want["kind"]
 		if Contains(have, want) {
-			a.recent.Delete(key) // the cache has caught up
+			a.forget(key) // the cache has caught up
 			return Unchanged, runtime.DefaultUnstructuredConverter.FromUnstructured(have, desired)
 		}
-	} else if r, ok := a.recent.Load(key); ok {
-		rw := r.(recentWrite)
+	} else if rw, ok := a.lookup(key); ok {
 		if rw.hash == hash && a.now().Sub(rw.at) < CacheLag {
 			// The cache lags behind our own write of this very configuration.
 			return Assumed, runtime.DefaultUnstructuredConverter.FromUnstructured(rw.stored, desired)
@@ -112,11 +124,41 @@ func (a *Applier) Apply(ctx context.Context, desired, live client.Object) (Outco
 		client.FieldOwner(a.FieldOwner), client.ForceOwnership); err != nil {
 		return Unchanged, err
 	}
-	a.recent.Store(key, recentWrite{hash: hash, at: a.now(), stored: u.Object})
+	a.remember(key, recentWrite{hash: hash, at: a.now(), stored: u.Object})
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, desired); err != nil {
 		return Applied, fmt.Errorf("reading back applied %s %s: %w", u.GetKind(), u.GetName(), err)
 	}
 	return Applied, nil
+}
+
+// ApplyKept is Apply for an object whose content is kept as another
+// renderer (another version of this operator, or Dynamo's) wrote it:
+// desired's spec is live's own, copied with every default the API server
+// filled in, so its hash never matches the one that renderer recorded. It
+// writes only when live lacks a desired field (ownership, labels,
+// annotations, replicas), not merely because the hash differs: re-applying
+// identical content would change only the hash annotation, and a changed
+// annotation bumps a Deployment's generation, so every graph would turn not
+// Ready until its Deployments observed it, all at once, on an operator
+// upgrade.
+func (a *Applier) ApplyKept(ctx context.Context, desired, live client.Object) (Outcome, error) {
+	if live == nil {
+		return a.Apply(ctx, desired, live)
+	}
+	want, err := toApplyMap(desired)
+	if err != nil {
+		return Unchanged, err
+	}
+	have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
+	if err != nil {
+		return Unchanged, err
+	}
+	have["apiVersion"], have["kind"] = want["apiVersion"], want["kind"]
+	if !Contains(have, want) {
+		return a.Apply(ctx, desired, live)
+	}
+	a.forget(recentKey(want))
+	return Unchanged, runtime.DefaultUnstructuredConverter.FromUnstructured(have, desired)
 }
 
 // Forget drops the memory of writes to an object, for when it is deleted.
@@ -126,7 +168,62 @@ func (a *Applier) Forget(obj client.Object) {
 	if err != nil {
 		return
 	}
-	a.recent.Delete(gvk.GroupKind().String() + "/" + obj.GetNamespace() + "/" + obj.GetName())
+	a.forget(gvk.GroupKind().String() + "/" + obj.GetNamespace() + "/" + obj.GetName())
+}
+
+// Remembered is how many recent writes the Applier holds in memory.
+func (a *Applier) Remembered() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.recent)
+}
+
+func (a *Applier) lookup(key string) (recentWrite, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rw, ok := a.recent[key]
+	return rw, ok
+}
+
+func (a *Applier) forget(key string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.recent, key)
+}
+
+// remember records a write, first sweeping entries past CacheLag (at most
+// once per CacheLag unless the map is full) and, when it is still full,
+// dropping the oldest.
+func (a *Applier) remember(key string, rw recentWrite) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.recent == nil {
+		a.recent = map[string]recentWrite{}
+	}
+	limit := a.MaxRecent
+	if limit <= 0 {
+		limit = DefaultMaxRecent
+	}
+	_, replacing := a.recent[key]
+	full := !replacing && len(a.recent) >= limit
+	if full || rw.at.Sub(a.lastSweep) >= CacheLag {
+		a.lastSweep = rw.at
+		for k, old := range a.recent {
+			if rw.at.Sub(old.at) >= CacheLag {
+				delete(a.recent, k)
+			}
+		}
+		if full && len(a.recent) >= limit {
+			oldest, first := "", true
+			for k, old := range a.recent {
+				if first || old.at.Before(a.recent[oldest].at) {
+					oldest, first = k, false
+				}
+			}
+			delete(a.recent, oldest)
+		}
+	}
+	a.recent[key] = rw
 }
 
 func (a *Applier) now() time.Time {

@@ -2,6 +2,7 @@ package apply_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -81,5 +82,99 @@ func TestApplyWritesOnlyWhatChanges(t *testing.T) {
 	clock.SetTime(clock.Now().Add(apply.CacheLag + time.Second))
 	if outcome, err := a.Apply(ctx, configMap(ns, "b"), nil); err != nil || outcome != apply.Applied {
 		t.Fatalf("after the cache lag an absent object is applied again: %v %v", outcome, err)
+	}
+}
+
+// The memory of recent writes is bounded by age and by size: graphs created
+// and deleted before a reconcile confirms their children must not grow it.
+func TestApplyMemoryIsBounded(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, t.Name())
+	clock := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	a := &apply.Applier{Client: env.Client, FieldOwner: "test", Clock: clock, MaxRecent: 3}
+
+	named := func(i int) *corev1.ConfigMap {
+		cm := configMap(ns, "a")
+		cm.Name = fmt.Sprintf("cm-%d", i)
+		return cm
+	}
+	for i := 0; i < 5; i++ {
+		clock.SetTime(clock.Now().Add(time.Millisecond))
+		if outcome, err := a.Apply(ctx, named(i), nil); err != nil || outcome != apply.Applied {
+			t.Fatalf("creating %d: %v %v", i, outcome, err)
+		}
+		if n := a.Remembered(); n > 3 {
+			t.Fatalf("after %d writes %d are remembered, want at most MaxRecent 3", i+1, n)
+		}
+	}
+	// The newest writes are the ones kept: cm-4 is still assumed, cm-0 was
+	// dropped and is applied again (one redundant write, nothing lost).
+	if outcome, err := a.Apply(ctx, named(4), nil); err != nil || outcome != apply.Assumed {
+		t.Fatalf("the newest write is remembered: %v %v", outcome, err)
+	}
+	if outcome, err := a.Apply(ctx, named(0), nil); err != nil || outcome != apply.Applied {
+		t.Fatalf("the oldest write was dropped: %v %v", outcome, err)
+	}
+
+	// Past the cache lag every earlier entry is swept by the next write.
+	clock.SetTime(clock.Now().Add(apply.CacheLag))
+	if outcome, err := a.Apply(ctx, named(9), nil); err != nil || outcome != apply.Applied {
+		t.Fatalf("creating after the lag: %v %v", outcome, err)
+	}
+	if n := a.Remembered(); n != 1 {
+		t.Errorf("after the cache lag %d writes are remembered, want only the newest", n)
+	}
+}
+
+// ApplyKept writes a kept object only when it lacks a desired field, not
+// because desired (live's own content) hashes differently from what the
+// renderer that wrote it recorded.
+func TestApplyKeptWritesOnlyMissingFields(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, t.Name())
+	other := &apply.Applier{Client: env.Client, FieldOwner: "other-version"}
+	written := configMap(ns, "a")
+	if _, err := other.Apply(ctx, written, nil); err != nil {
+		t.Fatal(err)
+	}
+	live := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(written), live); err != nil {
+		t.Fatal(err)
+	}
+
+	a := &apply.Applier{Client: env.Client, FieldOwner: "test"}
+	// The content kept as it is, with a label the other renderer wrote:
+	// a different configuration (another hash), every field already there.
+	kept := configMap(ns, "a")
+	kept.Labels = map[string]string{"kept": "yes"}
+	live.Labels = map[string]string{"kept": "yes"}
+	if err := env.Client.Update(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(written), live); err != nil {
+		t.Fatal(err)
+	}
+	if outcome, err := a.ApplyKept(ctx, kept, live); err != nil || outcome != apply.Unchanged {
+		t.Fatalf("kept content already stored: %v %v", outcome, err)
+	}
+	if kept.ResourceVersion != live.ResourceVersion {
+		t.Errorf("ApplyKept hands back the stored object: resourceVersion %q, want %q", kept.ResourceVersion, live.ResourceVersion)
+	}
+	after := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(written), after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != live.ResourceVersion {
+		t.Fatalf("ApplyKept wrote content that was already stored (resourceVersion %s -> %s)", live.ResourceVersion, after.ResourceVersion)
+	}
+
+	// A field the kept object lacks (a new owner, label, replicas) is written.
+	labelled := configMap(ns, "a")
+	labelled.Labels = map[string]string{"kept": "yes", "owner": "new"}
+	if outcome, err := a.ApplyKept(ctx, labelled, after); err != nil || outcome != apply.Applied {
+		t.Fatalf("a missing label: %v %v", outcome, err)
+	}
+	if labelled.Labels["owner"] != "new" || labelled.Annotations[apply.HashAnnotation] == "" {
+		t.Errorf("the applied object must be handed back, got %+v", labelled.ObjectMeta)
 	}
 }

@@ -91,8 +91,15 @@ type Options struct {
 	OperatorVersion string
 
 	MaxConcurrentReconciles int
-	KubeAPIQPS              float32
-	KubeAPIBurst            int
+	// ModelCheckInterval is how often a worker holding a DynamoModel's
+	// adapter is asked whether it still has it; ModelUnloadTimeout how long
+	// a deleted model waits for its workers to unload it.
+	ModelCheckInterval, ModelUnloadTimeout time.Duration
+	// KubeAPIQPS is the client-side rate limit; 0 is automatic: none when
+	// the API server runs API Priority and Fairness (app.ClientLimits).
+	KubeAPIQPS float32
+	// KubeAPIBurst is the burst under KubeAPIQPS; 0 is twice the QPS.
+	KubeAPIBurst int
 
 	// LogFormat is json (the default, for collectors) or console (for
 	// people), from --log-format or LOG_FORMAT.
@@ -178,6 +185,8 @@ func (w WebhookOptions) URL() string {
 // ImageBuilderOptions configures image builds for DynamoComponent. The
 // operator only carries these to the build jobs.
 type ImageBuilderOptions struct {
+	// Namespace runs the build Jobs; empty means each DynamoComponent's
+	// own namespace.
 	Namespace                 string
 	Engine                    ImageBuildEngine
 	BuildkitURL               string
@@ -247,6 +256,8 @@ const (
 	flagWebhookCAValidity           = "webhook-ca-validity"
 	flagOperatorVersion             = "operator-version"
 	flagMaxConcurrentReconciles     = "max-concurrent-reconciles"
+	flagModelCheckInterval          = "model-check-interval"
+	flagModelUnloadTimeout          = "model-unload-timeout"
 	flagKubeAPIQPS                  = "kube-api-qps"
 	flagKubeAPIBurst                = "kube-api-burst"
 	flagApplyCRDs                   = "apply-crds"
@@ -269,10 +280,16 @@ const (
 	envDockerRegistryUsername        = "DOCKER_REGISTRY_USERNAME"
 	envDockerRegistrySecure          = "DOCKER_REGISTRY_SECURE"
 	envImageRepositoryName           = "DYNAMO_IMAGE_REPOSITORY_NAME"
+	envDockerRegistryRepositoryName  = "DOCKER_REGISTRY_DYNAMO_COMPONENTS_REPOSITORY_NAME"
+	envInternalImagesBuildkit        = "INTERNAL_IMAGES_BUILDKIT"
 	envEstargzEnabled                = "ESTARGZ_ENABLED"
 	envAddNamespacePrefixToImageName = "ADD_NAMESPACE_PREFIX_TO_IMAGE_NAME"
 	envAPIStoreEndpoint              = "API_STORE_ENDPOINT"
 )
+
+// defaultBuildkitImageHelp mirrors render.DefaultBuildkitImage for the
+// help text (config does not import render).
+const defaultBuildkitImageHelp = "moby/buildkit:v0.17.3-rootless"
 
 // Defaults that other flags or env vars derive from.
 const (
@@ -355,10 +372,16 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		"Lifetime of the webhook CA in the auto cert mode; at least twice --"+flagWebhookCertValidity+" plus margins.")
 
 	fs.StringVar(&o.OperatorVersion, flagOperatorVersion, Version, "Operator version reported in logs and Leases.")
-	fs.IntVar(&o.MaxConcurrentReconciles, flagMaxConcurrentReconciles, 8,
+	fs.IntVar(&o.MaxConcurrentReconciles, flagMaxConcurrentReconciles, 32,
 		"Maximum concurrent reconciles per controller.")
-	fs.Float64Var(&v.qps, flagKubeAPIQPS, 50, "Sustained queries per second to the Kubernetes API.")
-	fs.IntVar(&o.KubeAPIBurst, flagKubeAPIBurst, 100, "Burst of queries to the Kubernetes API.")
+	fs.DurationVar(&o.ModelCheckInterval, flagModelCheckInterval, 30*time.Second,
+		"How often each worker holding a DynamoModel's LoRA adapter is asked (GET /v1/loras) whether it still has it.")
+	fs.DurationVar(&o.ModelUnloadTimeout, flagModelUnloadTimeout, 2*time.Minute,
+		"How long a deleted DynamoModel waits for every worker to unload its adapter before it is let go with an event.")
+	fs.Float64Var(&v.qps, flagKubeAPIQPS, 0, "Client-side limit of sustained queries per second to the Kubernetes API. "+
+		"0 (the default): no client-side limit when the API server runs API Priority and Fairness, 50 otherwise.")
+	fs.IntVar(&o.KubeAPIBurst, flagKubeAPIBurst, 0, "Burst of queries to the Kubernetes API under --kube-api-qps. "+
+		"0 (the default): twice the QPS.")
 	fs.BoolVar(&o.ApplyCRDs, flagApplyCRDs, false,
 		"Server-side apply the CRDs built into this binary, wait until they are served, and exit (the chart's init container).")
 	return fs
@@ -379,14 +402,16 @@ func Usage(w io.Writer) {
 		{envLogFormat, "json or console, when --" + flagLogFormat + " is not given (default json)"},
 		{envSystemNamespace, "namespace of the Dynamo platform (default " + defaultSystemNamespace + ")"},
 		{envPodNamespace, "namespace the operator runs in (set by the Deployment)"},
-		{envImageBuilderNamespace, "namespace for image build jobs (default " + envSystemNamespace + ")"},
+		{envImageBuilderNamespace, "namespace for image build jobs (default: each DynamoComponent's own namespace)"},
 		{envImageBuildEngine, "buildkit or kaniko (default buildkit)"},
 		{envBuildkitURL, "BuildKit daemon address, e.g. tcp://buildkitd:1234"},
-		{envBuildkitImage, "BuildKit image for build jobs"},
+		{envBuildkitImage, "BuildKit image for build jobs (default " + defaultBuildkitImageHelp + ")"},
+		{envInternalImagesBuildkit, "BuildKit image for build jobs, Dynamo's name (wins over " + envBuildkitImage + ")"},
 		{envDockerRegistryServer, "registry that built images are pushed to"},
 		{envDockerRegistryUsername, "registry user name"},
 		{envDockerRegistrySecure, "use HTTPS for the registry (default true)"},
 		{envImageRepositoryName, "repository for built images (default dynamo-components)"},
+		{envDockerRegistryRepositoryName, "repository for built images, Dynamo's name (wins over " + envImageRepositoryName + ")"},
 		{envEstargzEnabled, "build eStargz images (default false)"},
 		{envAddNamespacePrefixToImageName, "prefix image names with the namespace (default false)"},
 		{envAPIStoreEndpoint, "Dynamo API store URL"},
@@ -521,15 +546,21 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 	if o.MaxConcurrentReconciles < 1 {
 		p.flag(flagMaxConcurrentReconciles, "must be at least 1, got %d", o.MaxConcurrentReconciles)
 	}
+	if o.ModelCheckInterval < time.Second {
+		p.flag(flagModelCheckInterval, "must be at least 1s, got %s", o.ModelCheckInterval)
+	}
+	if o.ModelUnloadTimeout <= 0 {
+		p.flag(flagModelUnloadTimeout, "must be greater than 0, got %s", o.ModelUnloadTimeout)
+	}
 	// rest.Config takes a float32, so reject what cannot be represented
 	// instead of silently turning it into +Inf.
-	if !(qps > 0 && qps <= math.MaxFloat32) {
-		p.flag(flagKubeAPIQPS, "must be a finite number greater than 0, got %v", qps)
+	if !(qps >= 0 && qps <= math.MaxFloat32) {
+		p.flag(flagKubeAPIQPS, "must be 0 (automatic) or a finite number greater than 0, got %v", qps)
 	} else {
 		o.KubeAPIQPS = float32(qps)
 	}
-	if o.KubeAPIBurst < 1 {
-		p.flag(flagKubeAPIBurst, "must be at least 1, got %d", o.KubeAPIBurst)
+	if o.KubeAPIBurst < 0 {
+		p.flag(flagKubeAPIBurst, "must be 0 (twice the QPS) or at least 1, got %d", o.KubeAPIBurst)
 	}
 }
 
@@ -566,18 +597,30 @@ func parseEnv(o *Options, env func(string) (string, bool), p *problems) {
 		}
 	}
 	ib.BuildkitImage, _ = env(envBuildkitImage)
+	if s, ok := env(envInternalImagesBuildkit); ok {
+		ib.BuildkitImage = s // Dynamo's documented name
+	}
 	ib.DockerRegistryServer, _ = env(envDockerRegistryServer)
 	ib.DockerRegistryUsername, _ = env(envDockerRegistryUsername)
 	ib.DockerRegistrySecure = parseBoolEnv(env, p, envDockerRegistrySecure, true)
 	ib.RepositoryName = "dynamo-components"
-	if s, ok := env(envImageRepositoryName); ok {
-		ib.RepositoryName = s
+	for _, name := range []string{envImageRepositoryName, envDockerRegistryRepositoryName} {
+		s, ok := env(name)
+		if !ok {
+			continue
+		}
+		ib.RepositoryName = s // Dynamo's documented name, last, wins
 		if !imageRepositoryPattern.MatchString(s) {
-			p.env(envImageRepositoryName,
+			p.env(name,
 				"must be a lowercase image repository path (e.g. dynamo-components or team/dynamo), got %q", s)
 		}
 	}
 	ib.EstargzEnabled = parseBoolEnv(env, p, envEstargzEnabled, false)
+	if ib.EstargzEnabled && ib.Engine == ImageBuildEngineKaniko {
+		// kaniko cannot write eStargz layers; a build that silently
+		// ignored the setting would surprise whoever set it.
+		p.env(envEstargzEnabled, "needs %s=%s (kaniko cannot build eStargz images)", envImageBuildEngine, ImageBuildEngineBuildKit)
+	}
 	ib.AddNamespacePrefixToImage = parseBoolEnv(env, p, envAddNamespacePrefixToImageName, false)
 	if s, ok := env(envAPIStoreEndpoint); ok {
 		ib.APIStoreEndpoint = s
@@ -617,7 +660,8 @@ func resolveDerived(o *Options, explicit map[string]bool, env func(string) (stri
 		o.LeaderElection.ID = defaultLeaderElectionID + "-" + o.RestrictNamespace
 	}
 
-	o.ImageBuilder.Namespace = o.SystemNamespace
+	// Empty: each build Job runs in its DynamoComponent's namespace, owned
+	// by it, which every deployment mode may write to.
 	if s, ok := env(envImageBuilderNamespace); ok {
 		o.ImageBuilder.Namespace = s
 		checkDNS1123Label(p, envImageBuilderNamespace, s)

@@ -46,15 +46,16 @@ func defaultOptions() Options {
 			ManageConfigurations: true,
 		},
 		OperatorVersion:         Version,
-		MaxConcurrentReconciles: 8,
-		KubeAPIQPS:              50,
-		KubeAPIBurst:            100,
+		MaxConcurrentReconciles: 32,
+		ModelCheckInterval:      30 * time.Second,
+		ModelUnloadTimeout:      2 * time.Minute,
+		KubeAPIQPS:              0,
+		KubeAPIBurst:            0,
 		LogFormat:               LogFormatJSON,
 		LogLevel:                "info",
 		SystemNamespace:         "dynamo",
 		OperatorNamespace:       "dynamo",
 		ImageBuilder: ImageBuilderOptions{
-			Namespace:            "dynamo",
 			Engine:               ImageBuildEngineBuildKit,
 			DockerRegistrySecure: true,
 			RepositoryName:       "dynamo-components",
@@ -131,7 +132,6 @@ func TestParseValid(t *testing.T) {
 				o.SystemNamespace = "platform"
 				o.OperatorNamespace = "ops"
 				o.LeaderElection.Namespace = "ops"
-				o.ImageBuilder.Namespace = "platform"
 			},
 		},
 		{
@@ -141,7 +141,6 @@ func TestParseValid(t *testing.T) {
 				o.SystemNamespace = "platform"
 				o.OperatorNamespace = "platform"
 				o.LeaderElection.Namespace = "platform"
-				o.ImageBuilder.Namespace = "platform"
 			},
 		},
 		{
@@ -277,6 +276,19 @@ func TestParseValid(t *testing.T) {
 			edit: func(*Options) {},
 		},
 		{
+			name: "image builder settings under Dynamo's documented names win",
+			env: map[string]string{
+				"DYNAMO_IMAGE_REPOSITORY_NAME":                      "ours",
+				"DOCKER_REGISTRY_DYNAMO_COMPONENTS_REPOSITORY_NAME": "dynamos",
+				"BUILDKIT_IMAGE":                                    "ours:1",
+				"INTERNAL_IMAGES_BUILDKIT":                          "moby/buildkit:v0.20.2",
+			},
+			edit: func(o *Options) {
+				o.ImageBuilder.RepositoryName = "dynamos"
+				o.ImageBuilder.BuildkitImage = "moby/buildkit:v0.20.2"
+			},
+		},
+		{
 			name: "image builder settings",
 			env: map[string]string{
 				"DYNAMO_IMAGE_BUILDER_NAMESPACE":     "builds",
@@ -287,7 +299,7 @@ func TestParseValid(t *testing.T) {
 				"DOCKER_REGISTRY_USERNAME":           "$oauthtoken",
 				"DOCKER_REGISTRY_SECURE":             "false",
 				"DYNAMO_IMAGE_REPOSITORY_NAME":       "team/dynamo_components",
-				"ESTARGZ_ENABLED":                    "1",
+				"ESTARGZ_ENABLED":                    "0",
 				"ADD_NAMESPACE_PREFIX_TO_IMAGE_NAME": "TRUE",
 				"API_STORE_ENDPOINT":                 "http://dynamo-store.dynamo.svc",
 			},
@@ -301,7 +313,6 @@ func TestParseValid(t *testing.T) {
 					DockerRegistryUsername:    "$oauthtoken",
 					DockerRegistrySecure:      false,
 					RepositoryName:            "team/dynamo_components",
-					EstargzEnabled:            true,
 					AddNamespacePrefixToImage: true,
 					APIStoreEndpoint:          "http://dynamo-store.dynamo.svc",
 				}
@@ -482,32 +493,37 @@ func TestParseInvalid(t *testing.T) {
 		},
 		{
 			name: "tuning out of range",
-			args: []string{"--max-concurrent-reconciles=0", "--kube-api-qps=0", "--kube-api-burst=-1"},
+			args: []string{"--max-concurrent-reconciles=0", "--kube-api-qps=-1", "--kube-api-burst=-1"},
 			want: []string{
 				`--max-concurrent-reconciles: must be at least 1, got 0`,
-				`--kube-api-qps: must be a finite number greater than 0, got 0`,
-				`--kube-api-burst: must be at least 1, got -1`,
+				`--kube-api-qps: must be 0 (automatic) or a finite number greater than 0, got -1`,
+				`--kube-api-burst: must be 0 (twice the QPS) or at least 1, got -1`,
 			},
 		},
 		{
 			name: "qps not finite",
 			args: []string{"--kube-api-qps=+Inf"},
-			want: []string{`--kube-api-qps: must be a finite number greater than 0, got +Inf`},
+			want: []string{`--kube-api-qps: must be 0 (automatic) or a finite number greater than 0, got +Inf`},
 		},
 		{
 			name: "qps not a number",
 			args: []string{"--kube-api-qps=NaN"},
-			want: []string{`--kube-api-qps: must be a finite number greater than 0, got NaN`},
+			want: []string{`--kube-api-qps: must be 0 (automatic) or a finite number greater than 0, got NaN`},
 		},
 		{
 			name: "qps beyond float32",
 			args: []string{"--kube-api-qps=1e39"},
-			want: []string{`--kube-api-qps: must be a finite number greater than 0, got 1e+39`},
+			want: []string{`--kube-api-qps: must be 0 (automatic) or a finite number greater than 0, got 1e+39`},
 		},
 		{
 			name: "log verbosity out of range",
 			env:  map[string]string{"LOG_LEVEL": "-1"},
 			want: []string{`LOG_LEVEL: verbosity must be between 0 and 127, got "-1"`},
+		},
+		{
+			name: "eStargz needs BuildKit",
+			env:  map[string]string{"DYNAMO_IMAGE_BUILD_ENGINE": "kaniko", "ESTARGZ_ENABLED": "true"},
+			want: []string{`ESTARGZ_ENABLED: needs DYNAMO_IMAGE_BUILD_ENGINE=buildkit (kaniko cannot build eStargz images)`},
 		},
 		{
 			name: "namespaces from env",
@@ -714,6 +730,7 @@ func TestUsageListsEverything(t *testing.T) {
 		"DYNAMO_IMAGE_BUILD_ENGINE", "BUILDKIT_URL", "BUILDKIT_IMAGE", "DOCKER_REGISTRY_SERVER",
 		"DOCKER_REGISTRY_USERNAME", "DOCKER_REGISTRY_SECURE", "DYNAMO_IMAGE_REPOSITORY_NAME",
 		"ESTARGZ_ENABLED", "ADD_NAMESPACE_PREFIX_TO_IMAGE_NAME", "API_STORE_ENDPOINT",
+		"DOCKER_REGISTRY_DYNAMO_COMPONENTS_REPOSITORY_NAME", "INTERNAL_IMAGES_BUILDKIT",
 	} {
 		if !strings.Contains(out, name) {
 			t.Errorf("Usage does not mention %s", name)

@@ -63,7 +63,8 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podsToComponent))
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podsToComponent)).
+		Watches(&v1alpha1.DynamoComponent{}, handler.EnqueueRequestsFromMapFunc(r.componentsOfDynamoComponent))
 	// A component that stands alone owns its discovery objects.
 	c, err := ownDiscoveryKinds(b).
 		WatchesRawSource(resync.componentSource()).
@@ -93,6 +94,14 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	if !dcd.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
+	withImage, wait, err := r.withImage(ctx, dcd)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if wait != nil {
+		return reconcile.Result{}, r.waitForImage(ctx, dcd, wait)
+	}
+	dcd = withImage
 
 	graphPVCs, err := r.graphPVCs(ctx, dcd)
 	if err != nil {
@@ -139,7 +148,7 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	if err := applyDiscovery(ctx, r.Client, r.Applier, dcd, render.ComponentDiscoveryRBAC(dcd), &changes); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.applyChildOver(ctx, dcd, deploy, asObject(liveDeploy), &changes); err != nil {
+	if err := r.applyChildOver(ctx, dcd, deploy, asObject(liveDeploy), kept, &changes); err != nil {
 		if isUserError(err) {
 			return reconcile.Result{}, r.fail(ctx, dcd, err)
 		}
@@ -266,18 +275,23 @@ func (r *ComponentReconciler) applyChild(ctx context.Context, dcd *v1alpha1.Dyna
 	if err != nil {
 		return err
 	}
-	return r.applyChildOver(ctx, dcd, desired, asObject(current), changes)
+	return r.applyChildOver(ctx, dcd, desired, asObject(current), false, changes)
 }
 
 // applyChildOver is applyChild with the live object already read (nil when
-// there is none).
+// there is none). kept says desired's content was kept from current
+// (keepContent): then only a missing field is a reason to write.
 func (r *ComponentReconciler) applyChildOver(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment,
-	desired, current client.Object, changes *changeSet) error {
+	desired, current client.Object, kept bool, changes *changeSet) error {
 	if err := controllerutil.SetControllerReference(dcd, desired, r.Client.Scheme()); err != nil {
 		return err
 	}
 	kind := desired.GetObjectKind().GroupVersionKind().Kind
-	outcome, err := r.Applier.Apply(ctx, desired, asObject(current))
+	applyFn := r.Applier.Apply
+	if kept {
+		applyFn = r.Applier.ApplyKept
+	}
+	outcome, err := applyFn(ctx, desired, asObject(current))
 	if err != nil {
 		return fmt.Errorf("applying %s %s: %w", kind, desired.GetName(), err)
 	}

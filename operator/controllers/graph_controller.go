@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -56,7 +58,8 @@ type GraphReconciler struct {
 func (r *GraphReconciler) SetupWithManager(mgr manager.Manager, workers int, gate *scope.Gate, resync *Resync) error {
 	b := builder.ControllerManagedBy(mgr).
 		For(&v1alpha1.DynamoGraphDeployment{}, builder.WithPredicates(specOrMetadataChanged())).
-		Owns(&v1alpha1.DynamoComponentDeployment{})
+		Owns(&v1alpha1.DynamoComponentDeployment{}).
+		Watches(&v1alpha1.DynamoComponent{}, handler.EnqueueRequestsFromMapFunc(r.graphsOfDynamoComponent))
 	return ownDiscoveryKinds(b).
 		WatchesRawSource(resync.graphSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
@@ -93,7 +96,25 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	if err := r.takeExistingNames(ctx, dgd, desired); err != nil {
 		return reconcile.Result{}, err
 	}
-	components, changes, err := r.applyComponents(ctx, dgd, desired)
+	var imageChanges changeSet
+	if err := r.ensureDynamoComponent(ctx, dgd, &imageChanges); err != nil {
+		if errors.Is(err, errUserSpec) {
+			return reconcile.Result{}, r.fail(ctx, dgd, err)
+		}
+		return reconcile.Result{}, err
+	}
+	image, pending, err := r.graphImage(ctx, dgd)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	toApply, held, err := r.withGraphImage(ctx, image, pending, desired)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	components, changes, err := r.applyComponents(ctx, dgd, toApply)
+	components = append(components, held...)
+	changes.created = append(changes.created, imageChanges.created...)
+	changes.updated = append(changes.updated, imageChanges.updated...)
 	if err != nil {
 		if isUserError(err) {
 			return reconcile.Result{}, r.fail(ctx, dgd, err)
@@ -117,13 +138,15 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 
 	now := r.Clock.Now()
 	next := graphStatus(dgd, components, metav1.NewTime(now))
-	if wait := r.progress.wait(req.NamespacedName, &dgd.Status, &next, now); wait > 0 {
+	setImageWait(&next, dgd, pending, metav1.NewTime(now))
+	blockers := componentBlockers(components)
+	if wait := r.progress.wait(req.NamespacedName, &dgd.Status, &next, blockers, now); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	before := dgd.Status.State
 	wrote, err := patchStatus(ctx, r.Client, dgd, func(g *v1alpha1.DynamoGraphDeployment) { g.Status = next })
 	if wrote && err == nil {
-		r.progress.wrote(req.NamespacedName, now)
+		r.progress.wrote(req.NamespacedName, blockers, now)
 		if before != next.State {
 			ctrl.LoggerFrom(ctx).Info("graph state changed", "graph", klog.KObj(dgd),
 				"from", before, "to", next.State, "why", readyMessage(next.Conditions))
@@ -159,7 +182,11 @@ func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.Dyn
 			ctrl.LoggerFrom(ctx).V(2).Info("leaving the component's replicas to whoever scaled it",
 				"component", klog.KObj(dcd), "replicas", live.Spec.Replicas)
 		}
-		outcome, err := r.Applier.Apply(ctx, dcd, asObject(live))
+		applyFn := r.Applier.Apply
+		if kept {
+			applyFn = r.Applier.ApplyKept
+		}
+		outcome, err := applyFn(ctx, dcd, asObject(live))
 		if err != nil {
 			return nil, changes, fmt.Errorf("applying DynamoComponentDeployment %s: %w", dcd.Name, err)
 		}

@@ -17,6 +17,9 @@ const (
 	ReasonAllComponentsAvailable = "AllComponentsAvailable"
 	ReasonComponentsNotReady     = "ComponentsNotReady"
 	ReasonComponentInvalid       = "ComponentInvalid"
+	// ReasonComponentStalled is the reason of a graph's Stalled condition
+	// when one of its components is stalled.
+	ReasonComponentStalled = "ComponentStalled"
 )
 
 // graphStatus computes a DGD's status from its components as they are now.
@@ -26,16 +29,20 @@ func graphStatus(dgd *v1alpha1.DynamoGraphDeployment, components []*v1alpha1.Dyn
 	st.ObservedGeneration = dgd.Generation
 	st.Services = make(map[string]v1alpha1.ServiceReplicaStatus, len(components))
 
-	var waiting, invalid []string
+	var waiting, invalid, stalled []string
 	for _, dcd := range components {
 		service := dcd.Spec.ServiceName
 		st.Services[service] = serviceStatus(dcd)
+		if s := componentStalled(dcd); s != nil {
+			stalled = append(stalled, fmt.Sprintf("%s: %s", service, s.Message))
+		}
 		available, cond := componentCurrent(dcd)
 		switch {
 		case available:
 		case cond == nil:
 			waiting = append(waiting, fmt.Sprintf("%s (not yet reconciled)", service))
-		case cond.Reason == ReasonInvalidSpec || cond.Reason == ReasonNotAdoptable || cond.Reason == ReasonMissingAPI:
+		case cond.Reason == ReasonInvalidSpec || cond.Reason == ReasonNotAdoptable || cond.Reason == ReasonMissingAPI ||
+			cond.Reason == ReasonImageBuildFailedForComponent:
 			invalid = append(invalid, fmt.Sprintf("%s: %s", service, cond.Message))
 		default:
 			waiting = append(waiting, fmt.Sprintf("%s (%s)", service, cond.Message))
@@ -43,6 +50,7 @@ func graphStatus(dgd *v1alpha1.DynamoGraphDeployment, components []*v1alpha1.Dyn
 	}
 	sort.Strings(waiting)
 	sort.Strings(invalid)
+	sort.Strings(stalled)
 
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: dgd.Generation, LastTransitionTime: now}
 	switch {
@@ -60,8 +68,36 @@ func graphStatus(dgd *v1alpha1.DynamoGraphDeployment, components []*v1alpha1.Dyn
 		cond.Message = fmt.Sprintf("all %d components are available", len(components))
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
+	setGraphStalled(&st, dgd.Generation, now, ReasonComponentStalled, strings.Join(stalled, "; "))
 	setIgnoredFieldsCondition(&st, dgd, now)
 	return st
+}
+
+// componentStalled is a component's Stalled condition when it is True for
+// the component's current spec, else nil.
+func componentStalled(dcd *v1alpha1.DynamoComponentDeployment) *metav1.Condition {
+	c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionStalled)
+	if c == nil || c.Status != metav1.ConditionTrue || dcd.Status.ObservedGeneration != dcd.Generation || c.ObservedGeneration != dcd.Generation {
+		return nil
+	}
+	return c
+}
+
+// setGraphStalled sets the graph's Stalled condition True with message,
+// or removes it when message is empty: kstatus-based tools (Flux, Argo CD)
+// read a graph with Stalled True as Failed, one without it by its Ready
+// condition. A graph is stalled when it cannot progress without a change:
+// a component of it is stalled (a passed progress deadline, an invalid
+// component spec), or its own spec is invalid.
+func setGraphStalled(st *v1alpha1.DynamoGraphDeploymentStatus, gen int64, now metav1.Time, reason, message string) {
+	if message == "" {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStalled)
+		return
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: reason, Message: message,
+		ObservedGeneration: gen, LastTransitionTime: now,
+	})
 }
 
 // invalidGraphStatus records a graph spec the user must fix before any
@@ -78,6 +114,7 @@ func invalidGraphStatus(dgd *v1alpha1.DynamoGraphDeployment, err error, now meta
 		ObservedGeneration: dgd.Generation,
 		LastTransitionTime: now,
 	})
+	setGraphStalled(&st, dgd.Generation, now, ReasonInvalidSpec, err.Error())
 	return st
 }
 

@@ -91,3 +91,47 @@ func TestInvalidGraphStatus(t *testing.T) {
 		t.Fatalf("got %s %+v", st.State, c)
 	}
 }
+
+// TestGraphStalled: the graph is Stalled (kstatus: Failed) while a
+// component is stalled for its current spec, naming the service and the
+// cause; the condition keeps its transition time while it stays and goes
+// when no component is stalled. A stale Stalled of a component (an older
+// generation) does not count.
+func TestGraphStalled(t *testing.T) {
+	deadline := "0 of 2 replicas available; the rollout made no progress within its progressDeadlineSeconds"
+	stalledWorker := func(gen, condGen int64) *v1alpha1.DynamoComponentDeployment {
+		dcd := component("Worker", gen, gen, &metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonProgressDeadline,
+			Message: deadline, ObservedGeneration: gen})
+		dcd.Status.Conditions = append(dcd.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionStalled,
+			Status: metav1.ConditionTrue, Reason: ReasonProgressDeadline, Message: deadline, ObservedGeneration: condGen})
+		return dcd
+	}
+	frontend := component("Frontend", 1, 1, &metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonAvailable, ObservedGeneration: 1})
+	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+
+	t0, t1 := metav1.NewTime(time.Unix(1000, 0)), metav1.NewTime(time.Unix(2000, 0))
+	dgd.Status = graphStatus(dgd, []*v1alpha1.DynamoComponentDeployment{frontend, stalledWorker(2, 2)}, t0)
+	want := metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: ReasonComponentStalled,
+		Message: "Worker: " + deadline, ObservedGeneration: 3, LastTransitionTime: t0}
+	if diff := cmp.Diff(&want, meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionStalled)); diff != "" {
+		t.Fatalf("Stalled (-want +got):\n%s", diff)
+	}
+	dgd.Status = graphStatus(dgd, []*v1alpha1.DynamoComponentDeployment{frontend, stalledWorker(2, 2)}, t1)
+	if c := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionStalled); c == nil || !c.LastTransitionTime.Equal(&t0) {
+		t.Errorf("Stalled again must keep its transition time %s: %+v", t0, c)
+	}
+	// The component's Stalled is for an older spec: it says nothing now.
+	dgd.Status = graphStatus(dgd, []*v1alpha1.DynamoComponentDeployment{frontend, stalledWorker(3, 2)}, t1)
+	if c := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionStalled); c != nil {
+		t.Errorf("a stale component Stalled made the graph Stalled: %+v", c)
+	}
+	if c := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Ready: %+v", c)
+	}
+
+	st := invalidGraphStatus(dgd, errors.New("spec.services.X: Invalid value"), t1)
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionStalled); c == nil || c.Status != metav1.ConditionTrue ||
+		c.Reason != ReasonInvalidSpec || c.Message != "spec.services.X: Invalid value" {
+		t.Errorf("an invalid graph must be Stalled: %+v", c)
+	}
+}

@@ -19,9 +19,6 @@ const ConditionFieldsNotActedOn = "FieldsNotActedOn"
 // does not act on, with why.
 func ignoredFields(dgd *v1alpha1.DynamoGraphDeployment) []string {
 	var out []string
-	if dgd.Spec.DynamoComponent != "" {
-		out = append(out, "spec.dynamoComponent (image builds are not run; set extraPodSpec.mainContainer.image)")
-	}
 	for name, svc := range dgd.Spec.Services {
 		if svc == nil {
 			continue

@@ -107,7 +107,7 @@ func (r *ComponentReconciler) reconcileMultinode(ctx context.Context, dcd *v1alp
 	if err := applyDiscovery(ctx, r.Client, r.Applier, dcd, render.ComponentDiscoveryRBAC(dcd), &changes); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.applyChildOver(ctx, dcd, lws, asObject(live), &changes); err != nil {
+	if err := r.applyChildOver(ctx, dcd, lws, asObject(live), false, &changes); err != nil {
 		if isUserError(err) {
 			return reconcile.Result{}, r.fail(ctx, dcd, err)
 		}

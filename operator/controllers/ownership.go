@@ -3,9 +3,11 @@ package controllers
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -27,6 +29,34 @@ type owned struct {
 }
 
 func (o owned) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := o.reconcile(ctx, req)
+	if webhookUnreachable(err) {
+		// Our own admission webhooks have no endpoint yet: right after an
+		// install, a take-over or a fail-over the controllers start before the
+		// operator's pod is Ready, and the API server refuses writes to our
+		// kinds until the Service lists it. That is not a failure to log at
+		// error level nor to back off from exponentially: try again shortly.
+		logf.FromContext(ctx).V(levelChild).Info("admission webhook not reachable yet; retrying", "after", webhookRetry, "error", err.Error())
+		return reconcile.Result{RequeueAfter: webhookRetry}, nil
+	}
+	return res, err
+}
+
+// webhookRetry is how soon a reconcile refused by an unreachable admission
+// webhook runs again: about the time a new pod takes to join its endpoints.
+const webhookRetry = 2 * time.Second
+
+// webhookUnreachable reports whether the API server refused a write because
+// it could not call an admission webhook (no endpoints, connection refused,
+// a certificate not yet served), as opposed to the webhook denying it.
+func webhookUnreachable(err error) bool {
+	if err == nil || !apierrors.IsInternalError(err) {
+		return false
+	}
+	return strings.Contains(err.Error(), "failed calling webhook")
+}
+
+func (o owned) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if o.gate == nil {
 		return o.next.Reconcile(ctx, req)
 	}

@@ -1,6 +1,9 @@
 package controllers
 
 import (
+	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,43 +14,73 @@ import (
 )
 
 // progressInterval is the least time between two status writes of a graph
-// that only report progress (replica counts, what is still awaited) while
-// its state, Ready condition and observed generation stay the same. Each
-// component's rollout moves several counters several times; writing every
-// step would cost a graph of four services a dozen writes for one rollout.
-const progressInterval = time.Second
+// that only report progress (replica counts, which components are still
+// awaited) while its state, Ready condition, observed generation and
+// blockers stay the same. Each component's rollout moves several counters
+// several times, and at scale hundreds of graphs converge at once: writing
+// progress every second cost a graph of four services seven status writes
+// to become Ready; every ten seconds it costs two or three (pending, ready),
+// while what a user must act on (a blocker) is written at once.
+const progressInterval = 10 * time.Second
 
-// progressThrottle remembers when each graph's status was last written.
+// progressThrottle remembers when each graph's status was last written, and
+// the blockers it then reported.
 type progressThrottle struct {
 	mu   sync.Mutex
-	last map[types.NamespacedName]time.Time
+	last map[types.NamespacedName]lastWrite
+}
+
+type lastWrite struct {
+	at       time.Time
+	blockers string
 }
 
 // wait returns how long the write of next over current should wait; zero
 // means write now. A change of state, of the Ready condition's status or of
-// the observed generation is never held back.
-func (p *progressThrottle) wait(key types.NamespacedName, current, next *v1alpha1.DynamoGraphDeploymentStatus, now time.Time) time.Duration {
+// the observed generation is never held back, nor a change of blockers
+// (componentBlockers): why a rollout is stuck is news, not progress.
+func (p *progressThrottle) wait(key types.NamespacedName, current, next *v1alpha1.DynamoGraphDeploymentStatus,
+	blockers string, now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if significant(current, next) {
 		return 0
 	}
-	if last, ok := p.last[key]; ok {
-		if w := progressInterval - now.Sub(last); w > 0 {
+	if last, ok := p.last[key]; ok && last.blockers == blockers {
+		if w := progressInterval - now.Sub(last.at); w > 0 {
 			return w
 		}
 	}
 	return 0
 }
 
-// wrote records a status write at now.
-func (p *progressThrottle) wrote(key types.NamespacedName, now time.Time) {
+// wrote records a status write at now reporting blockers.
+func (p *progressThrottle) wrote(key types.NamespacedName, blockers string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.last == nil {
-		p.last = map[types.NamespacedName]time.Time{}
+		p.last = map[types.NamespacedName]lastWrite{}
 	}
-	p.last[key] = now
+	p.last[key] = lastWrite{at: now, blockers: blockers}
+}
+
+// componentBlockers names what holds the components back beyond an ordinary
+// rollout: each component whose Available condition gives another reason
+// (unschedulable, crash-looping, a missing claim...) or that is Stalled,
+// with that reason. Empty while every component is available or rolling
+// out.
+func componentBlockers(components []*v1alpha1.DynamoComponentDeployment) string {
+	var out []string
+	for _, dcd := range components {
+		cond := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
+		stalled := meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionStalled)
+		if cond == nil || (!stalled && (cond.Reason == ReasonAvailable || cond.Reason == ReasonRolloutInProgress)) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s:%s:%t", dcd.Name, cond.Reason, stalled))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
 }
 
 // forget drops a deleted graph.

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
@@ -24,14 +25,14 @@ func TestProgressThrottle(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	pending := status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 0)
 
-	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), t0); w != 0 {
+	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), "", t0); w != 0 {
 		t.Fatalf("the first progress write must not wait, got %s", w)
 	}
-	p.wrote(key, t0)
-	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), t0.Add(300*time.Millisecond)); w != 700*time.Millisecond {
+	p.wrote(key, "", t0)
+	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), "", t0.Add(3*time.Second)); w != 7*time.Second {
 		t.Fatalf("progress within the interval waits for its rest, got %s", w)
 	}
-	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), t0.Add(time.Second)); w != 0 {
+	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), "", t0.Add(progressInterval)); w != 0 {
 		t.Fatalf("progress after the interval is written, got %s", w)
 	}
 	for name, next := range map[string]*v1alpha1.DynamoGraphDeploymentStatus{
@@ -39,12 +40,43 @@ func TestProgressThrottle(t *testing.T) {
 		"a new generation": status(v1alpha1.GraphStatePending, 2, metav1.ConditionFalse, 0),
 		"failing":          status(v1alpha1.GraphStateFailed, 1, metav1.ConditionFalse, 0),
 	} {
-		if w := p.wait(key, pending, next, t0.Add(time.Millisecond)); w != 0 {
+		if w := p.wait(key, pending, next, "", t0.Add(time.Millisecond)); w != 0 {
 			t.Errorf("%s must never wait, got %s", name, w)
 		}
 	}
+	// A blocker appearing, changing or going is written at once.
+	for _, blockers := range []string{"llm-worker:Unschedulable:false", "llm-worker:CrashLoopBackOff:true"} {
+		if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), blockers, t0.Add(time.Millisecond)); w != 0 {
+			t.Errorf("new blockers %q must not wait, got %s", blockers, w)
+		}
+	}
+	p.wrote(key, "llm-worker:Unschedulable:false", t0)
+	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), "", t0.Add(time.Millisecond)); w != 0 {
+		t.Errorf("blockers gone must not wait, got %s", w)
+	}
 	p.forget(key)
-	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), t0.Add(time.Millisecond)); w != 0 {
+	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), "", t0.Add(time.Millisecond)); w != 0 {
 		t.Errorf("a forgotten graph starts afresh, got %s", w)
+	}
+}
+
+func TestComponentBlockers(t *testing.T) {
+	component := func(name, reason string, stalled bool) *v1alpha1.DynamoComponentDeployment {
+		dcd := builders.MakeComponent(name, "ns", builders.MakeService()).Obj()
+		dcd.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: reason}}
+		if stalled {
+			dcd.Status.Conditions = append(dcd.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue})
+		}
+		return dcd
+	}
+	fresh := builders.MakeComponent("new", "ns", builders.MakeService()).Obj()
+	ordinary := []*v1alpha1.DynamoComponentDeployment{fresh, component("a", ReasonAvailable, false), component("b", ReasonRolloutInProgress, false)}
+	if got := componentBlockers(ordinary); got != "" {
+		t.Errorf("an ordinary rollout has no blockers, got %q", got)
+	}
+	stuck := append(ordinary, component("d", "CrashLoopBackOff", true), component("c", "Unschedulable", false),
+		component("e", ReasonRolloutInProgress, true))
+	if got, want := componentBlockers(stuck), "c:Unschedulable:false,d:CrashLoopBackOff:true,e:RolloutInProgress:true"; got != want {
+		t.Errorf("blockers: got %q, want %q", got, want)
 	}
 }

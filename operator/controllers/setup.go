@@ -4,7 +4,11 @@
 package controllers
 
 import (
+	"net/http"
+	"time"
+
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -35,6 +39,18 @@ type Options struct {
 	// Gate says which namespaces this operator owns (deployment modes);
 	// nil means all of them.
 	Gate *scope.Gate
+	// Build carries the image-builder settings DynamoComponents' build
+	// Jobs are rendered with.
+	Build render.ImageBuildOptions
+	// Model configures the DynamoModel controller (zero: its defaults).
+	Model ModelOptions
+}
+
+// ModelOptions configure the DynamoModel controller; see ModelReconciler.
+type ModelOptions struct {
+	HTTP          *http.Client
+	CheckInterval time.Duration
+	UnloadTimeout time.Duration
 }
 
 // Setup registers every controller with the manager. The returned Resync
@@ -57,7 +73,7 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 		componentEvents = scope.GatedRecorder(componentEvents, o.Gate)
 	}
 	resync := newResync(mgr.GetClient())
-	applier := &apply.Applier{Client: c, FieldOwner: FieldOwner}
+	applier := &apply.Applier{Client: c, FieldOwner: FieldOwner, Clock: o.Clock}
 	graphs := &GraphReconciler{
 		Client:   c,
 		Applier:  applier,
@@ -81,11 +97,45 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 	if err := components.SetupWithManager(mgr, o.Workers, o.Gate, resync); err != nil {
 		return nil, err
 	}
+	images := &DynamoComponentReconciler{
+		Client:   c,
+		Recorder: dynamoComponentEvents(mgr, o.Gate),
+		Clock:    o.Clock,
+		Build:    o.Build,
+	}
+	if err := images.SetupWithManager(mgr, o.Workers, o.Gate); err != nil {
+		return nil, err
+	}
+	var modelEvents events.EventRecorder = mgr.GetEventRecorder("dynamo-model-controller")
+	if o.Gate != nil {
+		modelEvents = scope.GatedRecorder(modelEvents, o.Gate)
+	}
+	models := &ModelReconciler{
+		Client:        c,
+		Recorder:      modelEvents,
+		Clock:         o.Clock,
+		HTTP:          o.Model.HTTP,
+		CheckInterval: o.Model.CheckInterval,
+		UnloadTimeout: o.Model.UnloadTimeout,
+	}
+	if err := models.SetupWithManager(mgr, o.Workers, o.Gate); err != nil {
+		return nil, err
+	}
 	return resync, nil
 }
 
+// dynamoComponentEvents is the image builds' event recorder, gated as the
+// others are.
+func dynamoComponentEvents(mgr manager.Manager, gate *scope.Gate) events.EventRecorder {
+	rec := mgr.GetEventRecorder("dynamo-image-build-controller")
+	if gate != nil {
+		return scope.GatedRecorder(rec, gate)
+	}
+	return rec
+}
+
 // CacheOptions keeps only the operator's own children of the built-in kinds
-// in memory: a cluster's other Deployments and Services are none of its
+// in memory, trimmed of what nothing reads (trimForCache): a cluster's other Deployments and Services are none of its
 // business, and caching them all would cost memory proportional to the
 // cluster rather than to the graphs.
 func CacheOptions() cache.Options {
@@ -95,6 +145,7 @@ func CacheOptions() cache.Options {
 		&corev1.Service{}:               managed,
 		&networkingv1.Ingress{}:         managed,
 		&corev1.PersistentVolumeClaim{}: managed,
+		&batchv1.Job{}:                  managed,
 	}
 	// LeaderWorkerSets are not listed: ByObject needs the kind's REST
 	// mapping when the cache is built, which fails the operator's start on a
@@ -110,5 +161,5 @@ func CacheOptions() cache.Options {
 	for _, kind := range discoveryKinds {
 		byObject[kind] = managed
 	}
-	return cache.Options{ByObject: byObject}
+	return cache.Options{ByObject: byObject, DefaultTransform: trimForCache}
 }

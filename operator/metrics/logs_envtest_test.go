@@ -20,6 +20,8 @@ type logLine struct {
 	ReconcileID string `json:"reconcileID"`
 	Controller  string `json:"controller"`
 	Namespace   string `json:"namespace"`
+	// size is the line's length in bytes with its newline.
+	size int
 }
 
 func parseLogs(t *testing.T, b []byte) []logLine {
@@ -32,6 +34,7 @@ func parseLogs(t *testing.T, b []byte) []logLine {
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("a log line that is not JSON: %s", sc.Text())
 		}
+		l.size = len(sc.Bytes()) + 1
 		out = append(out, l)
 	}
 	return out
@@ -130,16 +133,10 @@ func TestLogVolumeAtInfo(t *testing.T) {
 	}
 	b, _ := r.logs.since(mark)
 	var infoBytes, infoLines, allBytes, allLines, stateChanges int
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var l logLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("a log line that is not JSON: %s", sc.Text())
-		}
-		allBytes, allLines = allBytes+len(sc.Bytes())+1, allLines+1
+	for _, l := range parseLogs(t, b) {
+		allBytes, allLines = allBytes+l.size, allLines+1
 		if atInfo(l) {
-			infoBytes, infoLines = infoBytes+len(sc.Bytes())+1, infoLines+1
+			infoBytes, infoLines = infoBytes+l.size, infoLines+1
 			if l.Msg == "graph state changed" && l.Namespace == ns {
 				stateChanges++
 			}

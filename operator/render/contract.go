@@ -215,5 +215,11 @@ func contractLabels(dcd *v1alpha1.DynamoComponentDeployment) map[string]string {
 	if h := dcd.Labels[LabelWorkerHash]; h != "" && isWorker(dcd.Spec.ComponentType) {
 		labels[LabelWorkerHash] = h
 	}
+	// The DynamoModel controller finds a base model's serving pods by this
+	// label, as Dynamo's does (a Service Dynamo's operator left,
+	// dynamo-model-<hash>, selects the pods by it too).
+	if ref := dcd.Spec.ModelRef; ref != nil && ref.Name != "" {
+		labels[LabelBaseModelHash] = BaseModelHash(ref.Name)
+	}
 	return labels
 }

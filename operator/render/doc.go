@@ -45,8 +45,8 @@
 //	DYN_SYSTEM_ENABLED/PORT        workers only                   every component               the Service exposes 9090 on all (SPEC 2)
 //	system port on frontends       none                           9090                          as above
 //	planner ServiceAccount         planner-serviceaccount         the graph's discovery account upstream's chart creates that account; ours grants no scaling rights yet
-//	base-model hash label          on pods, Service dynamo-model-<hash>
-//	                                                              Service <component>-model selecting the component
+//	base-model hash label          on Deployment, pods, Service dynamo-model-<hash>
+//	                                                              on pods and Service <component>-model
 //	Deployment label dynamo-namespace
 //	                               on Deployment and pods         on pods only                  PodMonitors and discovery select pods
 //

@@ -65,11 +65,12 @@ var operatorKeys = map[string]bool{
 }
 
 // BaseModelHash is a label-safe digest of a base model name (model names such
-// as Qwen/Qwen3-0.6B contain characters a label value may not): the first 10
-// hex characters of its SHA-256.
+// as Qwen/Qwen3-0.6B contain characters a label value may not): the first 8
+// hex characters of its SHA-256, the value Dynamo's operator writes, so pods
+// and Services either operator labelled find each other.
 func BaseModelHash(baseModelName string) string {
 	sum := sha256.Sum256([]byte(baseModelName))
-	return hex.EncodeToString(sum[:])[:10]
+	return hex.EncodeToString(sum[:])[:8]
 }
 
 // propagated returns the entries of the given maps, later maps winning, that

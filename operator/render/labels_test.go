@@ -11,11 +11,11 @@ import (
 )
 
 func TestBaseModelHash(t *testing.T) {
-	hex10 := regexp.MustCompile(`^[0-9a-f]{10}$`)
+	hex8 := regexp.MustCompile(`^[0-9a-f]{8}$`)
 	for _, name := range []string{"Qwen/Qwen3-0.6B", "meta-llama/Llama-3.1-8B-Instruct", "", "a b/c:d@e"} {
 		h := BaseModelHash(name)
-		if !hex10.MatchString(h) {
-			t.Errorf("BaseModelHash(%q) = %q, want 10 lowercase hex characters", name, h)
+		if !hex8.MatchString(h) {
+			t.Errorf("BaseModelHash(%q) = %q, want 8 lowercase hex characters", name, h)
 		}
 		if msgs := validation.IsValidLabelValue(h); len(msgs) > 0 {
 			t.Errorf("BaseModelHash(%q) = %q is not a label value: %v", name, h, msgs)
@@ -25,7 +25,7 @@ func TestBaseModelHash(t *testing.T) {
 		}
 	}
 	// The first 10 hex characters of sha256("Qwen/Qwen3-0.6B").
-	if got, want := BaseModelHash("Qwen/Qwen3-0.6B"), "fb68f5a6d1"; got != want {
+	if got, want := BaseModelHash("Qwen/Qwen3-0.6B"), "fb68f5a6"; got != want {
 		t.Errorf("BaseModelHash(Qwen/Qwen3-0.6B) = %q, want %q", got, want)
 	}
 	if BaseModelHash("Qwen/Qwen3-0.6B") == BaseModelHash("Qwen/Qwen3-8B") {

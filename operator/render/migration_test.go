@@ -66,7 +66,7 @@ var knownDifferences = []knownDifference{
 	{path: "spec.template.spec.containers[main].resources.requests.nvidia.com/gpu", why: "ours writes the GPU request equal to the limit; the API server would set the same on each pod"},
 	{path: "spec.template.spec.containers[main].env[DYN_SYSTEM_*", kinds: []string{"frontend", "planner"}, why: "every component of ours runs the runtime's system server on 9090 (the Service exposes it on all, SPEC 2); upstream enables it on workers only"},
 	{path: "spec.template.spec.containers[main].ports[system].*", kinds: []string{"frontend"}, why: "the system port, see above"},
-	{path: "*labels.nvidia.com/dynamo-base-model-hash", why: "ours finds a model's pods through the Service <component>-model, which selects the component's pods and carries the hash; upstream labels the pods and names the Service dynamo-model-<hash>"},
+	{path: "metadata.labels.nvidia.com/dynamo-base-model-hash", why: "on the pods and the Service <component>-model; upstream labels the Deployment too and names its Service dynamo-model-<hash>"},
 	{path: "spec.template.spec.serviceAccountName", kinds: []string{"planner"}, why: "upstream runs the planner as planner-serviceaccount, which its Helm chart creates and binds to ClusterRole dynamo-planner; ours runs it with the graph's discovery account (scaling rights for the planner: not granted yet)"},
 }
 

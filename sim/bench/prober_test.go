@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
+	"github.com/dynamoctl/dynamo-operator/sim/kubelet"
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
 	"github.com/dynamoctl/dynamo-operator/sim/probes"
 	"github.com/dynamoctl/dynamo-operator/sim/workers"
@@ -68,6 +69,10 @@ func BenchmarkProber(b *testing.B) {
 	rec := workers.NewRecorder(clock.RealClock{})
 	wm := workers.NewManager(rec)
 	if err := wm.Run(ctx, cs); err != nil {
+		b.Fatal(err)
+	}
+	// Dynamo pods start once the kubelet's checks admit them.
+	if err := (&kubelet.Admitter{Client: cs}).Run(ctx); err != nil {
 		b.Fatal(err)
 	}
 	pctx, stopProber := context.WithCancel(ctx)

@@ -23,6 +23,9 @@ type auditEvent struct {
 		Namespace string `json:"namespace"`
 	} `json:"objectRef"`
 	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
 }
 
 // Write is one write recorded in the audit log.
@@ -32,6 +35,9 @@ type Write struct {
 	Namespace string
 	// At is when the write completed.
 	At time.Time
+	// Code is the HTTP status the API server answered (a refused write is
+	// still an attempt to write).
+	Code int
 }
 
 var verbMethods = map[string]string{
@@ -77,7 +83,7 @@ func WritesBy(auditLog, user string) ([]Write, error) {
 		if m == "" {
 			m = ev.Verb
 		}
-		out = append(out, Write{Line: m + " " + ev.RequestURI, Namespace: ev.ObjectRef.Namespace, At: ev.StageTimestamp.Time})
+		out = append(out, Write{Line: m + " " + ev.RequestURI, Namespace: ev.ObjectRef.Namespace, At: ev.StageTimestamp.Time, Code: ev.ResponseStatus.Code})
 	}
 	return out, sc.Err()
 }

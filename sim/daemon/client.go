@@ -87,6 +87,13 @@ func (c *Client) WorkerCalls(ctx context.Context) ([]workers.Call, error) {
 	return out, err
 }
 
+// WorkerLoRAs lists the adapters each fake worker has loaded, by pod.
+func (c *Client) WorkerLoRAs(ctx context.Context) (map[string][]string, error) {
+	var out map[string][]string
+	err := c.do(ctx, http.MethodGet, "/workers/loras", nil, &out)
+	return out, err
+}
+
 // Workers lists the serving fake workers, pod -> address.
 func (c *Client) Workers(ctx context.Context) (map[string]string, error) {
 	var out map[string]string

@@ -21,6 +21,13 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 		}
 		writeJSON(w, 200, d.workers.Recorder.Calls())
 	})
+	mux.HandleFunc("GET /workers/loras", func(w http.ResponseWriter, _ *http.Request) {
+		if d.workers == nil {
+			writeJSON(w, 200, map[string][]string{})
+			return
+		}
+		writeJSON(w, 200, d.workers.LoRAs())
+	})
 	mux.HandleFunc("GET /workers", func(w http.ResponseWriter, _ *http.Request) {
 		if d.workers == nil {
 			writeJSON(w, 200, map[string]string{})
@@ -101,9 +108,14 @@ type OperatorRequest struct {
 }
 
 func (d *Daemon) faultEnv(ctx context.Context) faults.Env {
+	var k faults.Kubelet
+	if d.kubelet != nil {
+		k = d.kubelet
+	}
 	return faults.Env{
-		Client: d.client,
-		Clock:  d.clock,
+		Kubelet: k,
+		Client:  d.client,
+		Clock:   d.clock,
 		Operator: func(name string) (faults.Operator, error) {
 			op, err := d.operator(name)
 			if err != nil {
@@ -116,8 +128,11 @@ func (d *Daemon) faultEnv(ctx context.Context) faults.Env {
 			defer d.setState(func(s *State) { s.Step = "" })
 			return d.cluster.RestartAPIServer(rctx, down)
 		},
-		SetWorkerDown:     func(pod string, down bool) { d.workers.SetDown(pod, down) },
-		OperatorNamespace: d.o.SystemNamespace,
-		WebhookCertSecret: "dynamo-operator-webhook-cert",
+		SetWorkerDown:       func(pod string, down bool) { d.workers.SetDown(pod, down) },
+		SetImagePullFailure: d.admit.SetImagePullFailure,
+		RestartWorker:       d.workers.Restart,
+		ForgetWorker:        d.workers.Forget,
+		OperatorNamespace:   d.o.SystemNamespace,
+		WebhookCertSecret:   "dynamo-operator-webhook-cert",
 	}
 }

@@ -85,6 +85,7 @@ type Daemon struct {
 	workers *workers.Manager
 	kubelet *kubelet.Runner
 	prober  *probes.Manager
+	admit   *kubelet.Admitter
 	log     io.Writer
 
 	mu    sync.Mutex
@@ -182,6 +183,12 @@ func (d *Daemon) start(ctx context.Context) error {
 	d.workers.Log = logf
 	d.workers.ModelLoadDelay = d.o.ModelLoadDelay
 	if err := d.workers.Run(ctx, d.client); err != nil {
+		return err
+	}
+	// The kubelet's checks before a Dynamo pod's containers start (image
+	// pull, volumes, env sources); KWOK starts the pod once they pass.
+	d.admit = &kubelet.Admitter{Client: d.client, Clock: d.clock, Log: logf}
+	if err := d.admit.Run(ctx); err != nil {
 		return err
 	}
 	if err := d.startKubelet(ctx, logf); err != nil {

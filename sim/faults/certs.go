@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,8 +20,14 @@ import (
 // one for the same names that expired an hour ago (a new key, self-signed),
 // as if rotation had been missed. An operator in `auto` certificate mode
 // must notice and issue a new one; until it does, admission fails.
-func certExpiry(ctx context.Context, env Env) (string, error) {
+func certExpiry(ctx context.Context, env Env, r Request) (string, error) {
 	ns, name := env.OperatorNamespace, env.WebhookCertSecret
+	if r.Secret != "" {
+		var ok bool
+		if ns, name, ok = strings.Cut(r.Secret, "/"); !ok || ns == "" || name == "" {
+			return "", fmt.Errorf("cert-expiry: --secret %q: want namespace/name", r.Secret)
+		}
+	}
 	secrets := env.Client.CoreV1().Secrets(ns)
 	sec, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

@@ -160,3 +160,46 @@ func hasCondition(n *corev1.Node, typ corev1.NodeConditionType, status corev1.Co
 	}
 	return false
 }
+
+// fakeKubelet records kills; the real runner is exercised by the fault
+// scenarios (scenarios/faults.feature) on the simulator.
+type fakeKubelet struct {
+	running []string
+	killed  []string
+}
+
+func (f *fakeKubelet) Running() []string { return f.running }
+
+func (f *fakeKubelet) Kill(ns, name string) ([]int, error) {
+	f.killed = append(f.killed, ns+"/"+name)
+	return []int{42}, nil
+}
+
+func TestPodKillTargets(t *testing.T) {
+	ctx := context.Background()
+	k := &fakeKubelet{running: []string{"sys/op-b", "other/x", "sys/op-a"}}
+	env := Env{Kubelet: k}
+	for seed := range uint64(10) {
+		k.killed = nil
+		if _, err := Inject(ctx, env, Request{Kind: "pod-kill", Namespace: "sys", Seed: seed}); err != nil {
+			t.Fatal(err)
+		}
+		again := &fakeKubelet{running: []string{"sys/op-a", "sys/op-b", "other/x"}}
+		if _, err := Inject(ctx, Env{Kubelet: again}, Request{Kind: "pod-kill", Namespace: "sys", Seed: seed}); err != nil {
+			t.Fatal(err)
+		}
+		if len(k.killed) != 1 || !strings.HasPrefix(k.killed[0], "sys/") || k.killed[0] != again.killed[0] {
+			t.Fatalf("seed %d killed %v then %v; want one pod of sys, the same both times", seed, k.killed, again.killed)
+		}
+	}
+	k.killed = nil
+	if _, err := Inject(ctx, env, Request{Kind: "pod-kill", Pod: "op-b", Namespace: "sys"}); err != nil || k.killed[0] != "sys/op-b" {
+		t.Errorf("--pod op-b --namespace sys killed %v (%v)", k.killed, err)
+	}
+	if _, err := Inject(ctx, env, Request{Kind: "pod-kill", Namespace: "none"}); err == nil {
+		t.Error("pod-kill in a namespace with no process pod: want an error")
+	}
+	if _, err := Inject(ctx, Env{}, Request{Kind: "pod-kill"}); err == nil || !strings.Contains(err.Error(), "runs no pod") {
+		t.Errorf("pod-kill without a kubelet: want an error saying so, got %v", err)
+	}
+}

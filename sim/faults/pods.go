@@ -66,6 +66,54 @@ func crashLoop(ctx context.Context, env Env, rng *rand.Rand, r Request) (string,
 	return fmt.Sprintf("pod %s/%s crash-loops (CrashLoopBackOff, not Ready); delete it to recover", ns, name), nil
 }
 
+// workerRestart restarts a Running pod's containers once, as a kubelet does
+// after the process exits: restartCount+1, the last run terminated, not
+// Ready. The prober sees the new run and probes it from its start, so the
+// pod is Ready again once its model has loaded; the fake worker starts
+// afresh without the adapters it had.
+func workerRestart(ctx context.Context, env Env, rng *rand.Rand, r Request) (string, error) {
+	ns, name, err := crashTarget(ctx, env, rng, r)
+	if err != nil {
+		return "", err
+	}
+	pod, err := env.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	now := metav1.NewTime(env.Clock.Now())
+	var statuses []corev1.ContainerStatus
+	for _, cs := range pod.Status.ContainerStatuses {
+		started := now
+		if cs.State.Running != nil {
+			started = cs.State.Running.StartedAt
+		}
+		cs.Ready = false
+		cs.Started = new(bool)
+		cs.RestartCount++
+		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 1, Reason: "Error", StartedAt: started, FinishedAt: now,
+		}}
+		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
+		statuses = append(statuses, cs)
+	}
+	conds := []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: now,
+			Message: "containers with unready status: [" + containerNames(pod) + "]"},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: now},
+	}
+	body, err := json.Marshal(map[string]any{"status": map[string]any{"containerStatuses": statuses, "conditions": conds}})
+	if err != nil {
+		return "", err
+	}
+	if env.RestartWorker != nil {
+		env.RestartWorker(ns + "/" + name)
+	}
+	if _, err := env.Client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
+		return "", fmt.Errorf("worker-restart of %s/%s: %w", ns, name, err)
+	}
+	return fmt.Sprintf("pod %s/%s restarted its containers (not Ready until its probes pass)", ns, name), nil
+}
+
 func crashTarget(ctx context.Context, env Env, rng *rand.Rand, r Request) (string, string, error) {
 	if r.Pod != "" {
 		ns, name, ok := strings.Cut(r.Pod, "/")
@@ -129,4 +177,41 @@ func leaseExpiry(ctx context.Context, env Env, r Request) (string, error) {
 		return "", fmt.Errorf("lease-expiry: lease %s/%s: %w", r.Namespace, NamespaceLeaseName, err)
 	}
 	return fmt.Sprintf("lease %s/%s renewTime set to %s (expired); a live renewer will renew it within its interval", r.Namespace, NamespaceLeaseName, past.UTC().Format(time.RFC3339)), nil
+}
+
+// podKill kills a pod's processes with SIGKILL, as the kernel's OOM killer
+// or a crashing node agent would: the program gets no SIGTERM and says
+// nothing on its way out (an operator releases no Lease), and the
+// simulator's kubelet restarts the container after its back-off, as a
+// kubelet does under restartPolicy Always. Only pods the simulator runs as
+// processes can be killed (the operator's image); fake workers have none.
+func podKill(_ context.Context, env Env, rng *rand.Rand, r Request) (string, error) {
+	if env.Kubelet == nil {
+		return "", fmt.Errorf("pod-kill: this simulator runs no pod as a process")
+	}
+	target := r.Pod
+	if target == "" {
+		var names []string
+		for _, p := range env.Kubelet.Running() {
+			if ns, _, _ := strings.Cut(p, "/"); r.Namespace == "" || ns == r.Namespace {
+				names = append(names, p)
+			}
+		}
+		if len(names) == 0 {
+			return "", fmt.Errorf("pod-kill: no pod runs as a process (namespace %q)", r.Namespace)
+		}
+		target = pick(rng, names)
+	}
+	ns, name, ok := strings.Cut(target, "/")
+	if !ok {
+		if r.Namespace == "" {
+			return "", fmt.Errorf("pod-kill: --pod %q needs a namespace: namespace/name or --namespace", target)
+		}
+		ns, name = r.Namespace, target
+	}
+	pids, err := env.Kubelet.Kill(ns, name)
+	if err != nil {
+		return "", fmt.Errorf("pod-kill of %s/%s: %w", ns, name, err)
+	}
+	return fmt.Sprintf("pod %s/%s: SIGKILL to pids %v; its containers restart after their back-off", ns, name, pids), nil
 }

@@ -53,6 +53,7 @@ type sim struct {
 	rec     *workers.Recorder
 	workers *workers.Manager
 	prober  *probes.Manager
+	admit   *Admitter
 }
 
 func startSim(t *testing.T, ctx context.Context) *sim {
@@ -90,6 +91,10 @@ func startSim(t *testing.T, ctx context.Context) *sim {
 	s.workers = workers.NewManager(s.rec)
 	s.workers.Log = t.Logf
 	if err := s.workers.Run(kctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	s.admit = &Admitter{Client: cs, Log: t.Logf, RetryInterval: 500 * time.Millisecond}
+	if err := s.admit.Run(kctx); err != nil {
 		t.Fatal(err)
 	}
 	r, err := New(Config{Client: cs, Images: []ImageMapping{{Repo: operatorImage, Path: op}}, Dir: dir,
@@ -438,5 +443,67 @@ func TestFakeWorkerProbes(t *testing.T) {
 	})
 	if strings.Contains(body.String(), "sql") {
 		t.Errorf("the restarted worker still has its LoRA: %s", body.String())
+	}
+}
+
+// TestAdmitterReportsAsTheKubelet: a Dynamo pod whose image cannot be
+// pulled, whose env names a Secret that does not exist, or whose Secret
+// volume does not exist stays Pending with the kubelet's reasons and
+// messages, and starts once the cause is gone; a pod with none of these
+// starts (the control that the checks ran and let it through).
+func TestAdmitterReportsAsTheKubelet(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s := startSim(t, ctx)
+	const ns = "default"
+	pods := s.cs.CoreV1().Pods(ns)
+	const bad = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:9.9"
+	s.admit.SetImagePullFailure(bad, true)
+	pull := s.workerPod(ns, "pull", nil, nil, nil)
+	pull.Spec.Containers[0].Image = bad
+	env := s.workerPod(ns, "env", nil, nil, nil)
+	env.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "hf-token"}}}}
+	vol := s.workerPod(ns, "vol", nil, nil, nil)
+	vol.Spec.Volumes = []corev1.Volume{{Name: "certs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls"}}}}
+	ok := s.workerPod(ns, "ok", nil, nil, nil)
+	for _, p := range []*corev1.Pod{pull, env, vol, ok} {
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waiting := func(name, reason, message string) {
+		t.Helper()
+		waitFor(t, name+" waiting in "+reason, time.Minute, func() (bool, error) {
+			p, err := s.pod(ctx, ns, name)
+			if err != nil || len(p.Status.ContainerStatuses) != 1 {
+				return false, err
+			}
+			w := p.Status.ContainerStatuses[0].State.Waiting
+			return p.Status.Phase == corev1.PodPending && w != nil && w.Reason == reason && w.Message == message && !podReady(p), nil
+		})
+	}
+	waitFor(t, "ok Ready", time.Minute, func() (bool, error) {
+		p, err := s.pod(ctx, ns, "ok")
+		return err == nil && podReady(p), err
+	})
+	waiting("pull", "ImagePullBackOff", `Back-off pulling image "`+bad+`"`)
+	waiting("env", "CreateContainerConfigError", `secret "hf-token" not found`)
+	waiting("vol", "ContainerCreating", "")
+	waitFor(t, "a FailedMount event", time.Minute, func() (bool, error) {
+		evs, err := s.cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=vol,reason=FailedMount"})
+		return err == nil && len(evs.Items) == 1 && evs.Items[0].Message == `MountVolume.SetUp failed for volume "certs" : secret "tls" not found`, err
+	})
+
+	s.admit.SetImagePullFailure(bad, false)
+	for _, sec := range []string{"hf-token", "tls"} {
+		if _, err := s.cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: sec}, StringData: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"pull", "env", "vol"} {
+		waitFor(t, name+" Ready once its cause is gone", time.Minute, func() (bool, error) {
+			p, err := s.pod(ctx, ns, name)
+			return err == nil && podReady(p) && p.Status.Phase == corev1.PodRunning, err
+		})
 	}
 }

@@ -203,6 +203,58 @@ func (r *Runner) Restart(pod *corev1.Pod, container string) bool {
 	return true
 }
 
+// Running lists the pods the runner runs, namespace/name.
+func (r *Runner) Running() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.pods))
+	for _, p := range r.pods {
+		out = append(out, p.key())
+	}
+	return out
+}
+
+// Kill sends SIGKILL to the process group of each running container of a
+// pod, with no SIGTERM first: a crash, not a deletion. The supervisor sees
+// the exit (code 137) and restarts the container after its back-off. It
+// returns the pids killed; an error when the pod runs no process.
+func (r *Runner) Kill(namespace, name string) ([]int, error) {
+	r.mu.Lock()
+	var p *podRun
+	for _, q := range r.pods {
+		if q.pod.Namespace == namespace && q.pod.Name == name {
+			p = q
+		}
+	}
+	r.mu.Unlock()
+	if p == nil {
+		return nil, fmt.Errorf("the simulator's kubelet runs no pod %s/%s", namespace, name)
+	}
+	p.mu.Lock()
+	containers := make([]*containerRun, 0, len(p.containers))
+	for _, c := range p.containers {
+		containers = append(containers, c)
+	}
+	p.mu.Unlock()
+	var pids []int
+	for _, c := range containers {
+		c.mu.Lock()
+		cmd := c.cmd
+		c.mu.Unlock()
+		if cmd == nil {
+			continue // between runs (back-off)
+		}
+		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err == nil {
+			pids = append(pids, cmd.Process.Pid)
+		}
+	}
+	if len(pids) == 0 {
+		return nil, fmt.Errorf("pod %s/%s has no running container process (starting, or in back-off)", namespace, name)
+	}
+	r.Log("kubelet: %s/%s: SIGKILL to pids %v", namespace, name, pids)
+	return pids, nil
+}
+
 func gracePeriod(pod *corev1.Pod) time.Duration {
 	if pod.DeletionGracePeriodSeconds != nil {
 		return time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second

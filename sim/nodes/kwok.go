@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -42,15 +43,25 @@ type KWOKOptions struct {
 
 // Stages returns KWOK's default node and pod stages (shipped in the kwok
 // module), its pod-ready stage replaced by one that leaves probed pods'
-// readiness to the prober and delayed by podReadyDelay, plus the
-// simulator's pod-ready-again stage.
+// readiness to the prober and delayed by podReadyDelay (in two: a Dynamo
+// component's pod starts only once admitted, see AdmittedAnnotation), its
+// pod-complete stage by ones that end Jobs' pods as their AnnotationJobOutcome
+// says, plus the simulator's pod-ready-again stage.
 func Stages(podReadyDelay time.Duration) (map[internalversion.StageResourceRef][]*internalversion.Stage, error) {
 	out := map[internalversion.StageResourceRef][]*internalversion.Stage{}
 	for _, doc := range []string{
 		nodefast.DefaultNodeInit,
 		nodeheartbeat.DefaultNodeHeartbeatWithLease,
-		probedPodReady,
-		podfast.DefaultPodComplete,
+		podReadyStage("pod-ready", `
+    - key: '.metadata.labels["`+dynamoComponentLabel+`"]'
+      operator: 'DoesNotExist'`),
+		podReadyStage("pod-ready-admitted", `
+    - key: '.metadata.labels["`+dynamoComponentLabel+`"]'
+      operator: 'Exists'
+    - key: '.metadata.annotations["`+AdmittedAnnotation+`"]'
+      operator: 'Exists'`),
+		jobPodComplete,
+		jobPodFail,
 		podfast.DefaultPodDelete,
 		podReadyAgain,
 	} {
@@ -58,7 +69,7 @@ func Stages(podReadyDelay time.Duration) (map[internalversion.StageResourceRef][
 		if err != nil {
 			return nil, fmt.Errorf("parsing a KWOK default stage: %w", err)
 		}
-		if st.Name == "pod-ready" && podReadyDelay > 0 {
+		if strings.HasPrefix(st.Name, "pod-ready") && st.Name != "pod-ready-again" && podReadyDelay > 0 {
 			ms := podReadyDelay.Milliseconds()
 			st.Spec.Delay = &internalversion.StageDelay{DurationMilliseconds: &ms}
 		}

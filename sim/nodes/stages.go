@@ -1,5 +1,7 @@
 package nodes
 
+import "strings"
+
 // podReadyAgain is the simulator's own stage, in the spirit of a kubelet's
 // status sync: the node lifecycle controller sets Ready=False on the pods
 // of a node whose heartbeats are late, and a kubelet sets it back once it
@@ -38,6 +40,19 @@ spec:
         type: Ready
 `
 
+// AdmittedAnnotation is written on a Dynamo component's pod (label
+// nvidia.com/dynamo-component) by the simulator's kubelet checks
+// (sim/kubelet Admitter) once its image "pulls" and its volumes and env
+// sources exist; until then KWOK's pod-ready stage leaves the pod Pending,
+// and the Admitter reports why as the kubelet would (ErrImagePull,
+// CreateContainerConfigError, ContainerCreating). Other pods (the
+// operator's, benchmarks') start as before.
+const AdmittedAnnotation = "sim.dynamo.dev/admitted"
+
+// dynamoComponentLabel is sim/workers.ComponentLabel (nodes does not import
+// workers).
+const dynamoComponentLabel = "nvidia.com/dynamo-component"
+
 // probedPodReady is KWOK's default pod-ready stage with readiness left to
 // the simulator's prober (sim/probes): a container with a readiness or
 // startup probe starts not ready (and not started while its startup probe
@@ -47,7 +62,7 @@ spec:
 const probedPodReady = `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
-  name: pod-ready
+  name: NAME
 spec:
   resourceRef:
     apiGroup: v1
@@ -64,6 +79,7 @@ spec:
       operator: 'NotIn'
       values:
       - 'True'
+GATE
   next:
     statusTemplate: |
       {{ $now := Now }}
@@ -136,4 +152,106 @@ spec:
       {{ end }}
       phase: Running
       startTime: {{ $now | Quote }}
+`
+
+// podReadyStage is probedPodReady named name, with more selector
+// requirements (YAML list items at the selector's indentation).
+func podReadyStage(name, requirements string) string {
+	s := strings.Replace(probedPodReady, "NAME", name, 1)
+	return strings.Replace(s, "GATE\n", strings.TrimPrefix(requirements, "\n")+"\n", 1)
+}
+
+// AnnotationJobOutcome on a Job's pod says how the simulator ends it:
+// absent or "succeed" completes it (exit 0), "fail" fails it (exit 1),
+// "hang" keeps it running, until the Job's activeDeadlineSeconds has the
+// Job controller stop it, or the annotation changes. Feature steps set it
+// on image-build pods (through a DynamoComponent's
+// imageBuilderExtraPodMetadata, or on the pod itself).
+const AnnotationJobOutcome = "dynamo-sim/job-outcome"
+
+// jobPodComplete is KWOK's fast pod-complete stage (pods of Jobs succeed
+// once Running) for pods whose outcome annotation asks neither to fail nor
+// to hang.
+const jobPodComplete = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-complete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Running']
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: 'In'
+      values: ['Job']
+    - key: '.metadata.annotations["` + AnnotationJobOutcome + `"]'
+      operator: 'NotIn'
+      values: ['fail', 'hang']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 0
+            finishedAt: {{ $now | Quote }}
+            reason: Completed
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      phase: Succeeded
+`
+
+// jobPodFail fails a Job's pod whose outcome annotation says "fail", as a
+// build that exits 1 would.
+const jobPodFail = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: job-pod-fail
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Running']
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: 'In'
+      values: ['Job']
+    - key: '.metadata.annotations["` + AnnotationJobOutcome + `"]'
+      operator: 'In'
+      values: ['fail']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 1
+            finishedAt: {{ $now | Quote }}
+            reason: Error
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      phase: Failed
 `

@@ -284,9 +284,31 @@ func (pp *podProbes) probeDue(ctx context.Context) {
 	}
 	if changed {
 		if err := pp.writeStatus(ctx, pod); err != nil && ctx.Err() == nil {
-			pp.m.Log("prober: status of %s/%s: %v", pod.Namespace, pod.Name, err)
+			pp.m.Log("prober: status of %s/%s: %v; retrying", pod.Namespace, pod.Name, err)
+			pp.retryWrite(ctx)
 		}
 	}
+}
+
+// retryWrite keeps a status the prober decided but could not store (the
+// API server restarting, say): the probe results that changed it are
+// recorded and will not change again, so without this the pod would keep
+// its old readiness for good. The next round writes it, a second from now.
+func (pp *podProbes) retryWrite(ctx context.Context) {
+	pp.mu.Lock()
+	pp.dirty = true
+	pp.mu.Unlock()
+	go func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-pp.m.Clock.After(time.Second):
+		}
+		select {
+		case pp.wake <- struct{}{}:
+		default:
+		}
+	}()
 }
 
 // restart has the container restarted after a failed liveness or startup

@@ -29,6 +29,11 @@ const ComponentTypeLabel = "nvidia.com/dynamo-component-type"
 // pod: a duration ("10s"), or "never" for a model that never loads.
 const ModelLoadDelayAnnotation = "sim.dynamo.dev/model-load-delay"
 
+// LoRALoadFailsAnnotation, "true" on a pod, makes its fake worker answer
+// every POST /v1/loras with 500 (it is read on each pod update, so adding
+// or removing it takes effect on a running worker).
+const LoRALoadFailsAnnotation = "sim.dynamo.dev/lora-load-fails"
+
 // Manager keeps one fake worker serving for every Running pod of a Dynamo
 // component, and stops it when the pod stops running or goes away.
 type Manager struct {
@@ -48,6 +53,7 @@ type Manager struct {
 type server struct {
 	ip     string
 	system string // the system server's address; "" without one
+	worker *Worker
 	srvs   []*http.Server
 	// pod is kept so Restart can start the same worker again.
 	pod *corev1.Pod
@@ -127,6 +133,33 @@ func (m *Manager) Restart(pod string) bool {
 	return true
 }
 
+// LoRAs lists, per pod (namespace/name) with a worker, the adapters it has
+// loaded.
+func (m *Manager) LoRAs() map[string][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string][]string, len(m.servers))
+	for k, s := range m.servers {
+		if s.worker != nil {
+			out[k] = append([]string{}, s.worker.LoRAs()...)
+		}
+	}
+	return out
+}
+
+// Forget makes the worker of pod drop its adapters without restarting; it
+// reports whether the pod had a worker.
+func (m *Manager) Forget(pod string) bool {
+	m.mu.Lock()
+	s := m.servers[pod]
+	m.mu.Unlock()
+	if s == nil || s.worker == nil {
+		return false
+	}
+	s.worker.Forget()
+	return true
+}
+
 func key(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
 func (m *Manager) sync(obj any) {
@@ -144,6 +177,9 @@ func (m *Manager) sync(obj any) {
 	case !running || down:
 		m.stop(k)
 	case cur != nil && cur.ip == p.Status.PodIP:
+		if cur.worker != nil {
+			cur.worker.SetFailLoads(p.Annotations[LoRALoadFailsAnnotation] == "true")
+		}
 	default:
 		m.stop(k)
 		if err := m.start(p); err != nil {
@@ -153,8 +189,11 @@ func (m *Manager) sync(obj any) {
 }
 
 // Endpoints is what Dynamo's runtime in a pod would listen on, from its
-// containers' env: the system port when DYN_SYSTEM_ENABLED=true, and a
-// frontend's HTTP port.
+// containers' env: the system port, and a frontend's HTTP port. Older
+// runtimes start the system server only when DYN_SYSTEM_ENABLED=true;
+// current ones (DYN_SYSTEM_ENABLED deprecated) whenever DYN_SYSTEM_PORT is a
+// port, which is how Dynamo's operator runs its planner (port, probes on it,
+// no DYN_SYSTEM_ENABLED). Either starts it here.
 type Endpoints struct {
 	SystemPort, HTTPPort int
 }
@@ -168,10 +207,12 @@ func EndpointsOf(p *corev1.Pod) Endpoints {
 		for _, v := range c.Env {
 			env[v.Name] = v.Value
 		}
-		if e.SystemPort == 0 && env["DYN_SYSTEM_ENABLED"] == "true" {
+		port, err := strconv.Atoi(env["DYN_SYSTEM_PORT"])
+		hasPort := err == nil && port > 0
+		if e.SystemPort == 0 && (env["DYN_SYSTEM_ENABLED"] == "true" || hasPort) {
 			e.SystemPort = Port
-			if n, err := strconv.Atoi(env["DYN_SYSTEM_PORT"]); err == nil && n > 0 {
-				e.SystemPort = n
+			if hasPort {
+				e.SystemPort = port
 			}
 		}
 		if e.HTTPPort == 0 && p.Labels[ComponentTypeLabel] == "frontend" {
@@ -225,7 +266,9 @@ func (m *Manager) start(p *corev1.Pod) error {
 	if e.SystemPort != 0 {
 		s.system = net.JoinHostPort(ip, strconv.Itoa(e.SystemPort))
 		delay, never := m.loadDelay(p)
-		err = serve(e.SystemPort, NewLoadingWorker(k, s.system, m.Recorder, delay, never))
+		s.worker = NewLoadingWorker(k, s.system, m.Recorder, delay, never)
+		s.worker.SetFailLoads(p.Annotations[LoRALoadFailsAnnotation] == "true")
+		err = serve(e.SystemPort, s.worker)
 	}
 	if err == nil && e.HTTPPort != 0 && e.HTTPPort != e.SystemPort {
 		err = serve(e.HTTPPort, &Frontend{pod: k, addr: net.JoinHostPort(ip, strconv.Itoa(e.HTTPPort)), rec: m.Recorder})

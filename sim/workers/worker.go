@@ -2,7 +2,7 @@
 // component, what Dynamo's runtime would serve, read from the pod's env as
 // the runtime reads it: the system server (health checks and the LoRA API
 // the DynamoModel controller calls, SPEC section 6) on <podIP>:
-// $DYN_SYSTEM_PORT only when DYN_SYSTEM_ENABLED=true, and for frontends the
+// $DYN_SYSTEM_PORT when DYN_SYSTEM_ENABLED=true or DYN_SYSTEM_PORT is set, and for frontends the
 // HTTP server's /health and /live on $DYN_HTTP_PORT (default 8000). /live
 // answers at once; /health is 503 until a simulated model load completes.
 // Every call is recorded so tests and `dynamo-sim workers` can see them.
@@ -81,6 +81,33 @@ type Worker struct {
 
 	mu    sync.Mutex
 	loras map[string]LoRA
+	// failLoads makes every POST /v1/loras fail, as a worker that cannot
+	// fetch the adapter does (LoRALoadFailsAnnotation).
+	failLoads bool
+}
+
+// SetFailLoads makes the worker refuse (true) or accept adapter loads.
+func (w *Worker) SetFailLoads(fail bool) {
+	w.mu.Lock()
+	w.failLoads = fail
+	w.mu.Unlock()
+}
+
+// Forget drops every loaded adapter, as a runtime that lost its LoRA state
+// without its container restarting would.
+func (w *Worker) Forget() {
+	w.mu.Lock()
+	w.loras = map[string]LoRA{}
+	w.mu.Unlock()
+}
+
+// LoRAs lists the names of the loaded adapters, sorted.
+func (w *Worker) LoRAs() []string {
+	var out []string
+	for _, l := range w.list() {
+		out = append(out, l.Name)
+	}
+	return out
 }
 
 // NewWorker makes the fake worker of pod (namespace/name) at addr, its
@@ -131,8 +158,14 @@ func (w *Worker) handle(method, path string, body []byte) (int, any) {
 			return http.StatusBadRequest, errBody("lora_name and source.uri are required")
 		}
 		w.mu.Lock()
-		w.loras[l.Name] = l
+		fail := w.failLoads
+		if !fail {
+			w.loras[l.Name] = l
+		}
 		w.mu.Unlock()
+		if fail {
+			return http.StatusInternalServerError, errBody("failed to load LoRA adapter '" + l.Name + "' from " + l.Source.URI + ": simulated failure")
+		}
 		return http.StatusOK, map[string]string{"status": "success", "message": "LoRA adapter '" + l.Name + "' loaded"}
 	case strings.HasPrefix(path, "/v1/loras/") && method == http.MethodDelete:
 		name := strings.TrimPrefix(path, "/v1/loras/")

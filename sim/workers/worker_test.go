@@ -130,7 +130,9 @@ func TestEndpointsFromEnv(t *testing.T) {
 		pod  *corev1.Pod
 		want Endpoints
 	}{
-		{"no system server without DYN_SYSTEM_ENABLED", mk(nil, corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "9345"}), Endpoints{}},
+		{"no system server without DYN_SYSTEM_ENABLED or DYN_SYSTEM_PORT", mk(nil, corev1.EnvVar{Name: "DYN_LOG", Value: "debug"}), Endpoints{}},
+		{"system server from DYN_SYSTEM_PORT alone (current runtimes)", mk(nil, corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "9345"}), Endpoints{SystemPort: 9345}},
+		{"no system server on a disabled port", mk(nil, corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "-1"}), Endpoints{}},
 		{"system port from env", mk(nil, enabled, corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "9345"}), Endpoints{SystemPort: 9345}},
 		{"system port default", mk(nil, enabled), Endpoints{SystemPort: 9090}},
 		{"frontend default port", mk(map[string]string{ComponentTypeLabel: "frontend"}, enabled), Endpoints{SystemPort: 9090, HTTPPort: 8000}},
@@ -140,5 +142,36 @@ func TestEndpointsFromEnv(t *testing.T) {
 		if got := EndpointsOf(c.pod); got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
+	}
+}
+
+func TestWorkerFailsLoadsAndForgets(t *testing.T) {
+	rec := NewRecorder(clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
+	w := NewWorker("ns/pod-a", "10.244.0.9:9090", rec)
+	w.SetFailLoads(true)
+	if code, body := do(t, w, "POST", "/v1/loras", `{"lora_name":"org/sql","source":{"uri":"s3://b/sql"}}`); code != 500 || !strings.Contains(body, "simulated failure") {
+		t.Errorf("load on a failing worker: %d %s", code, body)
+	}
+	if got := w.LoRAs(); len(got) != 0 {
+		t.Errorf("a failed load left %v loaded", got)
+	}
+	w.SetFailLoads(false)
+	if code, _ := do(t, w, "POST", "/v1/loras", `{"lora_name":"org/sql","source":{"uri":"s3://b/sql"}}`); code != 200 {
+		t.Errorf("load once failures stop: %d", code)
+	}
+	if got := w.LoRAs(); len(got) != 1 || got[0] != "org/sql" {
+		t.Errorf("loaded %v, want [org/sql]", got)
+	}
+	w.Forget()
+	if got := w.LoRAs(); len(got) != 0 {
+		t.Errorf("after Forget: %v", got)
+	}
+	// A name with a slash, escaped into one path segment as the operator
+	// sends it, is the adapter's name.
+	do(t, w, "POST", "/v1/loras", `{"lora_name":"org/sql","source":{"uri":"s3://b/sql"}}`)
+	rr := httptest.NewRecorder()
+	w.ServeHTTP(rr, httptest.NewRequest("DELETE", "/v1/loras/org%2Fsql", nil))
+	if rr.Code != 200 || len(w.LoRAs()) != 0 {
+		t.Errorf("DELETE /v1/loras/org%%2Fsql: %d, left %v", rr.Code, w.LoRAs())
 	}
 }

@@ -1,5 +1,5 @@
 // Package v1alpha1 holds the nvidia.com/v1alpha1 API: DynamoGraphDeployment,
-// DynamoComponentDeployment, DynamoModel and DynamoComponent. Field names and
+// DynamoComponentDeployment, DynamoModel, DynamoComponent and DynamoWorkerMetadata. Field names and
 // semantics follow Dynamo's documentation so users' manifests keep working.
 //
 // +kubebuilder:object:generate=true

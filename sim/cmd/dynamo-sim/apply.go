@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/sim/daemon"
+	"github.com/dynamoctl/dynamo-operator/sim/prereq"
 )
 
 func cmdApply(args []string) error {
@@ -28,6 +30,7 @@ func cmdApply(args []string) error {
 	var files listFlag
 	fs.Var(&files, "f", "manifest file or directory (repeatable; - reads stdin)")
 	ns := fs.String("n", "default", "namespace of objects that name none")
+	prereqs := fs.Bool("prerequisites", true, "first create the Secrets and ConfigMaps the manifests refer to and do not contain, with placeholder values, as their docs have users do by hand (a pod without them does not start)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,6 +47,11 @@ func cmdApply(args []string) error {
 		objs, err := readManifests(f)
 		if err != nil {
 			return err
+		}
+		if *prereqs {
+			if err := createPrerequisites(ctx, c, objs, *ns); err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
 		}
 		for _, o := range objs {
 			if o.GetNamespace() == "" {
@@ -195,6 +203,34 @@ func cmdWait(args []string) error {
 				return fmt.Errorf("dgd/%s not Ready within %s; last: %s", name, *timeout, last)
 			case <-time.After(250 * time.Millisecond):
 			}
+		}
+	}
+	return nil
+}
+
+// createPrerequisites creates the Secrets and ConfigMaps objs refer to and
+// do not contain, in each namespace they land in, unless they exist.
+func createPrerequisites(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, defaultNS string) error {
+	byNS := map[string][]*unstructured.Unstructured{}
+	for _, o := range objs {
+		ns := o.GetNamespace()
+		if ns == "" {
+			ns = defaultNS
+		}
+		byNS[ns] = append(byNS[ns], o)
+	}
+	for ns, in := range byNS {
+		for _, o := range prereq.For(in, ns) {
+			kind := o.GetObjectKind().GroupVersionKind().Kind
+			err := c.Create(ctx, o)
+			if apierrors.IsAlreadyExists(err) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("creating %s %s/%s: %w", kind, ns, o.GetName(), err)
+			}
+			fmt.Printf("%s/%s created with placeholder values (a prerequisite the manifest names)\n",
+				strings.ToLower(kind), o.GetName())
 		}
 	}
 	return nil

@@ -23,11 +23,13 @@ func cmdFault(args []string) error {
 	fs := flag.NewFlagSet("fault", flag.ContinueOnError)
 	dir := stateDirFlag(fs)
 	node := fs.String("node", "", "target node (default: chosen with --seed)")
-	pod := fs.String("pod", "", "target pod, namespace/name (crash-loop; default: chosen with --seed)")
-	ns := fs.String("namespace", "", "namespace (lease-expiry; narrows crash-loop)")
+	pod := fs.String("pod", "", "target pod, namespace/name (crash-loop, pod-kill, worker-restart, lora-forget; default: chosen with --seed)")
+	ns := fs.String("namespace", "", "namespace (lease-expiry; narrows crash-loop, pod-kill, worker-restart, lora-forget)")
+	secret := fs.String("secret", "", "webhook certificate Secret, namespace/name (cert-expiry; default: the simulator's operator's)")
 	seed := fs.Uint64("seed", 1, "seed of random choices")
 	dur := fs.Duration("duration", 0, "how long the fault lasts where it has a length (operator-kill, apiserver-restart)")
 	count := fs.Int("count", 1, "GPUs that fail (gpu-failure)")
+	image := fs.String("image", "", "image whose pulls fail (image-pull-failure, image-pull-restore)")
 	operator := fs.String("operator", "", "operator to kill or restart (default: the primary one; see dynamo-sim status)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: dynamo-sim fault KIND [flags]\n\nkinds:")
@@ -50,7 +52,7 @@ func cmdFault(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	msg, err := daemon.NewClient(*dir).Fault(ctx, faults.Request{
-		Kind: kind, Node: *node, Pod: *pod, Namespace: *ns, Seed: *seed, Duration: *dur, Count: *count, Operator: *operator,
+		Kind: kind, Node: *node, Pod: *pod, Namespace: *ns, Seed: *seed, Duration: *dur, Count: *count, Operator: *operator, Secret: *secret, Image: *image,
 	})
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
@@ -134,7 +135,7 @@ func services(d *v1alpha1.DynamoGraphDeployment) string {
 		if svc := d.Spec.Services[name]; svc != nil && svc.Replicas != nil {
 			desired = *svc.Replicas
 		}
-		parts = append(parts, fmt.Sprintf("%s %d/%d", name, s.ReadyReplicas, desired))
+		parts = append(parts, fmt.Sprintf("%s %d/%d", name, ptr.Deref(s.ReadyReplicas, 0), desired))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -103,6 +103,7 @@ dynamo-operator-leader
 - dynamocomponents.nvidia.com
 - dynamographdeployments.nvidia.com
 - dynamomodels.nvidia.com
+- dynamoworkermetadatas.nvidia.com
 {{- end -}}
 
 {{/* The container securityContext of the restricted Pod Security Standard. */}}
@@ -116,4 +117,43 @@ capabilities:
   drop: ["ALL"]
 seccompProfile:
   type: RuntimeDefault
+{{- end -}}
+
+{{/*
+The image builder's settings (DynamoComponent builds) as the environment
+variables Dynamo's operator documents; unset values are left out, so the
+operator's defaults apply, and so are variables the env value sets (those
+win: a Deployment's env cannot name one variable twice).
+*/}}
+{{- define "dynamo-operator.imageBuilderEnv" -}}
+{{- $ib := .Values.imageBuilder | default dict -}}
+{{- $reg := .Values.dockerRegistry | default dict -}}
+{{- $userEnv := list -}}
+{{- range .Values.env }}{{- $userEnv = append $userEnv .name -}}{{- end -}}
+{{- range $name, $value := dict
+    "DYNAMO_IMAGE_BUILD_ENGINE" $ib.engine
+    "DYNAMO_IMAGE_BUILDER_NAMESPACE" $ib.namespace
+    "BUILDKIT_URL" $ib.buildkitURL
+    "INTERNAL_IMAGES_BUILDKIT" $ib.buildkitImage
+    "API_STORE_ENDPOINT" $ib.apiStoreEndpoint
+    "DOCKER_REGISTRY_SERVER" $reg.server
+    "DOCKER_REGISTRY_USERNAME" $reg.username
+    "DOCKER_REGISTRY_DYNAMO_COMPONENTS_REPOSITORY_NAME" $reg.repositoryName }}
+{{- if and $value (not (has $name $userEnv)) }}
+- name: {{ $name }}
+  value: {{ $value | quote }}
+{{- end }}
+{{- end }}
+{{- if and (hasKey $reg "secure") (not (has "DOCKER_REGISTRY_SECURE" $userEnv)) }}
+- name: DOCKER_REGISTRY_SECURE
+  value: {{ $reg.secure | quote }}
+{{- end }}
+{{- if and $ib.estargz (not (has "ESTARGZ_ENABLED" $userEnv)) }}
+- name: ESTARGZ_ENABLED
+  value: "true"
+{{- end }}
+{{- if and $reg.addNamespacePrefix (not (has "ADD_NAMESPACE_PREFIX_TO_IMAGE_NAME" $userEnv)) }}
+- name: ADD_NAMESPACE_PREFIX_TO_IMAGE_NAME
+  value: "true"
+{{- end }}
 {{- end -}}

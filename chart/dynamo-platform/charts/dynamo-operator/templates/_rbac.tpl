@@ -18,6 +18,14 @@ with exactly these rights and fail on any forbidden request.
 - apiGroups: ["nvidia.com"]
   resources: ["dynamographdeployments/finalizers", "dynamocomponentdeployments/finalizers"]
   verbs: ["update"]
+# Models: watched, their unload finalizer added and removed (patch), status
+# written; the LoRA calls go to the pods (read below), not to the API.
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamomodels"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamomodels/status"]
+  verbs: ["get", "update", "patch"]
 # Children: server-side applied and watched; garbage collected through owner
 # references, so no delete for claims (claims are retained). Deployments are
 # deleted only where an earlier version rendered one for a multinode
@@ -66,6 +74,22 @@ with exactly these rights and fail on any forbidden request.
 - apiGroups: ["nvidia.com"]
   resources: ["dynamoworkermetadatas"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# DynamoComponents: a graph with dynamoComponent creates its own and shares
+# it (owner references); their image builds run as Jobs, created, and
+# deleted when made for an earlier spec. The build Job's pods are the Job
+# controller's to make.
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamocomponents"]
+  verbs: ["get", "list", "watch", "create", "update", "patch"]
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamocomponents/status"]
+  verbs: ["get", "update", "patch"]
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamocomponents/finalizers"]
+  verbs: ["update"]
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "watch", "create", "delete"]
 # Events on graphs and components.
 - apiGroups: ["", "events.k8s.io"]
   resources: ["events"]

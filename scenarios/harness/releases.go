@@ -1,0 +1,248 @@
+// Package harness is what the upgrade and fault scenarios run on: operator
+// releases built from any git ref (binary, image archive, packaged chart),
+// a simulator started with no operator whose kubelet runs each release's
+// image as that release's binary, and helm driving the releases.
+package harness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+)
+
+// ImageRepository is the operator image's repository, as the chart names it.
+const ImageRepository = "ghcr.io/dynamoctl/dynamo-operator"
+
+// WorkingTree names the release built from the working tree, as it is.
+const WorkingTree = "the working tree"
+
+// Release is one operator version, built and ready to install.
+type Release struct {
+	// Name is how the scenarios call it: the ref asked for, or WorkingTree.
+	Name string
+	// Commit is the commit it was built from (for the working tree, HEAD,
+	// possibly with uncommitted changes on top).
+	Commit string
+	// Tag is the image tag and so the operator version (--operator-version
+	// comes from the tag in the chart): a git tag's name, or what
+	// git describe says of the working tree. Distinct releases get distinct
+	// tags, as real releases do, so their renderer identities differ.
+	Tag string
+	// Source is the checkout it was built from.
+	Source string
+	// Binary is the operator manager (linux, static), what the image runs.
+	Binary string
+	// ImageArchive is the OCI image archive (docker load -i, kind load).
+	ImageArchive string
+	// Chart is the packaged dynamo-platform chart (.tgz), as the seeds'
+	// commands install it.
+	Chart string
+	// CRDs is the release's crds/ directory.
+	CRDs string
+}
+
+// Image is the release's operator image reference.
+func (r *Release) Image() string { return ImageRepository + ":" + r.Tag }
+
+// RunImage is the simulator's --run-image mapping for the release.
+func (r *Release) RunImage() string { return r.Image() + "=" + r.Binary }
+
+// Builder builds releases of the repository at Root into
+// Root/.cache/releases/<commit>/, once per commit; the working tree is
+// rebuilt each run (Go's build cache makes that quick).
+type Builder struct {
+	Root string
+	// Helm packages the charts.
+	Helm string
+	// Log receives progress lines; nil is quiet.
+	Log func(format string, args ...any)
+
+	mu    sync.Mutex
+	built map[string]*Release
+}
+
+func (b *Builder) logf(format string, args ...any) {
+	if b.Log != nil {
+		b.Log(format, args...)
+	}
+}
+
+// Build returns the release of ref (a tag, branch or commit, or
+// WorkingTree). A ref that is the working tree's HEAD is built from the
+// working tree.
+func (b *Builder) Build(ctx context.Context, ref string) (*Release, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r, ok := b.built[ref]; ok {
+		return r, nil
+	}
+	head, err := git(ctx, b.Root, "rev-parse", "HEAD")
+	if err != nil {
+		return nil, err
+	}
+	var r *Release
+	if ref == WorkingTree {
+		r, err = b.buildWorkingTree(ctx, head)
+	} else {
+		commit, cerr := git(ctx, b.Root, "rev-parse", "--verify", ref+"^{commit}")
+		if cerr != nil {
+			return nil, fmt.Errorf("release %q: not a git ref of %s: %w", ref, b.Root, cerr)
+		}
+		if commit == head {
+			r, err = b.buildWorkingTree(ctx, head)
+		} else {
+			r, err = b.buildCommit(ctx, ref, commit)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.Name = ref
+	if b.built == nil {
+		b.built = map[string]*Release{}
+	}
+	b.built[ref] = r
+	return r, nil
+}
+
+func (b *Builder) buildWorkingTree(ctx context.Context, head string) (*Release, error) {
+	tag, err := git(ctx, b.Root, "describe", "--tags", "--always", "--dirty")
+	if err != nil {
+		return nil, err
+	}
+	out := filepath.Join(b.Root, ".cache", "releases", "worktree")
+	r := &Release{Commit: head, Tag: sanitizeTag(tag), Source: b.Root}
+	return r, b.make(ctx, r, out, true)
+}
+
+func (b *Builder) buildCommit(ctx context.Context, ref, commit string) (*Release, error) {
+	tag := ref
+	if exact, err := git(ctx, b.Root, "describe", "--tags", "--exact-match", commit); err == nil {
+		tag = exact
+	} else if ref == commit || strings.HasPrefix(commit, ref) {
+		tag = "sha-" + commit[:12]
+	}
+	out := filepath.Join(b.Root, ".cache", "releases", commit)
+	src := filepath.Join(out, "src")
+	if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
+		// A checkout left half-made by an interrupted run is removed first.
+		_, _ = git(ctx, b.Root, "worktree", "remove", "--force", src)
+		_ = os.RemoveAll(src)
+		_, _ = git(ctx, b.Root, "worktree", "prune")
+		b.logf("release %s: git worktree add %s (%s)", ref, src, commit[:12])
+		if _, err := git(ctx, b.Root, "worktree", "add", "--detach", src, commit); err != nil {
+			return nil, fmt.Errorf("release %s: %w", ref, err)
+		}
+	}
+	r := &Release{Commit: commit, Tag: sanitizeTag(tag), Source: src}
+	return r, b.make(ctx, r, out, false)
+}
+
+// make builds the binary, the image archive and the chart package of r
+// into out; with force false, what is already there is kept (a commit's
+// build never changes).
+func (b *Builder) make(ctx context.Context, r *Release, out string, force bool) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	r.Binary = filepath.Join(out, "dynamo-operator-"+r.Tag)
+	r.ImageArchive = filepath.Join(out, "dynamo-operator-"+r.Tag+".tar")
+	r.CRDs = filepath.Join(r.Source, "crds")
+	if force || !exists(r.Binary) {
+		b.logf("release %s: building the operator (%s)", r.Tag, r.Source)
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath",
+			"-ldflags", "-s -w -X github.com/dynamoctl/dynamo-operator/operator/config.Version="+r.Tag,
+			"-o", r.Binary, "./operator/cmd/manager")
+		cmd.Dir = r.Source
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+		if err := run(cmd); err != nil {
+			return fmt.Errorf("release %s: building the operator: %w", r.Tag, err)
+		}
+	}
+	if force || !exists(r.ImageArchive) {
+		cmd := exec.CommandContext(ctx, "go", "run", ".", "--binary", r.Binary, "--arch", runtime.GOARCH,
+			"--repository", ImageRepository, "--tag", r.Tag, "--out", r.ImageArchive)
+		cmd.Dir = filepath.Join(r.Source, "tools", "image")
+		if err := run(cmd); err != nil {
+			return fmt.Errorf("release %s: building the image archive: %w", r.Tag, err)
+		}
+	}
+	chartDir := filepath.Join(out, "chart")
+	charts, _ := filepath.Glob(filepath.Join(chartDir, "dynamo-platform-*.tgz"))
+	if force || len(charts) != 1 {
+		_ = os.RemoveAll(chartDir)
+		cmd := exec.CommandContext(ctx, b.Helm, "package", filepath.Join(r.Source, "chart", "dynamo-platform"), "--destination", chartDir)
+		if err := run(cmd); err != nil {
+			return fmt.Errorf("release %s: helm package: %w", r.Tag, err)
+		}
+		charts, _ = filepath.Glob(filepath.Join(chartDir, "dynamo-platform-*.tgz"))
+		if len(charts) != 1 {
+			return fmt.Errorf("release %s: helm package made %d charts in %s", r.Tag, len(charts), chartDir)
+		}
+	}
+	r.Chart = charts[0]
+	return nil
+}
+
+// PreviousTag is the newest tag among HEAD's ancestors that is not on HEAD
+// itself: the release the working tree is the next one of.
+func PreviousTag(ctx context.Context, root string) (string, error) {
+	tag, err := git(ctx, root, "describe", "--tags", "--abbrev=0", "HEAD")
+	if err != nil {
+		return "", fmt.Errorf("no release tag among HEAD's ancestors (git tag v0.1.0 ...): %w", err)
+	}
+	if at, _ := git(ctx, root, "rev-list", "-n1", tag); at != "" {
+		if head, _ := git(ctx, root, "rev-parse", "HEAD"); head == at {
+			if tag, err = git(ctx, root, "describe", "--tags", "--abbrev=0", "HEAD^"); err != nil {
+				return "", fmt.Errorf("HEAD is the only tagged release: %w", err)
+			}
+		}
+	}
+	return tag, nil
+}
+
+// sanitizeTag keeps what an image tag allows: [A-Za-z0-9_.-], at most 128.
+func sanitizeTag(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		ok := c == '_' || c == '.' || c == '-' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+		if !ok {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 128 {
+		b = b[:128]
+	}
+	return string(b)
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func run(cmd *exec.Cmd) error {
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, out)
+	}
+	return nil
+}

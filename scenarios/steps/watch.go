@@ -1,0 +1,262 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cucumber/godog"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+)
+
+// AdmissionNamespace is where the admission client dry-runs its graphs.
+const AdmissionNamespace = "admission-probe"
+
+// watch is the scenario's background observation: a client dry-running
+// graphs through the admission webhooks, and a watcher of every graph's
+// Ready condition. Each runs until the step that judges it.
+type watch struct {
+	admission *admissionClient
+	ready     *readyWatcher
+}
+
+func init() { Register(registerWatchSteps) }
+
+func registerWatchSteps(w *World, sc *godog.ScenarioContext) {
+	sc.Step(`^a client dry-runs a graph through admission every (\d+) ms$`, w.startAdmissionClient)
+	sc.Step(`^a watcher checks every graph is Ready every (\d+) ms$`, w.startReadyWatcher)
+	sc.Step(`^not one dry-run admission failed$`, w.noAdmissionFailed)
+	sc.Step(`^every graph stayed Ready throughout$`, w.stayedReady)
+	sc.Step(`^every graph seen not Ready meanwhile is Ready again$`, w.readyAgain)
+}
+
+// admissionClient creates (dry run) one compat graph after another every
+// period: each create passes the operator's mutating and validating
+// webhooks (failurePolicy Fail), so a webhook that cannot answer fails it.
+type admissionClient struct {
+	sent, failed atomic.Int64
+	mu           sync.Mutex
+	failures     []string
+	stop         func()
+	done         chan struct{}
+}
+
+func (w *World) startAdmissionClient(ctx context.Context, ms int) error {
+	if err := w.NeedSim(); err != nil {
+		return err
+	}
+	if w.watch == nil {
+		w.watch = &watch{}
+	}
+	if w.watch.admission != nil {
+		return fmt.Errorf("the admission client already runs")
+	}
+	manifests, files, err := w.CompatManifests()
+	if err != nil {
+		return err
+	}
+	var samples []*unstructured.Unstructured
+	for _, rel := range files {
+		for _, o := range manifests[rel] {
+			if o.GetKind() == "DynamoGraphDeployment" {
+				s := o.DeepCopy()
+				s.SetNamespace(AdmissionNamespace)
+				samples = append(samples, s)
+			}
+		}
+	}
+	if err := w.ensureNamespace(ctx, AdmissionNamespace); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	a := &admissionClient{stop: cancel, done: make(chan struct{})}
+	w.watch.admission = a
+	w.Background(a.halt)
+	go func() {
+		defer close(a.done)
+		t := time.NewTicker(time.Duration(ms) * time.Millisecond)
+		defer t.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+			}
+			obj := samples[i%len(samples)].DeepCopy()
+			reqCtx, cancelReq := context.WithTimeout(runCtx, 10*time.Second)
+			err := w.Client.Create(reqCtx, obj, client.DryRunAll)
+			cancelReq()
+			if runCtx.Err() != nil {
+				return // stopped mid-request: not the webhook's failure
+			}
+			a.sent.Add(1)
+			if err != nil {
+				a.failed.Add(1)
+				a.mu.Lock()
+				a.failures = append(a.failures, time.Now().Format("15:04:05.000")+" "+obj.GetName()+": "+firstLine(err.Error()))
+				a.mu.Unlock()
+			}
+		}
+	}()
+	return nil
+}
+
+func (a *admissionClient) halt() {
+	a.stop()
+	<-a.done
+}
+
+func (w *World) noAdmissionFailed(context.Context) error {
+	if w.watch == nil || w.watch.admission == nil {
+		return fmt.Errorf("no admission client runs: add \"a client dry-runs a graph through admission every 100 ms\" first")
+	}
+	a := w.watch.admission
+	a.halt()
+	w.watch.admission = nil
+	sent, failed := a.sent.Load(), a.failed.Load()
+	w.Figure("admissions sent", sent)
+	w.Figure("admissions failed", failed)
+	if sent == 0 {
+		return fmt.Errorf("the admission client sent nothing")
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d dry-run admissions failed:\n  %s", failed, sent, strings.Join(head(a.failures, 20), "\n  "))
+	}
+	return nil
+}
+
+// readyWatcher lists every graph each period and notes each time one of
+// the scenario's graphs is seen not Ready.
+type readyWatcher struct {
+	polls  atomic.Int64
+	mu     sync.Mutex
+	lapses []string
+	errs   []string
+	stop   func()
+	done   chan struct{}
+}
+
+func (w *World) startReadyWatcher(ctx context.Context, ms int) error {
+	if err := w.NeedSim(); err != nil {
+		return err
+	}
+	if len(w.graphs.list) == 0 {
+		return fmt.Errorf("the scenario applied no graphs to watch")
+	}
+	if w.watch == nil {
+		w.watch = &watch{}
+	}
+	ours := map[string]bool{}
+	for _, g := range w.graphs.list {
+		ours[g.String()] = true
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	r := &readyWatcher{stop: cancel, done: make(chan struct{})}
+	w.watch.ready = r
+	w.Background(r.halt)
+	go func() {
+		defer close(r.done)
+		t := time.NewTicker(time.Duration(ms) * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+			}
+			var list v1alpha1.DynamoGraphDeploymentList
+			reqCtx, cancelReq := context.WithTimeout(runCtx, 10*time.Second)
+			err := w.Client.List(reqCtx, &list)
+			cancelReq()
+			if runCtx.Err() != nil {
+				return
+			}
+			r.mu.Lock()
+			if err != nil {
+				r.errs = append(r.errs, err.Error())
+				r.mu.Unlock()
+				continue
+			}
+			r.polls.Add(1)
+			seen := 0
+			for i := range list.Items {
+				g := &list.Items[i]
+				if !ours[g.Namespace+"/"+g.Name] {
+					continue
+				}
+				seen++
+				if st, reason := readyOf(g); st != "True" {
+					r.lapses = append(r.lapses, fmt.Sprintf("%s %s/%s Ready=%s (%s)", time.Now().Format("15:04:05.000"), g.Namespace, g.Name, st, reason))
+				}
+			}
+			if seen != len(ours) {
+				r.lapses = append(r.lapses, fmt.Sprintf("%s only %d of %d graphs listed", time.Now().Format("15:04:05.000"), seen, len(ours)))
+			}
+			r.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+func readyOf(g *v1alpha1.DynamoGraphDeployment) (status, reason string) {
+	for _, c := range g.Status.Conditions {
+		if c.Type == "Ready" {
+			return string(c.Status), c.Reason
+		}
+	}
+	return "Unknown", "no Ready condition"
+}
+
+func (r *readyWatcher) halt() {
+	r.stop()
+	<-r.done
+}
+
+func (w *World) stayedReady(context.Context) error {
+	if w.watch == nil || w.watch.ready == nil {
+		return fmt.Errorf("no Ready watcher runs: add \"a watcher checks every graph is Ready every 250 ms\" first")
+	}
+	r := w.watch.ready
+	r.halt()
+	w.watch.ready = nil
+	w.Figure("Ready checks", r.polls.Load())
+	w.Figure("graphs seen not Ready", len(r.lapses))
+	if r.polls.Load() == 0 {
+		return fmt.Errorf("the Ready watcher never listed the graphs (errors: %v)", head(r.errs, 5))
+	}
+	if len(r.lapses) > 0 {
+		return fmt.Errorf("graphs were seen not Ready %d times:\n  %s", len(r.lapses), strings.Join(head(r.lapses, 30), "\n  "))
+	}
+	return nil
+}
+
+func head(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("... and %d more", len(s)-n))
+	}
+	return s
+}
+
+// readyAgain is the weaker check of a release known to flip graphs not
+// Ready for a moment (downgrade.feature): it reports how often graphs were
+// seen not Ready, and requires every graph Ready now.
+func (w *World) readyAgain(ctx context.Context) error {
+	if w.watch == nil || w.watch.ready == nil {
+		return fmt.Errorf("no Ready watcher runs: add \"a watcher checks every graph is Ready every 250 ms\" first")
+	}
+	r := w.watch.ready
+	r.halt()
+	w.watch.ready = nil
+	w.Figure("Ready checks", r.polls.Load())
+	w.Figure("graphs seen not Ready", len(r.lapses))
+	if r.polls.Load() == 0 {
+		return fmt.Errorf("the Ready watcher never listed the graphs (errors: %v)", head(r.errs, 5))
+	}
+	return w.everyGraphReady(ctx)
+}

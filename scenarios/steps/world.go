@@ -1,0 +1,281 @@
+// Package steps is the step library of the upgrade and fault scenarios
+// (scenarios/*.feature). Each scenario starts a simulator of its own with
+// no operator (harness.Sim), installs and upgrades operator releases built
+// from git (harness.Builder) with helm, and checks what the workloads saw.
+//
+// Steps are grouped one file per concern; each file registers its steps
+// from an init function with Register, so adding a concern touches no
+// other file. World is a scenario's state; Suite what every scenario
+// shares. The features' step library (features/steps) is reused for
+// manifests and JSONPath, not copied.
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cucumber/godog"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dynamoctl/dynamo-operator/scenarios/harness"
+)
+
+// Suite is what every scenario shares.
+type Suite struct {
+	// Root is the repository's working tree; ../shared sits beside it.
+	Root string
+	// SimBin is bin/dynamo-sim; Helm the pinned helm (make helm); BinDir the
+	// Kubernetes binaries (KUBEBUILDER_ASSETS, empty: .cache/k8s).
+	SimBin, Helm, BinDir string
+	// StateDir is the simulators' state directory (one at a time).
+	StateDir string
+	// Builder builds the releases.
+	Builder *harness.Builder
+	// Previous is the ref of the previous release (harness.PreviousTag).
+	Previous string
+	// Report collects each scenario's result and figures.
+	Report *Report
+}
+
+// Prepare builds the releases every scenario may install, before the first
+// scenario starts its clock: the previous release and the working tree.
+func (s *Suite) Prepare(ctx context.Context) error {
+	for _, ref := range []string{s.Previous, harness.WorkingTree} {
+		start := time.Now()
+		r, err := s.Builder.Build(ctx, ref)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("scenarios: release %s = %s (commit %.12s, image %s) ready in %.1fs\n", ref, r.Tag, r.Commit, r.Image(), time.Since(start).Seconds())
+	}
+	return nil
+}
+
+// World is the state of one scenario.
+type World struct {
+	Suite *Suite
+	// Sim is the scenario's simulator once a step started it; Helm, Client
+	// and Config reach it.
+	Sim    *harness.Sim
+	Helm   *harness.Helm
+	Client client.Client
+	Config *rest.Config
+	// EventualTimeout bounds the "eventually" steps.
+	EventualTimeout time.Duration
+
+	name     string
+	started  time.Time
+	figures  []Figure
+	cleanups []func(context.Context) error
+	// bg are the scenario's background activities (watchers, clients),
+	// stopped before the cleanups run.
+	bg []func()
+
+	// Per-concern state, one field per file that needs one.
+	releases releases
+	graphs   graphs
+	watch    *watch
+	handover handover
+	edited   *edited
+}
+
+// registrars register the steps of each concern (Register).
+var (
+	registrarsMu sync.Mutex
+	registrars   []func(*World, *godog.ScenarioContext)
+)
+
+// Register adds a concern's steps; call it from the concern file's init.
+func Register(f func(*World, *godog.ScenarioContext)) {
+	registrarsMu.Lock()
+	defer registrarsMu.Unlock()
+	registrars = append(registrars, f)
+}
+
+// InitializeScenario gives each scenario a World, registers every
+// concern's steps, and when the scenario ends stops what it started
+// (background activities, then cleanups newest first, then the simulator)
+// and records its result.
+func (s *Suite) InitializeScenario(sc *godog.ScenarioContext) {
+	w := &World{Suite: s, EventualTimeout: 5 * time.Minute}
+	sc.Before(func(ctx context.Context, sn *godog.Scenario) (context.Context, error) {
+		w.figures = nil
+		w.name = strings.TrimSuffix(filepath.Base(sn.Uri), ".feature") + ": " + sn.Name
+		w.started = time.Now()
+		return ctx, nil
+	})
+	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
+		duration := time.Since(w.started)
+		cleanErr := w.tearDown()
+		if s.Report != nil {
+			s.Report.Add(Result{Scenario: w.name, Err: errors.Join(err, cleanErr), Duration: duration, Figures: w.figures})
+		}
+		return ctx, cleanErr
+	})
+	registrarsMu.Lock()
+	defer registrarsMu.Unlock()
+	for _, r := range registrars {
+		r(w, sc)
+	}
+}
+
+// Figure records a measured figure of the scenario for the report (the
+// latest value of a name wins).
+func (w *World) Figure(name string, value any) {
+	v := fmt.Sprint(value)
+	for i := range w.figures {
+		if w.figures[i].Name == name {
+			w.figures[i].Value = v
+			return
+		}
+	}
+	w.figures = append(w.figures, Figure{Name: name, Value: v})
+	fmt.Printf("    figure: %s = %s\n", name, v)
+}
+
+// Cleanup runs f when the scenario ends, before the simulator stops (the
+// newest first).
+func (w *World) Cleanup(f func(context.Context) error) { w.cleanups = append(w.cleanups, f) }
+
+// Background registers stop, which ends an activity the scenario started;
+// it is called when the scenario ends if no step did so first.
+func (w *World) Background(stop func()) { w.bg = append(w.bg, stop) }
+
+func (w *World) tearDown() error {
+	for i := len(w.bg) - 1; i >= 0; i-- {
+		w.bg[i]()
+	}
+	w.bg = nil
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var errs []error
+	if w.Sim != nil && !w.graphs.notedAt.IsZero() {
+		w.figureOperatorWrites()
+	}
+	for i := len(w.cleanups) - 1; i >= 0; i-- {
+		if err := w.cleanups[i](ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	w.cleanups = nil
+	if w.Sim != nil {
+		if err := w.Sim.Down(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stopping the simulator: %w", err))
+		}
+		w.Sim, w.Client, w.Config, w.Helm = nil, nil, nil, nil
+	}
+	w.releases, w.graphs, w.watch, w.handover, w.edited = releases{}, graphs{}, nil, handover{}, nil
+	return errors.Join(errs...)
+}
+
+// Eventually retries check every 500 ms until it passes or the scenario's
+// EventualTimeout ends, and returns its last error.
+func (w *World) Eventually(ctx context.Context, check func() error) error {
+	return w.EventuallyWithin(ctx, w.EventualTimeout, check)
+}
+
+// EventuallyWithin is Eventually with its own timeout.
+func (w *World) EventuallyWithin(ctx context.Context, timeout time.Duration, check func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// NeedSim fails a step that needs the simulator before one is up.
+func (w *World) NeedSim() error {
+	if w.Sim == nil {
+		return fmt.Errorf("no simulator yet: start the scenario with \"Given a simulated cluster with no operator\"")
+	}
+	return nil
+}
+
+// Figure is one measured value of a scenario.
+type Figure struct{ Name, Value string }
+
+// Result is one scenario's outcome.
+type Result struct {
+	Scenario string
+	Err      error
+	Duration time.Duration
+	Figures  []Figure
+}
+
+// Report collects the results of a run.
+type Report struct {
+	mu      sync.Mutex
+	results []Result
+}
+
+// Add records a result.
+func (r *Report) Add(res Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.results = append(r.results, res)
+}
+
+// Summary is the text summary: one line per scenario (pass or fail, its
+// duration) and its figures below it.
+func (r *Report) Summary() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	failed := 0
+	for _, res := range r.results {
+		status := "PASS"
+		if res.Err != nil {
+			status = "FAIL"
+			failed++
+		}
+		fmt.Fprintf(&b, "%s %6.1fs  %s\n", status, res.Duration.Seconds(), res.Scenario)
+		for _, f := range res.Figures {
+			fmt.Fprintf(&b, "       %-40s %s\n", f.Name, f.Value)
+		}
+		if res.Err != nil {
+			lines := strings.Split(res.Err.Error(), "\n")
+			for i, l := range head(lines, 4) {
+				if i == 0 {
+					fmt.Fprintf(&b, "       error: %s\n", firstLine(l))
+				} else {
+					fmt.Fprintf(&b, "         %s\n", firstLine(l))
+				}
+			}
+		}
+	}
+	fmt.Fprintf(&b, "%d scenarios, %d passed, %d failed\n", len(r.results), len(r.results)-failed, failed)
+	return b.String()
+}
+
+// WriteSummary writes the summary to path.
+func (r *Report) WriteSummary(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(r.Summary()), 0o644)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	if len(line) > 300 {
+		line = line[:300] + "..."
+	}
+	return line
+}

@@ -40,6 +40,19 @@ $(HELM): tools/helm/go.mod tools/helm/go.sum
 .PHONY: helm
 helm: $(HELM) ## Build the pinned helm CLI into .cache/bin (tools/helm/go.mod).
 
+# The LeaderWorkerSet controller the simulator runs, and its CRDs beside it
+# (the module's config/crd/bases, at the pinned version).
+LWS      := $(TOOLS_BIN)/lws-controller
+LWS_CRDS := $(CACHE)/lws/crds
+$(LWS): tools/lws/go.mod tools/lws/go.sum
+	cd tools/lws && $(GO) build -o $(LWS).tmp sigs.k8s.io/lws/cmd
+	rm -rf $(LWS_CRDS) && mkdir -p $(LWS_CRDS)
+	cp "$$(cd tools/lws && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/lws)"/config/crd/bases/*.yaml $(LWS_CRDS)/
+	chmod u+w $(LWS_CRDS)/*.yaml && mv $(LWS).tmp $(LWS)
+
+.PHONY: lws
+lws: $(LWS) ## Build the pinned LeaderWorkerSet controller into .cache/bin and its CRDs into .cache/lws (tools/lws/go.mod).
+
 # The chart's appVersion is the image tag and the operator version.
 APP_VERSION := $(shell awk '/^appVersion:/ {gsub(/"/, "", $$2); print $$2}' chart/dynamo-platform/Chart.yaml)
 IMAGE_REPO  ?= ghcr.io/dynamoctl/dynamo-operator
@@ -117,7 +130,7 @@ lint: ## gofmt and go vet, for the main module and the tools module.
 test: lint chart-lint verify-generate verify-golden test-go fuzz ## Everything CI runs: lint, chart lint, generated-code and golden drift, every Go test with -race, brief fuzzing.
 
 .PHONY: test-go
-test-go: k8s-bins $(HELM) ## Every Go test: unit, envtest and the feature files against a real kube-apiserver.
+test-go: k8s-bins $(HELM) $(LWS) ## Every Go test: unit, envtest and the feature files against a real kube-apiserver.
 	HELM=$(HELM) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./...
 	cd tools && $(GOTEST) ./...
 	cd tools/image && $(GOTEST) ./...
@@ -153,7 +166,7 @@ SIM_GRAPH ?= ../shared/compat/examples/backends/vllm/deploy/disagg.yaml
 SIM_FLAGS ?=
 
 .PHONY: sim-build
-sim-build: build ## Build the simulator CLI into bin/dynamo-sim (and the operator it runs).
+sim-build: build $(LWS) ## Build the simulator CLI into bin/dynamo-sim (and the operator and LeaderWorkerSet controller it runs).
 	$(GO) build -o $(SIM) ./sim/cmd/dynamo-sim
 
 .PHONY: sim

@@ -38,6 +38,10 @@ type Options struct {
 	BinDir string
 	// CRDDir holds the CRDs to install (crds/ of the repository).
 	CRDDir string
+	// LWS is the LeaderWorkerSet controller binary (make lws), LWSCRDDir
+	// its CRDs; empty runs none, so the cluster serves no LeaderWorkerSet
+	// API.
+	LWS, LWSCRDDir string
 	// Operator is the operator binary; empty runs no operator.
 	Operator string
 	// OperatorArgs are extra flags for the operator.
@@ -199,6 +203,15 @@ func (d *Daemon) start(ctx context.Context) error {
 		d.step("installing CRDs from " + d.o.CRDDir)
 		if _, err := envtest.InstallCRDs(c.AdminConfig(), envtest.CRDInstallOptions{Paths: []string{d.o.CRDDir}, ErrorIfPathMissing: true}); err != nil {
 			return fmt.Errorf("installing CRDs: %w", err)
+		}
+	}
+	if d.o.LWS != "" {
+		d.step("installing LeaderWorkerSet's CRDs and starting its controller")
+		if _, err := envtest.InstallCRDs(c.AdminConfig(), envtest.CRDInstallOptions{Paths: []string{d.o.LWSCRDDir}, ErrorIfPathMissing: true}); err != nil {
+			return fmt.Errorf("installing LeaderWorkerSet's CRDs: %w", err)
+		}
+		if err := c.StartLWS(ctx, d.o.LWS); err != nil {
+			return fmt.Errorf("starting the LeaderWorkerSet controller: %w", err)
 		}
 	}
 	if err := d.ensureNamespace(ctx, d.o.SystemNamespace); err != nil {

@@ -29,6 +29,8 @@ type upFlags struct {
 	binDir        *string
 	crdDir        *string
 	operator      *string
+	lws           *string
+	lwsCRDs       *string
 	mode          *string
 	poolsFile     *string
 	pools         listFlag
@@ -52,6 +54,8 @@ func newUpFlags(name string) *upFlags {
 	f.binDir = f.fs.String("bin-dir", os.Getenv("KUBEBUILDER_ASSETS"), "directory of etcd, kube-apiserver, kube-controller-manager, kube-scheduler (default: .cache/k8s/<version>)")
 	f.crdDir = f.fs.String("crds", filepath.Join(root, "crds"), "CRDs to install; empty installs none")
 	f.operator = f.fs.String("operator", filepath.Join(root, "bin", "dynamo-operator"), "operator binary to run; empty runs none")
+	f.lws = f.fs.String("lws", filepath.Join(root, ".cache", "bin", "lws-controller"), "LeaderWorkerSet controller binary to run, with its CRDs (make lws builds the pinned one); empty runs none, so the cluster serves no LeaderWorkerSet API")
+	f.lwsCRDs = f.fs.String("lws-crds", filepath.Join(root, ".cache", "lws", "crds"), "LeaderWorkerSet's CRDs (make lws copies them from the pinned module)")
 	f.mode = f.fs.String("mode", "cluster-wide", "operator mode: cluster-wide, namespace:<name>, or hybrid:<name> (cluster-wide plus namespace-scoped in <name>)")
 	f.poolsFile = f.fs.String("pools", "", "YAML file of GPU node pools (pools: [{name, count, gpus, product, memoryMiB}])")
 	f.fs.Var(&f.pools, "pool", "a GPU pool, name=h100,count=4,gpus=8,product=NVIDIA-H100-80GB-HBM3,memory=81559 (repeatable; replaces the default pools)")
@@ -152,6 +156,13 @@ func cmdUp(args []string) error {
 	}
 	if _, err := f.resolveBinDir(); err != nil {
 		return err
+	}
+	if *f.lws != "" {
+		for _, p := range []string{*f.lws, *f.lwsCRDs} {
+			if _, err := os.Stat(p); err != nil {
+				return fmt.Errorf("LeaderWorkerSet: %w (run make lws, or pass --lws='' to run none)", err)
+			}
+		}
 	}
 	if *f.operator != "" {
 		if _, err := os.Stat(*f.operator); err != nil {
@@ -269,7 +280,7 @@ func cmdDaemon(args []string) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	err = daemon.Run(ctx, daemon.Options{
-		Dir: *f.dir, BinDir: binDir, CRDDir: crds, Operator: *f.operator, OperatorArgs: f.operatorArgs,
+		Dir: *f.dir, BinDir: binDir, CRDDir: crds, LWS: *f.lws, LWSCRDDir: *f.lwsCRDs, Operator: *f.operator, OperatorArgs: f.operatorArgs,
 		Mode: *f.mode, Pools: pools, PodReadyDelay: *f.podReadyDelay, HostListener: ln, HostPort: *hostPort,
 		WatchPid: *f.watchPid, RunImages: runImages, ModelLoadDelay: *f.modelLoad, NoOperatorProcess: *f.install == "helm",
 	}, os.Stderr)

@@ -132,6 +132,15 @@ func LeaderWorkerSet(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alph
 			// each other (DNS, the leader's port), so no pod idles on GPUs
 			// waiting for its leader to be Ready first.
 			StartupPolicy: lwsv1.LeaderCreatedStartupPolicy,
+			// A headless Service per group, <component>-<group>, which the
+			// pods' DNS names (LWS_LEADER_ADDRESS) live under. With the
+			// default (Shared) LeaderWorkerSet names its one headless
+			// Service after itself, <component>: the component's own
+			// Service, which the controller that makes first takes, so
+			// either the operator's apply fails on a Service another
+			// controller owns or the pods' subdomain is a ClusterIP
+			// Service, under which no pod has a DNS name.
+			NetworkConfig: &lwsv1.NetworkConfig{SubdomainPolicy: ptr.To(lwsv1.SubdomainUniquePerReplica)},
 			// As for Deployments (rolloutStrategy): a group is replaced only
 			// by a new one that is ready, one group at a time.
 			RolloutStrategy: lwsv1.RolloutStrategy{

@@ -74,6 +74,7 @@
 //	LWS rollout               LWS defaults (maxUnavailable 1)          maxUnavailable 0, maxSurge 1           never fewer serving groups than desired
 //	Services                  select every pod                          select leaders (dynamo-multinode-role=leader)  workers serve nothing
 //	status / scale            pods                                     groups (2 replicas × 4 nodes = 2)      an HPA scales instances (SPEC 2)
+//	groups' headless Service  LWS default (Shared, named after the LWS)  one per group (UniquePerReplica)    ours names the LWS <component>, the component Service's name
 //
 // Golden files: TestGolden renders every graph of ../shared/compat and
 // compares the objects whole with testdata/<manifest>.golden.yaml; `make

@@ -127,7 +127,10 @@ lint: ## gofmt and go vet, for the main module and the tools module.
 	cd tools/image && $(GO) vet ./...
 
 .PHONY: test
-test: lint chart-lint verify-generate verify-golden test-go fuzz ## Everything CI runs: lint, chart lint, generated-code and golden drift, every Go test with -race, brief fuzzing.
+test: lint chart-lint verify-generate verify-golden ## Everything CI runs: lint, chart lint, generated-code and golden drift, every Go test with -race, brief fuzzing.
+	@# Fuzzing beside the Go tests: its instrumented build (minutes on a fresh
+	@# machine) and run fill the time the tests spend waiting on API servers.
+	$(MAKE) --no-print-directory -j2 test-go fuzz
 
 .PHONY: test-go
 test-go: k8s-bins $(HELM) $(LWS) ## Every Go test: unit, envtest and the feature files against a real kube-apiserver.

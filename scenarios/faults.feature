@@ -9,6 +9,11 @@ Feature: Faults lose nothing
   Services, discovery ServiceAccount, Role and RoleBinding). Random moments are "before the k-th graph" and
   come from a seed the run prints; DYNAMO_FAULT_SEED=<seed> replays them.
 
+  The scenarios share one simulator and one cluster-wide release, each continuing where the one before left
+  it (a failed one stops the chain, and the next says so): each works in a namespace of its own and deletes
+  its graphs at the end, proving nothing is left, so the next one starts from a clean slate. Node loss comes
+  last: the lost node stays lost.
+
   Scenario: The operator killed at random moments while 100 graphs are created, and while they are deleted
     Given a simulated cluster with no operator
     And I install the working tree cluster-wide as the seeds say
@@ -19,38 +24,43 @@ Feature: Faults lose nothing
     And no object in the namespace "faults" is orphaned
     When I delete 100 small graphs in the namespace "faults" while the operator is killed 3 times at random moments
     Then nothing the graphs owned is left in the namespace "faults"
+    And the simulator is kept for the next scenario
 
   Scenario: The API server restarts while graphs are created
-    Given a simulated cluster with no operator
-    And I install the working tree cluster-wide as the seeds say
+    Given the simulator the previous scenario kept
     And a small graph "reference" is Ready in the namespace "faults-reference" as the reference
-    When I create 40 small graphs in the namespace "faults" while the API server restarts once at a random moment
-    Then all 40 graphs in the namespace "faults" become Ready
-    And each graph in the namespace "faults" has exactly the children of the reference graph
-    And no object in the namespace "faults" is orphaned
+    When I create 40 small graphs in the namespace "faults-apiserver" while the API server restarts once at a random moment
+    Then all 40 graphs in the namespace "faults-apiserver" become Ready
+    And each graph in the namespace "faults-apiserver" has exactly the children of the reference graph
+    And no object in the namespace "faults-apiserver" is orphaned
+    When I delete the small graphs in the namespace "faults-apiserver"
+    Then nothing the graphs owned is left in the namespace "faults-apiserver"
+    And the simulator is kept for the next scenario
 
   Scenario: The leader killed under load: another process takes the Lease over, nothing is duplicated
-    Given a simulated cluster with no operator
-    And I install the working tree cluster-wide as the seeds say with 2 operator replicas
+    Given the simulator the previous scenario kept
+    And I scale the cluster-wide release to 2 operator replicas
     And a small graph "reference" is Ready in the namespace "faults-reference" as the reference
-    When I create 40 small graphs in the namespace "faults" while the leader is killed once at a random moment
+    When I create 40 small graphs in the namespace "faults-leader" while the leader is killed once at a random moment
     Then another operator process took the leader election over
-    And all 40 graphs in the namespace "faults" become Ready
-    And each graph in the namespace "faults" has exactly the children of the reference graph
-    And no object in the namespace "faults" is orphaned
-
-  Scenario: A lost node's pods move elsewhere; the graph goes pending, then Ready
-    Given a simulated cluster with no operator
-    And I install the working tree cluster-wide as the seeds say
-    And a graph "llm" with a GPU worker is Ready in the namespace "faults-node"
-    When the node running its worker is lost
-    Then the graph goes pending and then Ready again with its worker on another node
+    And all 40 graphs in the namespace "faults-leader" become Ready
+    And each graph in the namespace "faults-leader" has exactly the children of the reference graph
+    And no object in the namespace "faults-leader" is orphaned
+    When I delete the small graphs in the namespace "faults-leader"
+    Then nothing the graphs owned is left in the namespace "faults-leader"
+    And the simulator is kept for the next scenario
 
   Scenario: The webhook certificate expires under admission load with no failed admission
-    Given a simulated cluster with no operator
-    And I install the working tree cluster-wide as the seeds say
+    Given the simulator the previous scenario kept
     And a client dry-runs a graph through admission every 100 ms
     When the webhook certificate of the cluster-wide release expires
     Then the certificate Secret eventually holds a renewed certificate
     And the admission client keeps sending for 10 seconds
     And not one dry-run admission failed
+    And the simulator is kept for the next scenario
+
+  Scenario: A lost node's pods move elsewhere; the graph goes pending, then Ready
+    Given the simulator the previous scenario kept
+    And a graph "llm" with a GPU worker is Ready in the namespace "faults-node"
+    When the node running its worker is lost
+    Then the graph goes pending and then Ready again with its worker on another node

@@ -11,7 +11,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
-	"github.com/dynamoctl/dynamo-operator/sim/prereq"
 )
 
 // everyGraphRunsAsWritten applies every DynamoGraphDeployment manifest under
@@ -79,11 +77,8 @@ func (w *world) checkGraphFile(ctx context.Context, rel string, objs []*unstruct
 
 	// The Secrets and ConfigMaps the graph's docs have users create first
 	// (placeholders): a kubelet starts no pod without them.
-	for _, o := range prereq.For(objs, ns) {
-		kind := o.GetObjectKind().GroupVersionKind().Kind
-		if err := w.cluster.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			return []string{fmt.Sprintf("creating %s %s: %v", kind, o.GetName(), err)}
-		}
+	if err := w.createPrereqs(ctx, objs); err != nil {
+		return []string{err.Error()}
 	}
 	if err := w.apply(ctx, objs); err != nil {
 		return []string{"rejected: " + err.Error()}

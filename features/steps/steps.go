@@ -15,12 +15,14 @@ import (
 
 	"github.com/cucumber/godog"
 	dto "github.com/prometheus/client_model/go"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
+	"github.com/dynamoctl/dynamo-operator/sim/prereq"
 )
 
 // Cluster is what the steps need of a cluster.
@@ -199,7 +201,33 @@ func (w *world) applyFile(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	if isUsersManifest(path) {
+		// Users' manifests come with docs that have them create Secrets and
+		// ConfigMaps first (kubectl create secret generic hf-token-secret
+		// ...); a kubelet starts no pod without them.
+		if err := w.createPrereqs(ctx, objs); err != nil {
+			return err
+		}
+	}
 	w.applied, w.lastErr = objs, w.apply(ctx, objs)
+	return nil
+}
+
+// isUsersManifest reports whether path is one of the users' manifests in
+// ../shared/compat, as opposed to a test's own file.
+func isUsersManifest(path string) bool {
+	return strings.Contains(filepath.ToSlash(path), "shared/compat/")
+}
+
+// createPrereqs creates, in the scenario's namespace, placeholders of the
+// Secrets and ConfigMaps objs refer to and do not contain (sim/prereq).
+func (w *world) createPrereqs(ctx context.Context, objs []*unstructured.Unstructured) error {
+	for _, o := range prereq.For(objs, w.namespace) {
+		kind := o.GetObjectKind().GroupVersionKind().Kind
+		if err := w.cluster.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %s %s: %w", kind, o.GetName(), err)
+		}
+	}
 	return nil
 }
 

@@ -63,9 +63,10 @@ func addScope(mgr manager.Manager, o *config.Options, c scope.Clock, gate *scope
 		r = holder
 	} else {
 		r = &scope.Tracker{
-			Gate:  gate,
-			Cache: mgr.GetCache(),
-			Clock: c,
+			Gate:   gate,
+			Cache:  mgr.GetCache(),
+			Clock:  c,
+			Reader: mgr.GetAPIReader(),
 			// The tracker runs on standby replicas too (their webhooks need
 			// it), but only a leader's controllers consume re-enqueued
 			// work; a replica elected later lists everything anyway.

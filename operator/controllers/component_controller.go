@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -48,6 +49,9 @@ type ComponentReconciler struct {
 	Renderer string
 
 	lws lwsWatch
+	// written remembers this controller's latest status write of each
+	// component until the cache shows it (statusWrites).
+	written statusWrites
 }
 
 // SetupWithManager registers the controller.
@@ -87,6 +91,17 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	dcd := &v1alpha1.DynamoComponentDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, dcd); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.Reader != nil && r.written.unseen(req.NamespacedName, dcd.ResourceVersion, r.Clock.Now()) {
+		// The cache does not show our latest status write yet. A status
+		// compared with the cached one could look written already and
+		// never be written: a Deployment that caught up while the cache
+		// still held the status before ours would leave the component
+		// "not yet observed" for good. Read it from the API server.
+		dcd = &v1alpha1.DynamoComponentDeployment{}
+		if err := r.Reader.Get(ctx, req.NamespacedName, dcd); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
 	}
 	if _, err := dropDynamoFinalizer(ctx, r.Client, dcd); err != nil {
 		return reconcile.Result{}, err
@@ -181,6 +196,9 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
 		c.Status = componentStatus(c, deploy, why, metav1.NewTime(r.Clock.Now()))
 	})
+	if wrote && err == nil {
+		r.written.record(req.NamespacedName, dcd.ResourceVersion, r.Clock.Now())
+	}
 	if !wrote && err == nil && changes.empty() {
 		logNothingToDo(ctx, dcd)
 	}
@@ -232,6 +250,45 @@ func podsToComponent(_ context.Context, obj client.Object) []reconcile.Request {
 // dynamoSelectorLabel selects the pods of workloads Dynamo's operator
 // rendered; its value is the component's (and the workload's) name.
 const dynamoSelectorLabel = "nvidia.com/selector"
+
+// statusWrites remembers the resourceVersion of the latest status write of
+// each component, for as long as the cache may lag behind it
+// (apply.CacheLag): the cache is the truth again afterwards.
+type statusWrites struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]statusWrite
+}
+
+type statusWrite struct {
+	resourceVersion string
+	at              time.Time
+}
+
+func (s *statusWrites) record(key types.NamespacedName, rv string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[types.NamespacedName]statusWrite{}
+	}
+	s.m[key] = statusWrite{resourceVersion: rv, at: now}
+}
+
+// unseen reports whether the component read with resourceVersion cached
+// may predate our latest status write of it: it is another version, read
+// within apply.CacheLag of the write. Seen or aged writes are forgotten.
+func (s *statusWrites) unseen(key types.NamespacedName, cached string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.m[key]
+	if !ok {
+		return false
+	}
+	if w.resourceVersion == cached || now.Sub(w.at) >= apply.CacheLag {
+		delete(s.m, key)
+		return false
+	}
+	return true
+}
 
 // statusRecheck is how soon a component whose status this controller just
 // wrote as not yet available is reconciled again.

@@ -46,6 +46,9 @@ type GraphReconciler struct {
 	Renderer string
 
 	progress progressThrottle
+	// written remembers our latest status write of each graph until the
+	// cache shows it (statusWrites).
+	written statusWrites
 	// released remembers the graphs whose claims were looked at since this
 	// process started, so the uncached look happens once per graph.
 	released sync.Map // types.UID -> struct{}
@@ -78,6 +81,16 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 			r.progress.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.Reader != nil && r.written.unseen(req.NamespacedName, dgd.ResourceVersion, r.Clock.Now()) {
+		// The cache does not show our latest status write yet: compared
+		// with the status before it, the graph's next one could look
+		// written already and never be written (a graph left "waiting
+		// for" a component that is Available). Read it from the API server.
+		dgd = &v1alpha1.DynamoGraphDeployment{}
+		if err := r.Reader.Get(ctx, req.NamespacedName, dgd); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
 	}
 	// The patch leaves dgd as stored: the reconcile goes on with it.
 	if _, err := dropDynamoFinalizer(ctx, r.Client, dgd); err != nil {
@@ -146,6 +159,7 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	before := dgd.Status.State
 	wrote, err := patchStatus(ctx, r.Client, dgd, func(g *v1alpha1.DynamoGraphDeployment) { g.Status = next })
 	if wrote && err == nil {
+		r.written.record(req.NamespacedName, dgd.ResourceVersion, now)
 		r.progress.wrote(req.NamespacedName, blockers, now)
 		if before != next.State {
 			ctrl.LoggerFrom(ctx).Info("graph state changed", "graph", klog.KObj(dgd),

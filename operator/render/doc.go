@@ -78,6 +78,8 @@
 //
 // Golden files: TestGolden renders every graph of ../shared/compat and
 // compares the objects whole with testdata/<manifest>.golden.yaml; `make
-// golden` rewrites them. A change there changes every existing workload's pod
-// template, so every workload rolls when the operator is upgraded.
+// golden` rewrites them. A change there reaches an existing workload only at
+// its service's next spec change: a new version keeps each child as the
+// previous renderer wrote it until then (controllers/adoption.go), so an
+// upgrade restarts nothing (scenarios/upgrade.feature).
 package render

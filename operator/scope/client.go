@@ -21,7 +21,7 @@ type gatedClient struct {
 }
 
 func (c *gatedClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	done, err := c.gate.Enter(obj.GetNamespace())
+	done, err := c.gate.enterConfirmed(ctx, obj.GetNamespace())
 	if err != nil {
 		return err
 	}
@@ -30,7 +30,7 @@ func (c *gatedClient) Create(ctx context.Context, obj client.Object, opts ...cli
 }
 
 func (c *gatedClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	done, err := c.gate.Enter(obj.GetNamespace())
+	done, err := c.gate.enterConfirmed(ctx, obj.GetNamespace())
 	if err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (c *gatedClient) Update(ctx context.Context, obj client.Object, opts ...cli
 }
 
 func (c *gatedClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	done, err := c.gate.Enter(obj.GetNamespace())
+	done, err := c.gate.enterConfirmed(ctx, obj.GetNamespace())
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (c *gatedClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration,
 	if err != nil {
 		return err
 	}
-	done, err := c.gate.Enter(ns)
+	done, err := c.gate.enterConfirmed(ctx, ns)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func (c *gatedClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration,
 }
 
 func (c *gatedClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	done, err := c.gate.Enter(obj.GetNamespace())
+	done, err := c.gate.enterConfirmed(ctx, obj.GetNamespace())
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (c *gatedClient) DeleteAllOf(ctx context.Context, obj client.Object, opts .
 	// The namespace is an option here, not a field of obj.
 	do := &client.DeleteAllOfOptions{}
 	do.ApplyOptions(opts)
-	done, err := c.gate.Enter(do.Namespace)
+	done, err := c.gate.enterConfirmed(ctx, do.Namespace)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ type gatedSubResource struct {
 }
 
 func (w *gatedSubResource) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
-	done, err := w.gate.Enter(obj.GetNamespace())
+	done, err := w.gate.enterConfirmed(ctx, obj.GetNamespace())
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (w *gatedSubResource) Create(ctx context.Context, obj, sub client.Object, o
 }
 
 func (w *gatedSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	done, err := w.gate.Enter(obj.GetNamespace())
+	done, err := w.gate.enterConfirmed(ctx, obj.GetNamespace())
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func (w *gatedSubResource) Update(ctx context.Context, obj client.Object, opts .
 }
 
 func (w *gatedSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	done, err := w.gate.Enter(obj.GetNamespace())
+	done, err := w.gate.enterConfirmed(ctx, obj.GetNamespace())
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (w *gatedSubResource) Apply(ctx context.Context, obj runtime.ApplyConfigura
 	if err != nil {
 		return err
 	}
-	done, err := w.gate.Enter(ns)
+	done, err := w.gate.enterConfirmed(ctx, ns)
 	if err != nil {
 		return err
 	}

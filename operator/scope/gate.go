@@ -52,6 +52,23 @@ type Gate struct {
 	excluded map[string]time.Time
 	inflight int
 	idle     *sync.Cond
+	// confirm, when set, checks with the API server that a namespace has no
+	// marker Lease before a write there (Tracker.Confirm).
+	confirm func(ctx context.Context, namespace string) error
+}
+
+// Confirm returns ErrNotOwned when a live read finds that another operator
+// holds namespace although no watch event has said so yet, nil when this
+// operator may go on writing there, or the read's error. A gate without a
+// confirmation (a namespace-scoped operator's) confirms everything.
+func (g *Gate) Confirm(ctx context.Context, namespace string) error {
+	g.mu.Lock()
+	confirm := g.confirm
+	g.mu.Unlock()
+	if confirm == nil || namespace == "" {
+		return nil
+	}
+	return confirm(ctx, namespace)
 }
 
 // NewClusterGate returns the gate of a cluster-wide operator: every
@@ -216,4 +233,12 @@ func (g *Gate) ExcludedNamespaces() map[string]time.Time {
 		}
 	}
 	return out
+}
+
+// enterConfirmed is Enter after Confirm: the gated client's way in.
+func (g *Gate) enterConfirmed(ctx context.Context, namespace string) (done func(), err error) {
+	if err := g.Confirm(ctx, namespace); err != nil {
+		return nil, err
+	}
+	return g.Enter(namespace)
 }

@@ -372,3 +372,56 @@ func TestTrackerResumesWhenTheLeaseIsDeleted(t *testing.T) {
 		t.Error("a deleted lease must not exclude")
 	}
 }
+
+// A watch can lag behind a marker Lease just created (a loaded API server,
+// a slow informer): writes read the Lease live, at most once per ConfirmTTL
+// per namespace. The tracker's cache here never delivers a marker Lease, as
+// if its watch lagged for ever.
+func TestConfirmReadsTheLeaseTheWatchHasNotDelivered(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	start := clk.Now()
+	c, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme, ByObject: map[client.Object]cache.ByObject{
+		&coordinationv1.Lease{}: {Field: fields.OneTermEqualSelector("metadata.name", "no-lease-is-named-so")},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := scope.NewClusterGate(clk)
+	tr := &scope.Tracker{Gate: gate, Cache: c, Clock: clk, Log: logr.Discard(), Reader: env.Client}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { _ = c.Start(ctx); done <- struct{}{} }()
+	go func() { _ = tr.Start(ctx); done <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
+	if err := gate.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	held := env.Namespace(t, "confirm-held")
+	createLease(t, held, scope.LeaseName, &start)
+	if gate.Excluded(held) {
+		t.Fatal("the lagging watch must not have delivered the lease")
+	}
+	if err := gate.Confirm(ctx, held); !errors.Is(err, scope.ErrNotOwned) {
+		t.Fatalf("Confirm in a namespace with a marker lease = %v, want ErrNotOwned", err)
+	}
+	if !gate.Excluded(held) {
+		t.Error("a lease found by Confirm must exclude its namespace at once")
+	}
+
+	free := env.Namespace(t, "confirm-free")
+	if err := gate.Confirm(ctx, free); err != nil {
+		t.Fatalf("Confirm in a namespace without a marker lease = %v", err)
+	}
+	// A Lease created within ConfirmTTL of a read is not read again before
+	// the TTL ends (at most one read per namespace per TTL) ...
+	createLease(t, free, scope.LeaseName, &start)
+	if err := gate.Confirm(ctx, free); err != nil {
+		t.Fatalf("Confirm within ConfirmTTL = %v, want the earlier read to stand", err)
+	}
+	// ... and is found by the first write after it.
+	clk.Step(scope.ConfirmTTL)
+	if err := gate.Confirm(ctx, free); !errors.Is(err, scope.ErrNotOwned) {
+		t.Fatalf("Confirm after ConfirmTTL = %v, want ErrNotOwned", err)
+	}
+}

@@ -8,9 +8,11 @@ import (
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // never stands for the expiry of a marker Lease without a duration.
@@ -29,10 +31,57 @@ type Tracker struct {
 	// Resume re-enqueues every object in a namespace given back.
 	Resume func(ctx context.Context, namespace string)
 	Log    logr.Logger
+	// Reader, when set, reads a namespace's marker Lease from the API server
+	// before writes there (Confirm): the watch can lag behind a Lease just
+	// created, most of all on a loaded API server.
+	Reader client.Reader
 
 	mu     sync.Mutex
 	ctx    context.Context
 	timers map[string]clock.Timer
+	// confirmed is when Confirm last found no marker Lease in a namespace.
+	confirmed map[string]time.Time
+}
+
+// ConfirmTTL is how long a live read that found no marker Lease in a
+// namespace stands before writes there read again. It is below the second a
+// Holder settles after acquiring a Lease before its first write, so the
+// two operators' writes never interleave, whatever the watch's lag.
+const ConfirmTTL = 500 * time.Millisecond
+
+// Confirm checks namespace's marker Lease with a live read, at most once
+// per ConfirmTTL per namespace, and excludes the namespace at once when a
+// Lease is there: see Gate.Confirm.
+func (t *Tracker) Confirm(ctx context.Context, namespace string) error {
+	if !t.Gate.Allowed(namespace) {
+		return fmt.Errorf("%w: %s", ErrNotOwned, namespace)
+	}
+	now := t.Clock.Now()
+	t.mu.Lock()
+	last, ok := t.confirmed[namespace]
+	t.mu.Unlock()
+	if ok && now.Sub(last) < ConfirmTTL {
+		return nil
+	}
+	l := &coordinationv1.Lease{}
+	err := t.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: LeaseName}, l)
+	switch {
+	case apierrors.IsNotFound(err):
+		t.mu.Lock()
+		if t.confirmed == nil {
+			t.confirmed = map[string]time.Time{}
+		}
+		t.confirmed[namespace] = now
+		t.mu.Unlock()
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the marker Lease of namespace %s: %w", namespace, err)
+	}
+	t.observe(l)
+	if !t.Gate.Allowed(namespace) {
+		return fmt.Errorf("%w: %s", ErrNotOwned, namespace)
+	}
+	return nil
 }
 
 // NeedLeaderElection is false: standby replicas serve webhooks, which must
@@ -46,6 +95,11 @@ func (t *Tracker) Start(ctx context.Context) error {
 	t.ctx = ctx
 	t.timers = map[string]clock.Timer{}
 	t.mu.Unlock()
+	if t.Reader != nil {
+		t.Gate.mu.Lock()
+		t.Gate.confirm = t.Confirm
+		t.Gate.mu.Unlock()
+	}
 
 	inf, err := t.Cache.GetInformer(ctx, &coordinationv1.Lease{})
 	if err != nil {

@@ -56,6 +56,8 @@ func registerClusterSteps(w *World, sc *godog.ScenarioContext) {
 	sc.Step(`^a simulated cluster with no operator$`, func(ctx context.Context) error {
 		return w.SimUp(ctx, harness.UpOptions{})
 	})
+	sc.Step(`^the simulator is kept for the next scenario$`, w.keepSim)
+	sc.Step(`^the simulator the previous scenario kept$`, w.resumeSim)
 	sc.Step(`^I install `+ReleaseRef+` cluster-wide as the seeds say$`, func(ctx context.Context, ref string) error {
 		return w.InstallRelease(ctx, ClusterRelease, ClusterNamespace, ref)
 	})

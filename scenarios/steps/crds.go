@@ -130,15 +130,22 @@ func (w *World) noNewFields(ctx context.Context, newer, older string) error {
 	if err != nil {
 		return err
 	}
-	old := map[string]bool{}
+	old, oldKinds := map[string]bool{}, map[string]bool{}
 	for _, c := range oc {
+		oldKinds[c.Name] = true
 		for p := range schemaPaths(c) {
 			old[p] = true
 		}
 	}
-	var added []string
+	// A kind the older release lacks has no object stored under an old
+	// schema: it is counted, not tripped on.
+	var added, newKinds []string
 	total := 0
 	for _, c := range nc {
+		if !oldKinds[c.Name] {
+			newKinds = append(newKinds, c.Spec.Names.Kind)
+			continue
+		}
 		for p := range schemaPaths(c) {
 			total++
 			if !old[p] {
@@ -149,6 +156,8 @@ func (w *World) noNewFields(ctx context.Context, newer, older string) error {
 	sort.Strings(added)
 	w.Figure("schema fields in "+rn.Tag, total)
 	w.Figure("schema fields new since "+ro.Tag, len(added))
+	sort.Strings(newKinds)
+	w.Figure("kinds new since "+ro.Tag, fmt.Sprintf("%d %v", len(newKinds), newKinds))
 	if len(added) > 0 {
 		return fmt.Errorf("%s adds %d fields to %s's CRDs; set them in crd.feature on objects stored under the old schema:\n  %s",
 			rn.Tag, len(added), ro.Tag, strings.Join(head(added, 40), "\n  "))

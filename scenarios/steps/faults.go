@@ -61,6 +61,8 @@ func registerFaultSteps(w *World, sc *godog.ScenarioContext) {
 	sc.Step(`^I install `+ReleaseRef+` cluster-wide as the seeds say with (\d+) operator replicas$`, func(ctx context.Context, ref string, n int) error {
 		return w.InstallRelease(ctx, ClusterRelease, ClusterNamespace, ref, fmt.Sprintf("%s=%d", replicasPath, n))
 	})
+	sc.Step(`^I scale the cluster-wide release to (\d+) operator replicas$`, f.scaleOperator)
+	sc.Step(`^I delete the small graphs in the namespace "([^"]+)"$`, f.deleteGraphs)
 	sc.Step(`^a small graph "([^"]+)" is Ready in the namespace "([^"]+)" as the reference$`, f.referenceGraph)
 	sc.Step(`^I (create|delete) (\d+) small graphs in the namespace "([^"]+)" while (`+disruptionPattern()+`) (once|twice|\d+ times) at (?:a )?random moments?$`, f.workWhileDisrupted)
 	sc.Step(`^all (\d+) graphs in the namespace "([^"]+)" become Ready$`, f.allReady)
@@ -139,7 +141,15 @@ func (f *faultWorld) referenceGraph(ctx context.Context, name, ns string) error 
 	if err := f.w.ensureNamespace(ctx, ns); err != nil {
 		return err
 	}
-	if err := f.w.Client.Create(ctx, smallGraph(name, ns)); err != nil {
+	// A scenario continuing on a kept simulator finds the reference there,
+	// and may start while the operator the one before killed is still
+	// coming back (its webhook refuses): retried, as a GitOps tool would.
+	if err := f.w.Eventually(ctx, func() error {
+		if err := f.w.Client.Create(ctx, smallGraph(name, ns)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	if err := f.w.Eventually(ctx, func() error { return f.notReady(ctx, ns, []string{name}) }); err != nil {
@@ -674,6 +684,26 @@ func (f *faultWorld) nothingLeft(ctx context.Context, ns string) error {
 		f.w.Figure("everything gone after the last delete (s)", fmt.Sprintf("%.1f", time.Since(start).Seconds()))
 	}
 	return err
+}
+
+// scaleOperator helm-upgrades the cluster-wide release, same chart, to n
+// operator replicas (a leader and standbys), and waits until they are ready.
+func (f *faultWorld) scaleOperator(ctx context.Context, n int) error {
+	r, ns, ok := f.w.InstalledRelease(ClusterRelease)
+	if !ok {
+		return fmt.Errorf("the cluster-wide release is not installed")
+	}
+	_, err := f.w.Helm.Upgrade(ctx, ClusterRelease, ns, r, fmt.Sprintf("%s=%d", replicasPath, n))
+	return err
+}
+
+// deleteGraphs deletes every graph in ns with no fault: a clean slate for
+// the next scenario on the same simulator (its check is nothingLeft).
+func (f *faultWorld) deleteGraphs(ctx context.Context, ns string) error {
+	if err := f.w.NeedSim(); err != nil {
+		return err
+	}
+	return f.w.Client.DeleteAllOf(ctx, &v1alpha1.DynamoGraphDeployment{}, client.InNamespace(ns))
 }
 
 // --- node loss ---

@@ -21,6 +21,7 @@ import (
 
 	fsteps "github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/sim/prereq"
 )
 
 // CompatDir holds the users' manifests, beside the repository.
@@ -148,6 +149,12 @@ func (w *World) applyCompatGraphs(ctx context.Context) error {
 		if err := w.ensureNamespace(ctx, ns); err != nil {
 			return err
 		}
+		// The Secrets and ConfigMaps the graph's docs have users create
+		// first (placeholders): the simulator's kubelet, as a real one,
+		// starts no pod without them.
+		if err := createPrereqs(ctx, w.Client, manifests[rel], ns); err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
 		for _, o := range manifests[rel] {
 			obj := o.DeepCopy()
 			obj.SetNamespace(ns)
@@ -161,6 +168,17 @@ func (w *World) applyCompatGraphs(ctx context.Context) error {
 		w.graphs.namespaces = append(w.graphs.namespaces, ns)
 	}
 	w.Figure("graphs", len(w.graphs.list))
+	return nil
+}
+
+// createPrereqs creates in ns the Secrets and ConfigMaps objs refer to and
+// do not hold (sim/prereq), as their users would by hand beforehand.
+func createPrereqs(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, ns string) error {
+	for _, o := range prereq.For(objs, ns) {
+		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+		}
+	}
 	return nil
 }
 

@@ -225,6 +225,11 @@ func (w *migrationWorld) dynamoLeftovers(ctx context.Context, prefix string) err
 			delete(objs[i].Object, "status")
 		}
 	}
+	// The Secrets and ConfigMaps its users made by hand (placeholders): the
+	// simulator's kubelet, as a real one, starts no pod without them.
+	if err := createPrereqs(ctx, w.c, objs, w.ns); err != nil {
+		return err
+	}
 	created, err := migration.Create(ctx, w.c, w.ns, objs)
 	if err != nil {
 		return err
@@ -806,6 +811,9 @@ func (w *migrationWorld) graphInTwoNamespaces(ctx context.Context, graph, file s
 		*target = ns
 		objs, err := featuresteps.ParseManifests(data)
 		if err != nil {
+			return err
+		}
+		if err := createPrereqs(ctx, w.c, objs, ns); err != nil {
 			return err
 		}
 		for _, o := range objs {

@@ -25,7 +25,9 @@ import (
 // edited is the workload a scenario changed on purpose.
 type edited struct {
 	namespace, deployment string
-	env                   corev1.EnvVar
+	// graph is the edited graph, namespace/name.
+	graph string
+	env   corev1.EnvVar
 }
 
 func init() { Register(registerRenderSteps) }
@@ -35,6 +37,7 @@ func registerRenderSteps(w *World, sc *godog.ScenarioContext) {
 	sc.Step(`^I set the env "([^"=]+)=([^"]*)" on the service "([^"]+)" of the graph "([^"/]+)/([^"]+)"$`, w.setServiceEnv)
 	sc.Step(`^that service's Deployment is rolled out as the rendering of `+ReleaseRef+` with the env$`, w.editedRolledOut)
 	sc.Step(`^no other pod of any graph restarted or was replaced$`, w.noOtherPodRestarted)
+	sc.Step(`^no graph but the edited one was seen not Ready meanwhile, and every graph is Ready again$`, w.onlyEditedLapsed)
 }
 
 // Renderer is the renderer annotation a release's operator writes.
@@ -91,7 +94,7 @@ func (w *World) setServiceEnv(ctx context.Context, key, value, service, ns, grap
 		return err
 	}
 	name := render.ComponentName(graph, service)
-	w.edited = &edited{namespace: ns, deployment: name, env: corev1.EnvVar{Name: key, Value: value}}
+	w.edited = &edited{namespace: ns, deployment: name, graph: ns + "/" + graph, env: corev1.EnvVar{Name: key, Value: value}}
 	return nil
 }
 
@@ -171,4 +174,33 @@ func (w *World) noOtherPodRestarted(ctx context.Context) error {
 func (w *World) editedPodChange(change string) bool {
 	prefix := w.edited.namespace + "/" + w.edited.deployment + "-"
 	return strings.Contains(change, " "+prefix) || strings.HasPrefix(change, "pod "+prefix)
+}
+
+// onlyEditedLapsed is the Ready check of a downgrade to a release that
+// rewrites a Deployment another version rendered (downgrade.feature): only
+// the graph of the service the working tree re-rendered may have been seen
+// not Ready, and every graph must be Ready again.
+func (w *World) onlyEditedLapsed(ctx context.Context) error {
+	if w.edited == nil {
+		return fmt.Errorf("no service was edited on this simulator")
+	}
+	lapses, err := w.haltReadyWatcher()
+	if err != nil {
+		return err
+	}
+	var others []string
+	mine := 0
+	for _, l := range lapses {
+		if strings.Contains(l, " "+w.edited.graph+" ") {
+			mine++
+			continue
+		}
+		others = append(others, l)
+	}
+	w.Figure("edited graph seen not Ready", mine)
+	w.Figure("other graphs seen not Ready", len(others))
+	if len(others) > 0 {
+		return fmt.Errorf("graphs other than %s were seen not Ready %d times:\n  %s", w.edited.graph, len(others), strings.Join(head(others, 30), "\n  "))
+	}
+	return w.everyGraphReady(ctx)
 }

@@ -1,7 +1,8 @@
 // Package steps is the step library of the upgrade and fault scenarios
-// (scenarios/*.feature). Each scenario starts a simulator of its own with
-// no operator (harness.Sim), installs and upgrades operator releases built
-// from git (harness.Builder) with helm, and checks what the workloads saw.
+// (scenarios/*.feature). A scenario starts a simulator with no operator
+// (harness.Sim), or continues on the one the scenario before kept (a chain
+// in one feature file), installs and upgrades operator releases built from
+// git (harness.Builder) with helm, and checks what the workloads saw.
 //
 // Steps are grouped one file per concern; each file registers its steps
 // from an init function with Register, so adding a concern touches no
@@ -42,6 +43,35 @@ type Suite struct {
 	Previous string
 	// Report collects each scenario's result and figures.
 	Report *Report
+
+	// kept is the simulator a passing scenario left for the next one
+	// ("the simulator is kept for the next scenario"), nil when none.
+	kept *keptSim
+}
+
+// keptSim is what a scenario hands the next one that continues on its
+// simulator: the cluster, the releases installed there and the graphs
+// applied. Watchers, figures and per-scenario state are not carried.
+type keptSim struct {
+	from     string
+	sim      *harness.Sim
+	helm     *harness.Helm
+	client   client.Client
+	config   *rest.Config
+	releases releases
+	graphs   graphs
+	edited   *edited
+}
+
+// DownKept stops a simulator a scenario kept but no scenario continued on
+// (the last one of a run narrowed by GODOG_PATHS or GODOG_TAGS).
+func (s *Suite) DownKept(ctx context.Context) error {
+	if s.kept == nil {
+		return nil
+	}
+	k := s.kept
+	s.kept = nil
+	return k.sim.Down(ctx)
 }
 
 // Prepare builds the releases every scenario may install, before the first
@@ -70,8 +100,10 @@ type World struct {
 	// EventualTimeout bounds the "eventually" steps.
 	EventualTimeout time.Duration
 
-	name     string
-	started  time.Time
+	name    string
+	started time.Time
+	// keep: the scenario hands its simulator to the next one if it passes.
+	keep     bool
 	figures  []Figure
 	cleanups []func(context.Context) error
 	// bg are the scenario's background activities (watchers, clients),
@@ -111,9 +143,19 @@ func (s *Suite) InitializeScenario(sc *godog.ScenarioContext) {
 		w.started = time.Now()
 		return ctx, nil
 	})
+	// Each step's duration, so a slow one shows in the run's output.
+	var stepStart time.Time
+	sc.StepContext().Before(func(ctx context.Context, _ *godog.Step) (context.Context, error) {
+		stepStart = time.Now()
+		return ctx, nil
+	})
+	sc.StepContext().After(func(ctx context.Context, st *godog.Step, _ godog.StepResultStatus, _ error) (context.Context, error) {
+		fmt.Printf("    (%.1fs) %s\n", time.Since(stepStart).Seconds(), st.Text)
+		return ctx, nil
+	})
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
 		duration := time.Since(w.started)
-		cleanErr := w.tearDown()
+		cleanErr := w.tearDown(err == nil)
 		if s.Report != nil {
 			s.Report.Add(Result{Scenario: w.name, Err: errors.Join(err, cleanErr), Duration: duration, Figures: w.figures})
 		}
@@ -148,7 +190,7 @@ func (w *World) Cleanup(f func(context.Context) error) { w.cleanups = append(w.c
 // it is called when the scenario ends if no step did so first.
 func (w *World) Background(stop func()) { w.bg = append(w.bg, stop) }
 
-func (w *World) tearDown() error {
+func (w *World) tearDown(passed bool) error {
 	for i := len(w.bg) - 1; i >= 0; i-- {
 		w.bg[i]()
 	}
@@ -165,6 +207,14 @@ func (w *World) tearDown() error {
 		}
 	}
 	w.cleanups = nil
+	if w.Sim != nil && w.keep && passed && len(errs) == 0 {
+		// The next scenario continues here (resumeSim); a failed one
+		// leaves nothing to continue on, and the next fails saying so.
+		w.Suite.kept = &keptSim{from: w.name, sim: w.Sim, helm: w.Helm, client: w.Client, config: w.Config,
+			releases: w.releases, graphs: w.graphs, edited: w.edited}
+		w.Sim, w.Client, w.Config, w.Helm = nil, nil, nil, nil
+	}
+	w.keep = false
 	if w.Sim != nil {
 		if err := w.Sim.Down(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stopping the simulator: %w", err))
@@ -198,6 +248,33 @@ func (w *World) EventuallyWithin(ctx context.Context, timeout time.Duration, che
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// keepSim hands the scenario's simulator to the next scenario if this one
+// passes; that one starts with "the simulator the previous scenario kept".
+func (w *World) keepSim() error {
+	if err := w.NeedSim(); err != nil {
+		return err
+	}
+	w.keep = true
+	return nil
+}
+
+// resumeSim continues on the simulator the previous scenario kept, with
+// the releases it installed and the graphs it applied (and noted).
+func (w *World) resumeSim() error {
+	if w.Sim != nil {
+		return fmt.Errorf("the scenario's simulator is already up")
+	}
+	k := w.Suite.kept
+	if k == nil {
+		return fmt.Errorf("no simulator was kept: the scenario before this one (in the same feature file) failed, or was left out by GODOG_TAGS; run the feature file whole")
+	}
+	w.Suite.kept = nil
+	w.Sim, w.Helm, w.Client, w.Config = k.sim, k.helm, k.client, k.config
+	w.releases, w.graphs, w.edited = k.releases, k.graphs, k.edited
+	fmt.Printf("    continuing on the simulator of %q\n", k.from)
+	return nil
 }
 
 // NeedSim fails a step that needs the simulator before one is up.

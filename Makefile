@@ -41,14 +41,12 @@ $(HELM): tools/helm/go.mod tools/helm/go.sum
 helm: $(HELM) ## Build the pinned helm CLI into .cache/bin (tools/helm/go.mod).
 
 # The LeaderWorkerSet controller the simulator runs, and its CRDs beside it
-# (the module's config/crd/bases, at the pinned version).
+# (the module's config/crd/bases, at the pinned version). Only the suites
+# that run multinode graphs on the simulator need it beforehand: its cold
+# build is long, and dynamo-sim up builds it in the background when missing.
 LWS      := $(TOOLS_BIN)/lws-controller
-LWS_CRDS := $(CACHE)/lws/crds
-$(LWS): tools/lws/go.mod tools/lws/go.sum
-	cd tools/lws && $(GO) build -o $(LWS).tmp sigs.k8s.io/lws/cmd
-	rm -rf $(LWS_CRDS) && mkdir -p $(LWS_CRDS)
-	cp "$$(cd tools/lws && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/lws)"/config/crd/bases/*.yaml $(LWS_CRDS)/
-	chmod u+w $(LWS_CRDS)/*.yaml && mv $(LWS).tmp $(LWS)
+$(LWS): tools/lws/go.mod tools/lws/go.sum tools/lws/build.sh
+	GO=$(GO) tools/lws/build.sh
 
 .PHONY: lws
 lws: $(LWS) ## Build the pinned LeaderWorkerSet controller into .cache/bin and its CRDs into .cache/lws (tools/lws/go.mod).
@@ -133,7 +131,7 @@ test: lint chart-lint verify-generate verify-golden ## Everything CI runs: lint,
 	$(MAKE) --no-print-directory -j2 test-go fuzz
 
 .PHONY: test-go
-test-go: k8s-bins $(HELM) $(LWS) ## Every Go test: unit, envtest and the feature files against a real kube-apiserver.
+test-go: k8s-bins $(HELM) ## Every Go test: unit, envtest and the feature files against a real kube-apiserver.
 	HELM=$(HELM) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./...
 	cd tools && $(GOTEST) ./...
 	cd tools/image && $(GOTEST) ./...
@@ -155,11 +153,12 @@ features: k8s-bins ## Only the feature files; GODOG_TAGS=@api or GODOG_PATHS=api
 	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/... -run TestFeatures -v
 
 .PHONY: features-sim
-features-sim: k8s-bins sim-build $(HELM) ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, probes, the operator installed by helm.
+features-sim: k8s-bins sim-build $(HELM) $(LWS) ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, probes, the operator installed by helm.
+	DYNAMO_SIM_LWS=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./sim/cluster/ -run TestLeaderWorkerSetController
 	DYNAMO_SIM_FEATURES=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run TestFeatures -v -timeout 30m
 
 .PHONY: scenarios
-scenarios: k8s-bins sim-build $(HELM) ## Upgrade and fault scenarios on the simulator (scenarios/*.feature): releases built from git tags and the working tree, installed with helm; report in scenarios/report/.
+scenarios: k8s-bins sim-build $(HELM) $(LWS) ## Upgrade and fault scenarios on the simulator (scenarios/*.feature): releases built from git tags and the working tree, installed with helm; report in scenarios/report/.
 	DYNAMO_SCENARIOS=1 HELM=$(HELM) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./scenarios/ -run TestScenarios -v -timeout 30m
 
 ##@ Run
@@ -169,7 +168,7 @@ SIM_GRAPH ?= ../shared/compat/examples/backends/vllm/deploy/disagg.yaml
 SIM_FLAGS ?=
 
 .PHONY: sim-build
-sim-build: build $(LWS) ## Build the simulator CLI into bin/dynamo-sim (and the operator and LeaderWorkerSet controller it runs).
+sim-build: build ## Build the simulator CLI into bin/dynamo-sim (and the operator it runs).
 	$(GO) build -o $(SIM) ./sim/cmd/dynamo-sim
 
 .PHONY: sim

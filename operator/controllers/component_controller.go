@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -129,21 +130,32 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 			"its %s %s was created by another operator and cannot be adopted in place; see docs/migration.md",
 			kind, dcd.Status.Service.ComponentName))
 	}
-	if render.IsMultinode(dcd) {
-		return r.reconcileMultinode(ctx, dcd, graphPVCs)
-	}
-	deploy, err := render.Deployment(dcd, graphPVCs, r.Render)
-	if err != nil {
-		return reconcile.Result{}, r.fail(ctx, dcd, err)
-	}
-
-	liveDeploy, err := lookup(ctx, r.Client, r.Reader, client.ObjectKeyFromObject(deploy), &appsv1.Deployment{})
-	if err != nil {
-		return reconcile.Result{}, err
-	}
 	input := workloadInput(dcd, graphPVCs)
+	var deploy, liveDeploy *appsv1.Deployment
+	var pending *metav1.Condition
+	if render.IsMultinode(dcd) {
+		if liveDeploy, err = r.previousMultinodeDeployment(ctx, dcd, input); err != nil {
+			return reconcile.Result{}, err
+		}
+		if liveDeploy == nil {
+			return r.reconcileMultinode(ctx, dcd, graphPVCs)
+		}
+		// Our previous version's rendering, kept until the spec changes
+		// (render/doc.go): see previousMultinodeDeployment.
+		deploy, pending = keptMultinodeDeployment(dcd, liveDeploy, r.Clock.Now())
+	} else {
+		if deploy, err = render.Deployment(dcd, graphPVCs, r.Render); err != nil {
+			return reconcile.Result{}, r.fail(ctx, dcd, err)
+		}
+		if liveDeploy, err = lookup(ctx, r.Client, r.Reader, client.ObjectKeyFromObject(deploy), &appsv1.Deployment{}); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	kept := keepContent(asObject(liveDeploy), r.Renderer, input)
 	switch {
+	case pending != nil:
+		ctrl.LoggerFrom(ctx).V(2).Info("keeping the Deployment an earlier version rendered for this multinode service until its spec changes",
+			"deployment", klog.KObj(liveDeploy), "renderer", liveDeploy.Annotations[AnnotationRenderer])
 	case kept:
 		keepWorkload(deploy, liveDeploy)
 		log := ctrl.LoggerFrom(ctx)
@@ -193,11 +205,16 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	hadPending := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending) != nil
 	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
 		c.Status = componentStatus(c, deploy, why, metav1.NewTime(r.Clock.Now()))
+		setWorkloadPending(&c.Status, pending)
 	})
 	if wrote && err == nil {
 		r.written.record(req.NamespacedName, dcd.ResourceVersion, r.Clock.Now())
+	}
+	if err == nil && pending != nil && !hadPending {
+		r.Recorder.Eventf(dcd, liveDeploy, corev1.EventTypeNormal, pending.Reason, "Upgrade", "%s", pending.Message)
 	}
 	if !wrote && err == nil && changes.empty() {
 		logNothingToDo(ctx, dcd)

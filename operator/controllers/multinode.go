@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -142,6 +144,7 @@ func (r *ComponentReconciler) reconcileMultinode(ctx context.Context, dcd *v1alp
 	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
 		c.Status = componentStatus(c, view, why, metav1.NewTime(r.Clock.Now()))
 		c.Status.Service.ComponentKind = v1alpha1.ComponentKindLeaderWorkerSet
+		setWorkloadPending(&c.Status, nil)
 	})
 	if !wrote && err == nil && changes.empty() {
 		logNothingToDo(ctx, dcd)
@@ -226,4 +229,74 @@ func sshKeyPair() (private, public []byte, err error) {
 		return nil, nil, err
 	}
 	return pem.EncodeToMemory(block), ssh.MarshalAuthorizedKey(sshPub), nil
+}
+
+// ReasonLeaderWorkerSetAtNextChange: a multinode service still runs as the
+// Deployment an earlier version rendered, until its spec changes.
+const ReasonLeaderWorkerSetAtNextChange = "LeaderWorkerSetAtNextSpecChange"
+
+// previousMultinodeDeployment returns the Deployment an earlier version of
+// this operator rendered for a multinode service (before v0.3, replicas ×
+// nodeCount pods without leader or ranks), when it is to be kept: the
+// component controls it and its content was rendered (or adopted) for the
+// current input by another renderer. The upgrade policy (adoption.go,
+// render/doc.go) is that a rendering change reaches a workload at its
+// service's next spec change, not at the upgrade: replacing it by a
+// LeaderWorkerSet would restart every pod of the service. Once the input
+// changes it is no longer kept, and reconcileMultinode creates the
+// LeaderWorkerSet and deletes it. nil when there is none to keep.
+func (r *ComponentReconciler) previousMultinodeDeployment(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment, input string) (*appsv1.Deployment, error) {
+	live, err := lookup(ctx, r.Client, r.Reader, client.ObjectKey{Namespace: dcd.Namespace, Name: dcd.Name}, &appsv1.Deployment{})
+	if err != nil || live == nil {
+		return nil, err
+	}
+	if !metav1.IsControlledBy(live, dcd) || !keepContent(live, r.Renderer, input) {
+		return nil, nil
+	}
+	return live, nil
+}
+
+// keptMultinodeDeployment is the desired state of a kept earlier multinode
+// Deployment: its content as it is, with replicas × nodeCount pods as that
+// rendering scaled it (scaling never waits for a spec change), and the
+// condition saying what happens at the next spec change.
+func keptMultinodeDeployment(dcd *v1alpha1.DynamoComponentDeployment, live *appsv1.Deployment, now time.Time) (*appsv1.Deployment, *metav1.Condition) {
+	replicas := int32(1)
+	if dcd.Spec.Replicas != nil {
+		replicas = *dcd.Spec.Replicas
+	}
+	nodes := int32(1)
+	if m := dcd.Spec.Multinode; m != nil {
+		nodes = m.NodeCount
+	}
+	deploy := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: live.Name, Namespace: live.Namespace, Labels: maps.Clone(live.Labels)},
+		Spec:       *live.Spec.DeepCopy(),
+	}
+	deploy.Spec.Replicas = ptr.To(replicas * nodes)
+	renderer := live.Annotations[AnnotationRenderer]
+	if renderer == "" {
+		renderer = "an earlier version"
+	}
+	return deploy, &metav1.Condition{
+		Type:               v1alpha1.ConditionWorkloadPending,
+		Status:             metav1.ConditionTrue,
+		Reason:             ReasonLeaderWorkerSetAtNextChange,
+		ObservedGeneration: dcd.Generation,
+		LastTransitionTime: metav1.NewTime(now),
+		Message: fmt.Sprintf("runs as the Deployment %s that %s rendered (replicas × nodeCount pods, without leader or ranks; "+
+			"status counts its pods), kept so that the upgrade restarts nothing; at the service's next spec change a "+
+			"LeaderWorkerSet (one group of nodeCount pods per replica) replaces it and the Deployment is removed", live.Name, renderer),
+	}
+}
+
+// setWorkloadPending sets the WorkloadPending condition, or removes it when
+// cond is nil. Its transition time stays while its status does.
+func setWorkloadPending(st *v1alpha1.DynamoComponentDeploymentStatus, cond *metav1.Condition) {
+	if cond == nil {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionWorkloadPending)
+		return
+	}
+	meta.SetStatusCondition(&st.Conditions, *cond)
 }

@@ -76,6 +76,14 @@
 //	status / scale            pods                                     groups (2 replicas × 4 nodes = 2)      an HPA scales instances (SPEC 2)
 //	groups' headless Service  LWS default (Shared, named after the LWS)  one per group (UniquePerReplica)    ours names the LWS <component>, the component Service's name
 //
+// Upgrading from v0.2.0, which rendered a multinode service as one
+// Deployment of replicas × nodeCount pods: the service keeps that
+// Deployment and its pods (scaled as v0.2.0 scaled it) until its spec
+// changes, with the component's condition WorkloadPending
+// (LeaderWorkerSetAtNextSpecChange) and an event saying so; at the next
+// change the LeaderWorkerSet is created and the Deployment deleted
+// (controllers/multinode.go, previousMultinodeDeployment).
+//
 // Golden files: TestGolden renders every graph of ../shared/compat and
 // compares the objects whole with testdata/<manifest>.golden.yaml; `make
 // golden` rewrites them. A change there reaches an existing workload only at

@@ -69,7 +69,7 @@ func graphStatus(dgd *v1alpha1.DynamoGraphDeployment, components []*v1alpha1.Dyn
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
 	setGraphStalled(&st, dgd.Generation, now, ReasonComponentStalled, strings.Join(stalled, "; "))
-	setIgnoredFieldsCondition(&st, dgd, now)
+	setIgnoredFieldsCondition(&st, dgd, components, now)
 	return st
 }
 

@@ -40,6 +40,17 @@ $(HELM): tools/helm/go.mod tools/helm/go.sum
 .PHONY: helm
 helm: $(HELM) ## Build the pinned helm CLI into .cache/bin (tools/helm/go.mod).
 
+# The LeaderWorkerSet controller the simulator runs, and its CRDs beside it
+# (the module's config/crd/bases, at the pinned version). Only the suites
+# that run multinode graphs on the simulator need it beforehand: its cold
+# build is long, and dynamo-sim up builds it in the background when missing.
+LWS      := $(TOOLS_BIN)/lws-controller
+$(LWS): tools/lws/go.mod tools/lws/go.sum tools/lws/build.sh
+	GO=$(GO) tools/lws/build.sh
+
+.PHONY: lws
+lws: $(LWS) ## Build the pinned LeaderWorkerSet controller into .cache/bin and its CRDs into .cache/lws (tools/lws/go.mod).
+
 # The chart's appVersion is the image tag and the operator version.
 APP_VERSION := $(shell awk '/^appVersion:/ {gsub(/"/, "", $$2); print $$2}' chart/dynamo-platform/Chart.yaml)
 IMAGE_REPO  ?= ghcr.io/dynamoctl/dynamo-operator
@@ -142,11 +153,12 @@ features: k8s-bins ## Only the feature files; GODOG_TAGS=@api or GODOG_PATHS=api
 	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/... -run TestFeatures -v
 
 .PHONY: features-sim
-features-sim: k8s-bins sim-build $(HELM) ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, probes, the operator installed by helm.
+features-sim: k8s-bins sim-build $(HELM) $(LWS) ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, probes, the operator installed by helm.
+	DYNAMO_SIM_LWS=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./sim/cluster/ -run TestLeaderWorkerSetController
 	DYNAMO_SIM_FEATURES=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run TestFeatures -v -timeout 30m
 
 .PHONY: scenarios
-scenarios: k8s-bins sim-build $(HELM) ## Upgrade and fault scenarios on the simulator (scenarios/*.feature): releases built from git tags and the working tree, installed with helm; report in scenarios/report/.
+scenarios: k8s-bins sim-build $(HELM) $(LWS) ## Upgrade and fault scenarios on the simulator (scenarios/*.feature): releases built from git tags and the working tree, installed with helm; report in scenarios/report/.
 	DYNAMO_SCENARIOS=1 HELM=$(HELM) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./scenarios/ -run TestScenarios -v -timeout 30m
 
 ##@ Run

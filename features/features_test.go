@@ -102,6 +102,11 @@ func TestFeatures(t *testing.T) {
 	if err := env.StartDeploymentDriver(ctx, 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
+	// Multinode compat graphs run as LeaderWorkerSets: their API and a
+	// stand-in for its controller.
+	if err := env.StartLWSDriver(ctx); err != nil {
+		t.Fatal(err)
+	}
 	// Admission webhooks are on, as in a real install: every scenario's
 	// objects pass the operator's own webhooks, called by the API server.
 	// /metrics is served as the binary serves it (HTTPS, TokenReview,

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
@@ -86,6 +87,12 @@ func (w *world) checkGraphFile(ctx context.Context, rel string, objs []*unstruct
 	for _, dgd := range dgds {
 		for _, name := range sortedKeys(dgd.Spec.Services) {
 			deployName := render.ComponentName(dgd.Name, name)
+			if svc := dgd.Spec.Services[name]; svc.Multinode != nil && svc.Multinode.NodeCount > 1 {
+				for _, p := range w.leaderWorkerSetMatchesService(ctx, dgd, svc, deployName) {
+					problems = append(problems, fmt.Sprintf("service %s: %s", name, p))
+				}
+				continue
+			}
 			if err := w.eventuallyExists(ctx, "Deployment", deployName); err != nil {
 				problems = append(problems, fmt.Sprintf("service %s: %v", name, err))
 				continue
@@ -104,6 +111,69 @@ func (w *world) checkGraphFile(ctx context.Context, rel string, objs []*unstruct
 		}
 	}
 	return problems
+}
+
+// leaderWorkerSetMatchesService checks a multinode service's
+// LeaderWorkerSet: nodeCount pods per group, and leader and workers each
+// with what the user wrote for the service's pods. The launch flags the
+// backend needs are added to the user's command line (the render's golden
+// files pin them), so the user's args are only required to be kept, each
+// where it was written relative to the others.
+func (w *world) leaderWorkerSetMatchesService(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment,
+	svc *v1alpha1.DynamoComponentDeploymentSharedSpec, name string) []string {
+	if err := w.eventuallyExists(ctx, "LeaderWorkerSet", name); err != nil {
+		return []string{err.Error()}
+	}
+	lws := &lwsv1.LeaderWorkerSet{}
+	if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: name}, lws); err != nil {
+		return []string{err.Error()}
+	}
+	var problems []string
+	if size := lws.Spec.LeaderWorkerTemplate.Size; size == nil || *size != svc.Multinode.NodeCount {
+		problems = append(problems, fmt.Sprintf("LeaderWorkerSet size %v, wrote nodeCount %d", size, svc.Multinode.NodeCount))
+	}
+	templates := map[string]*corev1.PodTemplateSpec{"worker": &lws.Spec.LeaderWorkerTemplate.WorkerTemplate}
+	if lws.Spec.LeaderWorkerTemplate.LeaderTemplate != nil {
+		templates["leader"] = lws.Spec.LeaderWorkerTemplate.LeaderTemplate
+	}
+	for _, role := range sortedKeys(templates) {
+		asWritten := svc.DeepCopy()
+		if asWritten.ExtraPodSpec != nil && asWritten.ExtraPodSpec.MainContainer != nil {
+			asWritten.ExtraPodSpec.MainContainer.Command, asWritten.ExtraPodSpec.MainContainer.Args = nil, nil
+		}
+		deploy := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: *templates[role]}}
+		for _, p := range deploymentMatchesService(dgd, asWritten, deploy) {
+			problems = append(problems, role+": "+p)
+		}
+		if role == "leader" {
+			problems = append(problems, argsKept(svc, templates[role])...)
+		}
+	}
+	return problems
+}
+
+// argsKept says which of the user's args the leader's command line lost:
+// each must appear, in order, in it (as a word, or within a shell script
+// the backend's flags were added to).
+func argsKept(svc *v1alpha1.DynamoComponentDeploymentSharedSpec, t *corev1.PodTemplateSpec) []string {
+	if svc.ExtraPodSpec == nil || svc.ExtraPodSpec.MainContainer == nil {
+		return nil
+	}
+	var line string
+	for _, c := range t.Spec.Containers {
+		if c.Name == render.MainContainerName {
+			line = strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
+		}
+	}
+	rest := line
+	for _, a := range svc.ExtraPodSpec.MainContainer.Args {
+		i := strings.Index(rest, a)
+		if i < 0 {
+			return []string{fmt.Sprintf("leader: the arg %q as written is not in its command line %q", a, line)}
+		}
+		rest = rest[i+len(a):]
+	}
+	return nil
 }
 
 // deploymentMatchesService compares what the user wrote for a service with

@@ -140,6 +140,7 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 	w.registerInstallSteps(sc)
 	w.registerComponentSteps(sc)
 	w.registerModelSteps(sc)
+	w.registerMultinodeSteps(sc)
 }
 
 // quoted matches a double-quoted step argument in which \" stands for a quote.

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	dynamov1alpha1 "github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
@@ -57,6 +58,9 @@ func NewScheme() *runtime.Scheme {
 		panic(err)
 	}
 	if err := dynamov1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := lwsv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/certs"
@@ -53,6 +54,11 @@ func NewScheme() (*runtime.Scheme, error) {
 	}
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("registering %s types: %w", v1alpha1.GroupVersion, err)
+	}
+	// Multinode components' workloads; the API itself may be installed
+	// later (see controllers/multinode.go).
+	if err := lwsv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("registering %s types: %w", lwsv1.GroupVersion, err)
 	}
 	return scheme, nil
 }

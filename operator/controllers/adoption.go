@@ -114,6 +114,13 @@ func workloadInput(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1
 	}{spec, graphPVCs})
 }
 
+// WorkloadInput is what AnnotationRenderedFor records on a component's
+// workload (workloadInput), for tests that stand in for the workload an
+// earlier version rendered.
+func WorkloadInput(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.GraphPVC) string {
+	return workloadInput(dcd, graphPVCs)
+}
+
 // keepComponent lays live's spec over desired, keeping desired's replicas.
 func keepComponent(desired, live *v1alpha1.DynamoComponentDeployment) {
 	replicas := desired.Spec.Replicas

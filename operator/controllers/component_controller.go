@@ -50,6 +50,7 @@ type ComponentReconciler struct {
 	// adoption.go for what it decides.
 	Renderer string
 
+	lws lwsWatch
 	// written remembers this controller's latest status write of each
 	// component until the cache shows it (statusWrites).
 	written statusWrites
@@ -73,10 +74,16 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podsToComponent)).
 		Watches(&v1alpha1.DynamoComponent{}, handler.EnqueueRequestsFromMapFunc(r.componentsOfDynamoComponent))
 	// A component that stands alone owns its discovery objects.
-	return ownDiscoveryKinds(b).
+	c, err := ownDiscoveryKinds(b).
 		WatchesRawSource(resync.componentSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(owned{gate: gate, next: metrics.Instrument("DynamoComponentDeployment", r)})
+		Build(owned{gate: gate, next: metrics.Instrument("DynamoComponentDeployment", r)})
+	if err != nil {
+		return err
+	}
+	// LeaderWorkerSets are watched once their API is found (multinode.go).
+	r.lws.ctrl, r.lws.cache = c, mgr.GetCache()
+	return nil
 }
 
 // Reconcile brings one component's children in line with its spec.
@@ -129,18 +136,32 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 			"its %s %s was created by another operator and cannot be adopted in place; see docs/migration.md",
 			kind, dcd.Status.Service.ComponentName))
 	}
-	deploy, err := render.Deployment(dcd, graphPVCs, r.Render)
-	if err != nil {
-		return reconcile.Result{}, r.fail(ctx, dcd, err)
-	}
-
-	liveDeploy, err := lookup(ctx, r.Client, r.Reader, client.ObjectKeyFromObject(deploy), &appsv1.Deployment{})
-	if err != nil {
-		return reconcile.Result{}, err
-	}
 	input := workloadInput(dcd, graphPVCs)
+	var deploy, liveDeploy *appsv1.Deployment
+	var pending *metav1.Condition
+	if render.IsMultinode(dcd) {
+		if liveDeploy, err = r.previousMultinodeDeployment(ctx, dcd, input); err != nil {
+			return reconcile.Result{}, err
+		}
+		if liveDeploy == nil {
+			return r.reconcileMultinode(ctx, dcd, graphPVCs)
+		}
+		// Our previous version's rendering, kept until the spec changes
+		// (render/doc.go): see previousMultinodeDeployment.
+		deploy, pending = keptMultinodeDeployment(dcd, liveDeploy, r.Clock.Now())
+	} else {
+		if deploy, err = render.Deployment(dcd, graphPVCs, r.Render); err != nil {
+			return reconcile.Result{}, r.fail(ctx, dcd, err)
+		}
+		if liveDeploy, err = lookup(ctx, r.Client, r.Reader, client.ObjectKeyFromObject(deploy), &appsv1.Deployment{}); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	kept := keepContent(asObject(liveDeploy), r.Renderer, input)
 	switch {
+	case pending != nil:
+		ctrl.LoggerFrom(ctx).V(2).Info("keeping the Deployment an earlier version rendered for this multinode service until its spec changes",
+			"deployment", klog.KObj(liveDeploy), "renderer", liveDeploy.Annotations[AnnotationRenderer])
 	case kept:
 		keepWorkload(deploy, liveDeploy)
 		log := ctrl.LoggerFrom(ctx)
@@ -190,8 +211,10 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	hadPending := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending) != nil
 	now := r.Clock.Now()
 	next := componentStatus(dcd, deploy, why, metav1.NewTime(now))
+	setWorkloadPending(&next, pending)
 	if wait := r.holdFirstReport(req.NamespacedName, dcd, &next, now); wait > 0 {
 		log := ctrl.LoggerFrom(ctx)
 		log.V(2).Info("rollout just started: its first status waits to see whether it is over at once",
@@ -204,6 +227,9 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	}
 	if err == nil {
 		r.first.reported(req.NamespacedName)
+	}
+	if err == nil && pending != nil && !hadPending {
+		r.Recorder.Eventf(dcd, liveDeploy, corev1.EventTypeNormal, pending.Reason, "Upgrade", "%s", pending.Message)
 	}
 	if !wrote && err == nil && changes.empty() {
 		logNothingToDo(ctx, dcd)

@@ -179,6 +179,11 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		if before != next.State {
 			ctrl.LoggerFrom(ctx).Info("graph state changed", "graph", klog.KObj(dgd),
 				"from", before, "to", next.State, "why", readyMessage(next.Conditions))
+		} else {
+			// A write is logged even when the state stays (a condition
+			// such as FieldsNotActedOn changed): every write says why.
+			ctrl.LoggerFrom(ctx).V(1).Info("graph status written", "graph", klog.KObj(dgd),
+				"state", next.State, "why", readyMessage(next.Conditions))
 		}
 	}
 	if !wrote && err == nil && changes.empty() {

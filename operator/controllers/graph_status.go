@@ -41,7 +41,8 @@ func graphStatus(dgd *v1alpha1.DynamoGraphDeployment, components []*v1alpha1.Dyn
 		case available:
 		case cond == nil:
 			waiting = append(waiting, fmt.Sprintf("%s (not yet reconciled)", service))
-		case cond.Reason == ReasonInvalidSpec || cond.Reason == ReasonNotAdoptable || cond.Reason == ReasonImageBuildFailedForComponent:
+		case cond.Reason == ReasonInvalidSpec || cond.Reason == ReasonNotAdoptable || cond.Reason == ReasonMissingAPI ||
+			cond.Reason == ReasonImageBuildFailedForComponent:
 			invalid = append(invalid, fmt.Sprintf("%s: %s", service, cond.Message))
 		default:
 			waiting = append(waiting, fmt.Sprintf("%s (%s)", service, cond.Message))
@@ -68,7 +69,7 @@ func graphStatus(dgd *v1alpha1.DynamoGraphDeployment, components []*v1alpha1.Dyn
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
 	setGraphStalled(&st, dgd.Generation, now, ReasonComponentStalled, strings.Join(stalled, "; "))
-	setIgnoredFieldsCondition(&st, dgd, now)
+	setIgnoredFieldsCondition(&st, dgd, components, now)
 	return st
 }
 

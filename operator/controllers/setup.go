@@ -147,6 +147,10 @@ func CacheOptions() cache.Options {
 		&corev1.PersistentVolumeClaim{}: managed,
 		&batchv1.Job{}:                  managed,
 	}
+	// LeaderWorkerSets are not listed: ByObject needs the kind's REST
+	// mapping when the cache is built, which fails the operator's start on a
+	// cluster without the API. Their informer (started once the API
+	// exists, multinode.go) holds every LeaderWorkerSet; a cluster has few.
 	// Pods carry their component's name (the workload's selector), and only
 	// those are cached: a stuck rollout is explained from them.
 	hasComponent, err := labels.NewRequirement(render.LabelComponent, selection.Exists, nil)

@@ -93,6 +93,15 @@ func checkCompatGraph(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment, globalE
 			t.Errorf("component %s: no service %q in the manifest", dcd.Name, name)
 			continue
 		}
+		if IsMultinode(dcd) {
+			lws, err := LeaderWorkerSet(dcd, dgd.Spec.PVCs, o)
+			if err != nil {
+				t.Errorf("service %s: LeaderWorkerSet: %v", name, err)
+			} else if again, _ := LeaderWorkerSet(dcd, dgd.Spec.PVCs, o); mustJSON(t, again) != mustJSON(t, lws) {
+				t.Errorf("service %s: two renders differ", name)
+			}
+			continue
+		}
 		d, err := Deployment(dcd, dgd.Spec.PVCs, o)
 		if err != nil {
 			t.Errorf("service %s: Deployment: %v", name, err)

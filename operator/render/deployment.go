@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -24,24 +23,49 @@ import (
 // fix in the spec: a missing image, an unknown claim, an unparsable quantity
 // or an extraPodSpec that cannot be merged.
 //
-// A multinode service (multinode.nodeCount >= 2) gets replicas × nodeCount
-// pods, each told the node count in DYN_MULTINODE_NODE_COUNT. A Deployment
-// cannot group them into leader and workers per instance; the controller
-// reports that limitation in a condition rather than hiding it.
+// A multinode service (multinode.nodeCount >= 2) is a LeaderWorkerSet (see
+// LeaderWorkerSet), never a Deployment: a Deployment cannot group pods into
+// a leader and its workers.
 func Deployment(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.GraphPVC, o Options) (*appsv1.Deployment, error) {
+	specPath := field.NewPath("spec")
+	if IsMultinode(dcd) {
+		return nil, field.ErrorList{field.Invalid(specPath.Child("multinode", "nodeCount"), nodeCount(dcd),
+			"a multinode service renders as a LeaderWorkerSet, not a Deployment")}.ToAggregate()
+	}
+	replicas := int32(1)
+	if r := dcd.Spec.Replicas; r != nil {
+		replicas = *r
+	}
+	template, err := podTemplate(dcd, graphPVCs, o)
+	if err != nil {
+		return nil, err
+	}
+	return &appsv1.Deployment{
+		TypeMeta: metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        dcd.Name,
+			Namespace:   dcd.Namespace,
+			Labels:      workloadLabels(dcd),
+			Annotations: workloadAnnotations(dcd),
+		},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: selector(dcd)},
+			Strategy: rolloutStrategy(template.Spec),
+			// See progressDeadline.
+			ProgressDeadlineSeconds: progressDeadline(template.Spec),
+			Template:                template,
+		},
+	}, nil
+}
+
+// podTemplate is the pod of one instance of a component (of one node of
+// it, for multinode): the service spec laid over the runtime's contract.
+// Errors as for Deployment.
+func podTemplate(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.GraphPVC, o Options) (corev1.PodTemplateSpec, error) {
 	spec := &dcd.Spec.DynamoComponentDeploymentSharedSpec
 	specPath := field.NewPath("spec")
 	var errs field.ErrorList
-
-	replicas := int64(1)
-	if spec.Replicas != nil {
-		replicas = int64(*spec.Replicas)
-	}
-	replicas *= int64(nodeCount(dcd))
-	if replicas > math.MaxInt32 {
-		errs = append(errs, field.Invalid(specPath.Child("multinode", "nodeCount"), nodeCount(dcd),
-			"replicas × nodeCount exceeds the largest number of pods a Deployment can have"))
-	}
 
 	env := runtimeEnv(dcd, o)
 	resources, resErrs := resourceRequirements(spec.Resources, specPath.Child("resources"))
@@ -98,7 +122,7 @@ func Deployment(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Gr
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errs.ToAggregate()
+		return corev1.PodTemplateSpec{}, errs.ToAggregate()
 	}
 
 	var extraLabels, extraAnnotations map[string]string
@@ -120,28 +144,12 @@ func Deployment(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Gr
 	// orphan the pods.
 	podLabels = merged(podLabels, spec.Labels, extraLabels, contractLabels(dcd), selector(dcd))
 
-	return &appsv1.Deployment{
-		TypeMeta: metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
+	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        dcd.Name,
-			Namespace:   dcd.Namespace,
-			Labels:      workloadLabels(dcd),
-			Annotations: workloadAnnotations(dcd),
+			Labels:      podLabels,
+			Annotations: merged(spec.Annotations, extraAnnotations),
 		},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(int32(replicas)),
-			Selector: &metav1.LabelSelector{MatchLabels: selector(dcd)},
-			Strategy: rolloutStrategy(pod),
-			// See progressDeadline.
-			ProgressDeadlineSeconds: progressDeadline(pod),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{
-					Labels:      podLabels,
-					Annotations: merged(spec.Annotations, extraAnnotations),
-				},
-				Spec: pod,
-			},
-		},
+		Spec: pod,
 	}, nil
 }
 

@@ -111,8 +111,6 @@ func TestDeploymentReplicas(t *testing.T) {
 		{name: "default", want: 1},
 		{name: "set", replicas: ptr.To[int32](3), want: 3},
 		{name: "scaled to zero", replicas: ptr.To[int32](0), want: 0},
-		{name: "multinode", replicas: ptr.To[int32](2), multinode: &v1alpha1.MultinodeSpec{NodeCount: 3}, want: 6},
-		{name: "multinode default replicas", multinode: &v1alpha1.MultinodeSpec{NodeCount: 2}, want: 2},
 		{name: "node count below two is one node", replicas: ptr.To[int32](2), multinode: &v1alpha1.MultinodeSpec{NodeCount: 1}, want: 2},
 	}
 	for _, tc := range cases {
@@ -131,28 +129,14 @@ func TestDeploymentReplicas(t *testing.T) {
 	}
 }
 
-func TestDeploymentMultinodeOverflow(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.Replicas = ptr.To[int32](1 << 30)
-		d.Spec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: 4}
-	})
-	_, err := Deployment(dcd, nil, Options{})
-	wantFieldError(t, err, "spec.multinode.nodeCount", "exceeds")
-}
-
-func TestDeploymentMultinodeEnv(t *testing.T) {
+func TestDeploymentRefusesMultinode(t *testing.T) {
 	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
 		d.Spec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: 2}
 	})
-	_, main := mustDeploy(t, dcd, nil, Options{})
-	if v, _ := envValue(main.Env, "DYN_MULTINODE_NODE_COUNT"); v != "2" {
-		t.Errorf("DYN_MULTINODE_NODE_COUNT = %q, want 2", v)
-	}
+	_, err := Deployment(dcd, nil, Options{})
+	wantFieldError(t, err, "spec.multinode.nodeCount", "LeaderWorkerSet")
 }
 
-// Env precedence, lowest first: runtime < graph envs < service envs <
-// extraPodSpec.mainContainer.env. Each layer overrides one variable of the
-// layer below and adds one of its own.
 func TestDeploymentEnvPrecedence(t *testing.T) {
 	dgd := newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
 		"Worker": {
@@ -802,7 +786,6 @@ func richDCD() *v1alpha1.DynamoComponentDeployment {
 		d.Spec.Labels = map[string]string{"l1": "1", "l2": "2", "l3": "3"}
 		d.Spec.Annotations = map[string]string{"a1": "1", "a2": "2", "a3": "3"}
 		d.Spec.Replicas = ptr.To[int32](2)
-		d.Spec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: 2}
 		d.Spec.ModelRef = &v1alpha1.ModelReference{Name: "Qwen/Qwen3-0.6B"}
 		d.Spec.EnvFromSecret = ptr.To("hf")
 		d.Spec.Envs = []corev1.EnvVar{{Name: "E1", Value: "1"}, {Name: "E2", Value: "2"}}
@@ -851,7 +834,7 @@ func TestDeploymentRendersEveryRichField(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := mustJSON(t, d)
-	for _, want := range []string{`"replicas":4`, `"ephemeral-storage":"2Gi"`, `"nvidia.com/gpu":"2"`, `"claimName":"cache"`,
+	for _, want := range []string{`"replicas":2`, `"ephemeral-storage":"2Gi"`, `"nvidia.com/gpu":"2"`, `"claimName":"cache"`,
 		`"claimName":"models"`, `"sizeLimit":"2Gi"`, `"name":"frontend-sidecar"`, `"containerPort":9085`, `"n3":"3"`} {
 		if !strings.Contains(j, want) {
 			t.Errorf("rendered Deployment lacks %s", want)

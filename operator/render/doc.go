@@ -54,6 +54,36 @@
 // command nor args, as upstream. Epp components render as generic ones
 // (upstream's EPP defaults are not implemented).
 //
+// # Multinode
+//
+// A service with multinode.nodeCount >= 2 is a LeaderWorkerSet (multinode.go):
+// size nodeCount, replicas the service's replicas, a leader and a worker
+// template, the launch flags of its backend (backendFramework, else the
+// dynamo.<backend> module its command runs) added only where the user's
+// command line lacks them. Differences from Dynamo's LeaderWorkerSet
+// rendering (children.yaml has none to compare field by field):
+//
+//	what                      Dynamo's                                 ours                                   why
+//	vLLM over nodes           mp or Ray (annotation, origin version)   mp only                                vLLM's documented multi-node launch; no Ray in Dynamo's images by default
+//	vLLM worker start         init container waits (script ConfigMap)   the worker's shell waits (python3 socket)  no ConfigMap per graph; same wait for the master port
+//	flags the user gave       appended again by some paths             kept, ours only where absent           a user's --nnodes or --master-port wins
+//	vLLM without TP/DP beyond one pod  renders, injects nothing        refused naming spec.multinode.nodeCount pods without ranks each start an engine
+//	unknown backend           renders without flags                    refused naming spec.backendFramework  never a silent wrong render (SPEC 2)
+//	TRT-LLM SSH keys          a Secret the platform chart configures   <component>-mpi-ssh, ed25519, generated once by the operator
+//	mpirun                    --allow-run-as-root only as uid 0        always (OMPI_ALLOW_RUN_AS_ROOT in the examples)
+//	LWS rollout               LWS defaults (maxUnavailable 1)          maxUnavailable 0, maxSurge 1           never fewer serving groups than desired
+//	Services                  select every pod                          select leaders (dynamo-multinode-role=leader)  workers serve nothing
+//	status / scale            pods                                     groups (2 replicas × 4 nodes = 2)      an HPA scales instances (SPEC 2)
+//	groups' headless Service  LWS default (Shared, named after the LWS)  one per group (UniquePerReplica)    ours names the LWS <component>, the component Service's name
+//
+// Upgrading from v0.2.0, which rendered a multinode service as one
+// Deployment of replicas × nodeCount pods: the service keeps that
+// Deployment and its pods (scaled as v0.2.0 scaled it) until its spec
+// changes, with the component's condition WorkloadPending
+// (LeaderWorkerSetAtNextSpecChange) and an event saying so; at the next
+// change the LeaderWorkerSet is created and the Deployment deleted
+// (controllers/multinode.go, previousMultinodeDeployment).
+//
 // Golden files: TestGolden renders every graph of ../shared/compat and
 // compares the objects whole with testdata/<manifest>.golden.yaml; `make
 // golden` rewrites them. A change there reaches an existing workload only at

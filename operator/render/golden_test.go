@@ -43,11 +43,17 @@ func renderGraph(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment) []any {
 		objs = append(objs, dcd)
 	}
 	for _, dcd := range dcds {
-		d, err := Deployment(dcd, dgd.Spec.PVCs, goldenOptions)
-		if err != nil {
-			t.Fatalf("%s: Deployment %s: %v", dgd.Name, dcd.Name, err)
+		var workload any
+		var err error
+		if IsMultinode(dcd) {
+			workload, err = LeaderWorkerSet(dcd, dgd.Spec.PVCs, goldenOptions)
+		} else {
+			workload, err = Deployment(dcd, dgd.Spec.PVCs, goldenOptions)
 		}
-		objs = append(objs, d, Service(dcd))
+		if err != nil {
+			t.Fatalf("%s: workload of %s: %v", dgd.Name, dcd.Name, err)
+		}
+		objs = append(objs, workload, Service(dcd))
 		if s := ModelService(dcd); s != nil {
 			objs = append(objs, s)
 		}

@@ -27,7 +27,7 @@ func Service(dcd *v1alpha1.DynamoComponentDeployment) *corev1.Service {
 		},
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
-			Selector: selector(dcd),
+			Selector: servingSelector(dcd),
 			Ports:    ports,
 		},
 	}
@@ -55,7 +55,7 @@ func ModelService(dcd *v1alpha1.DynamoComponentDeployment) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			Type:                     corev1.ServiceTypeClusterIP,
 			ClusterIP:                corev1.ClusterIPNone,
-			Selector:                 selector(dcd),
+			Selector:                 servingSelector(dcd),
 			Ports:                    []corev1.ServicePort{namedServicePort(SystemPortName, SystemPort)},
 			PublishNotReadyAddresses: false,
 		},

@@ -148,7 +148,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 
 // Stop ends every component, the API server's clients first.
 func (c *Cluster) Stop() {
-	for _, name := range []string{"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
+	for _, name := range []string{lwsProcess, "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
 		c.mu.Lock()
 		p := c.procs[name]
 		c.mu.Unlock()

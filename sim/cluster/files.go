@@ -84,6 +84,9 @@ func (c *Cluster) writePKI() error {
 			return fmt.Errorf("writing %s: %w", u.file, err)
 		}
 	}
+	if err := c.writeLWSPKI(ca, now, inside); err != nil {
+		return err
+	}
 	sched := fmt.Sprintf(schedulerConfig, filepath.Join(c.cfg.Dir, "kube-scheduler.kubeconfig"))
 	return os.WriteFile(filepath.Join(c.cfg.Dir, "kube-scheduler.yaml"), []byte(sched), 0o644)
 }

@@ -38,6 +38,10 @@ type Options struct {
 	BinDir string
 	// CRDDir holds the CRDs to install (crds/ of the repository).
 	CRDDir string
+	// LWS is the LeaderWorkerSet controller binary (make lws), LWSCRDDir
+	// its CRDs; empty runs none, so the cluster serves no LeaderWorkerSet
+	// API.
+	LWS, LWSCRDDir string
 	// Operator is the operator binary; empty runs no operator.
 	Operator string
 	// OperatorArgs are extra flags for the operator.
@@ -199,6 +203,17 @@ func (d *Daemon) start(ctx context.Context) error {
 		d.step("installing CRDs from " + d.o.CRDDir)
 		if _, err := envtest.InstallCRDs(c.AdminConfig(), envtest.CRDInstallOptions{Paths: []string{d.o.CRDDir}, ErrorIfPathMissing: true}); err != nil {
 			return fmt.Errorf("installing CRDs: %w", err)
+		}
+	}
+	if d.o.LWS != "" {
+		if _, err := os.Stat(d.o.LWS); err == nil {
+			d.step("installing LeaderWorkerSet's CRDs and starting its controller")
+			if err := d.startLWS(ctx, c); err != nil {
+				return err
+			}
+		} else {
+			d.step("the LeaderWorkerSet controller is being built: it starts once built")
+			go d.startLWSWhenBuilt(ctx, c, logf)
 		}
 	}
 	if err := d.ensureNamespace(ctx, d.o.SystemNamespace); err != nil {
@@ -556,4 +571,40 @@ func watchPid(ctx context.Context, pid int) <-chan struct{} {
 		}
 	}()
 	return out
+}
+
+// startLWS installs LeaderWorkerSet's CRDs and starts its controller.
+func (d *Daemon) startLWS(ctx context.Context, c *cluster.Cluster) error {
+	if _, err := envtest.InstallCRDs(c.AdminConfig(), envtest.CRDInstallOptions{Paths: []string{d.o.LWSCRDDir}, ErrorIfPathMissing: true}); err != nil {
+		return fmt.Errorf("installing LeaderWorkerSet's CRDs: %w", err)
+	}
+	if err := c.StartLWS(ctx, d.o.LWS); err != nil {
+		return fmt.Errorf("starting the LeaderWorkerSet controller: %w", err)
+	}
+	return nil
+}
+
+// startLWSWhenBuilt waits for the LeaderWorkerSet controller that up builds
+// in the background (its binary appears last, after its CRDs) and starts
+// it: the operator picks the new API up without a restart, as on a cluster
+// where LeaderWorkerSet is installed after it.
+func (d *Daemon) startLWSWhenBuilt(ctx context.Context, c *cluster.Cluster, logf func(string, ...any)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.clock.After(2 * time.Second):
+		}
+		if _, err := os.Stat(d.o.LWS); err != nil {
+			continue
+		}
+		if err := d.startLWS(ctx, c); err != nil {
+			if ctx.Err() == nil {
+				logf("the LeaderWorkerSet controller, built, did not start: %v", err)
+			}
+			return
+		}
+		logf("the LeaderWorkerSet controller is built and serving: LeaderWorkerSet API installed")
+		return
+	}
 }

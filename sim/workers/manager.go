@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -196,6 +197,10 @@ func (m *Manager) sync(obj any) {
 // no DYN_SYSTEM_ENABLED). Either starts it here.
 type Endpoints struct {
 	SystemPort, HTTPPort int
+	// ListenPorts are the other ports the containers' TCP socket probes
+	// check (a multinode TRT-LLM worker's sshd, which its leader's mpirun
+	// reaches): the program would listen there, so the fake does too.
+	ListenPorts []int
 }
 
 // EndpointsOf reads a pod's env as Dynamo's runtime reads it. Only literal
@@ -219,6 +224,22 @@ func EndpointsOf(p *corev1.Pod) Endpoints {
 			e.HTTPPort = FrontendPort
 			if n, err := strconv.Atoi(env["DYN_HTTP_PORT"]); err == nil && n > 0 {
 				e.HTTPPort = n
+			}
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		for _, probe := range []*corev1.Probe{c.StartupProbe, c.ReadinessProbe, c.LivenessProbe} {
+			if probe == nil || probe.TCPSocket == nil {
+				continue
+			}
+			port := probe.TCPSocket.Port.IntValue()
+			for _, cp := range c.Ports {
+				if probe.TCPSocket.Port.StrVal != "" && cp.Name == probe.TCPSocket.Port.StrVal {
+					port = int(cp.ContainerPort)
+				}
+			}
+			if port > 0 && port != e.SystemPort && port != e.HTTPPort && !slices.Contains(e.ListenPorts, port) {
+				e.ListenPorts = append(e.ListenPorts, port)
 			}
 		}
 	}
@@ -272,6 +293,11 @@ func (m *Manager) start(p *corev1.Pod) error {
 	}
 	if err == nil && e.HTTPPort != 0 && e.HTTPPort != e.SystemPort {
 		err = serve(e.HTTPPort, &Frontend{pod: k, addr: net.JoinHostPort(ip, strconv.Itoa(e.HTTPPort)), rec: m.Recorder})
+	}
+	for _, port := range e.ListenPorts {
+		if err == nil {
+			err = serve(port, http.NotFoundHandler())
+		}
 	}
 	m.mu.Lock()
 	m.servers[k] = s

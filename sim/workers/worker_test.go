@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
@@ -138,9 +140,27 @@ func TestEndpointsFromEnv(t *testing.T) {
 		{"frontend default port", mk(map[string]string{ComponentTypeLabel: "frontend"}, enabled), Endpoints{SystemPort: 9090, HTTPPort: 8000}},
 		{"frontend port from env", mk(map[string]string{ComponentTypeLabel: "frontend"}, corev1.EnvVar{Name: "DYN_HTTP_PORT", Value: "8787"}), Endpoints{HTTPPort: 8787}},
 	}
+	sshd := mk(nil, enabled)
+	sshd.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "ssh", ContainerPort: 2222}}
+	sshd.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("ssh")}}}
+	sshd.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(2222)}}}
+	onSystem := mk(nil, enabled)
+	onSystem.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9090)}}}
+	cases = append(cases,
+		struct {
+			name string
+			pod  *corev1.Pod
+			want Endpoints
+		}{"a TCP-probed port (an MPI worker's sshd) is listened on, once", sshd, Endpoints{SystemPort: 9090, ListenPorts: []int{2222}}},
+		struct {
+			name string
+			pod  *corev1.Pod
+			want Endpoints
+		}{"a TCP probe of the system port adds nothing", onSystem, Endpoints{SystemPort: 9090}},
+	)
 	for _, c := range cases {
-		if got := EndpointsOf(c.pod); got != c.want {
-			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		if diff := cmp.Diff(c.want, EndpointsOf(c.pod)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
 		}
 	}
 }

@@ -126,6 +126,12 @@ const (
 	// component cannot progress without a change: an invalid spec, or a
 	// rollout past its progress deadline. kstatus reads it as Failed.
 	ConditionStalled = "Stalled"
+	// ConditionWorkloadPending is True while the component runs as a
+	// workload an earlier version rendered that this version would render
+	// as another kind (a multinode service's Deployment, a LeaderWorkerSet
+	// now): it is kept until the service's spec changes, and its message
+	// says what happens then.
+	ConditionWorkloadPending = "WorkloadPending"
 )
 
 // DynamoComponentDeploymentStatus is the observed state of a component.

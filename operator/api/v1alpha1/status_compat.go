@@ -11,8 +11,12 @@ import (
 // is still read.
 type ComponentKind string
 
-// ComponentKindDeployment is the kind of every workload this operator renders today.
-const ComponentKindDeployment ComponentKind = "Deployment"
+// Kinds of the workloads this operator renders: a Deployment, or for a
+// multinode service a LeaderWorkerSet.
+const (
+	ComponentKindDeployment      ComponentKind = "Deployment"
+	ComponentKindLeaderWorkerSet ComponentKind = "LeaderWorkerSet"
+)
 
 // ServiceReplicaStatus is one service's workload, in the shape Dynamo's
 // operator writes for a graph's status.services[name] and a component's

@@ -46,7 +46,9 @@ func TestUpApplyFaultDown(t *testing.T) {
 			_ = stopDaemon(dir, pid, 10*time.Second)
 		}
 	})
-	err := cmdUp([]string{"--state-dir=" + dir, "--operator=", "--pod-ready-delay=100ms",
+	// No LeaderWorkerSet controller: not what this test is about, and
+	// make test does not build it (up would build it in the background).
+	err := cmdUp([]string{"--state-dir=" + dir, "--operator=", "--lws=", "--pod-ready-delay=100ms",
 		"--pool=name=g,count=2,gpus=2,product=NVIDIA-H100-80GB-HBM3,memory=81559"})
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, tail(daemon.LogPath(dir), 20))

@@ -29,6 +29,9 @@ type upFlags struct {
 	binDir        *string
 	crdDir        *string
 	operator      *string
+	lws           *string
+	lwsCRDs       *string
+	lwsBuild      *string
 	mode          *string
 	poolsFile     *string
 	pools         listFlag
@@ -52,6 +55,9 @@ func newUpFlags(name string) *upFlags {
 	f.binDir = f.fs.String("bin-dir", os.Getenv("KUBEBUILDER_ASSETS"), "directory of etcd, kube-apiserver, kube-controller-manager, kube-scheduler (default: .cache/k8s/<version>)")
 	f.crdDir = f.fs.String("crds", filepath.Join(root, "crds"), "CRDs to install; empty installs none")
 	f.operator = f.fs.String("operator", filepath.Join(root, "bin", "dynamo-operator"), "operator binary to run; empty runs none")
+	f.lws = f.fs.String("lws", filepath.Join(root, ".cache", "bin", "lws-controller"), "LeaderWorkerSet controller binary to run, with its CRDs (make lws builds the pinned one); empty runs none, so the cluster serves no LeaderWorkerSet API")
+	f.lwsCRDs = f.fs.String("lws-crds", filepath.Join(root, ".cache", "lws", "crds"), "LeaderWorkerSet's CRDs (make lws copies them from the pinned module)")
+	f.lwsBuild = f.fs.String("lws-build", filepath.Join(root, "tools", "lws", "build.sh"), "when --lws is not built yet, up runs this build in the background and the simulator starts the controller once it is built (multinode graphs wait for its API meanwhile); empty: up fails instead")
 	f.mode = f.fs.String("mode", "cluster-wide", "operator mode: cluster-wide, namespace:<name>, or hybrid:<name> (cluster-wide plus namespace-scoped in <name>)")
 	f.poolsFile = f.fs.String("pools", "", "YAML file of GPU node pools (pools: [{name, count, gpus, product, memoryMiB}])")
 	f.fs.Var(&f.pools, "pool", "a GPU pool, name=h100,count=4,gpus=8,product=NVIDIA-H100-80GB-HBM3,memory=81559 (repeatable; replaces the default pools)")
@@ -153,6 +159,19 @@ func cmdUp(args []string) error {
 	if _, err := f.resolveBinDir(); err != nil {
 		return err
 	}
+	buildLWS := false
+	if *f.lws != "" {
+		if _, err := os.Stat(*f.lws); err != nil {
+			if *f.lwsBuild == "" {
+				return fmt.Errorf("LeaderWorkerSet: %w (run make lws, or pass --lws='' to run none)", err)
+			}
+			// Its cold build takes minutes: the simulator starts without it
+			// rather than making every first up wait for it.
+			buildLWS = true
+		} else if _, err := os.Stat(*f.lwsCRDs); err != nil {
+			return fmt.Errorf("LeaderWorkerSet: %w (run make lws, or pass --lws='' to run none)", err)
+		}
+	}
 	if *f.operator != "" {
 		if _, err := os.Stat(*f.operator); err != nil {
 			return fmt.Errorf("operator binary: %w (run make build, or pass --operator='' to run none)", err)
@@ -160,6 +179,11 @@ func cmdUp(args []string) error {
 	}
 	if err := resetStateDir(dir, false); err != nil {
 		return err
+	}
+	if buildLWS {
+		if err := startLWSBuild(dir, *f.lwsBuild); err != nil {
+			return err
+		}
 	}
 	// The listener is made here, on the host's loopback, and handed to the
 	// daemon: it keeps the host's namespace when the daemon leaves it.
@@ -269,7 +293,7 @@ func cmdDaemon(args []string) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	err = daemon.Run(ctx, daemon.Options{
-		Dir: *f.dir, BinDir: binDir, CRDDir: crds, Operator: *f.operator, OperatorArgs: f.operatorArgs,
+		Dir: *f.dir, BinDir: binDir, CRDDir: crds, LWS: *f.lws, LWSCRDDir: *f.lwsCRDs, Operator: *f.operator, OperatorArgs: f.operatorArgs,
 		Mode: *f.mode, Pools: pools, PodReadyDelay: *f.podReadyDelay, HostListener: ln, HostPort: *hostPort,
 		WatchPid: *f.watchPid, RunImages: runImages, ModelLoadDelay: *f.modelLoad, NoOperatorProcess: *f.install == "helm",
 	}, os.Stderr)
@@ -375,4 +399,31 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// startLWSBuild runs the LeaderWorkerSet controller's build (tools/lws/
+// build.sh, which make lws runs too) in the background, on the host side
+// where the Go module proxy is reachable, at a low priority: the simulator
+// comes up meanwhile and its daemon starts the controller once the binary
+// appears. The build outlives the simulator if it is stopped first: what it
+// built is cached for the next up.
+func startLWSBuild(dir, script string) error {
+	log, err := os.Create(filepath.Join(dir, "lws-build.log"))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Close() }()
+	cmd := exec.Command("nice", "-n", "10", script)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Its own process group: a ^C to up does not stop a build others may
+	// wait for (it holds the build's lock).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("building the LeaderWorkerSet controller (%s): %w", script, err)
+	}
+	fmt.Printf("dynamo-sim: the LeaderWorkerSet controller is not built yet: building it in the background (pid %d, log %s);\n"+
+		"  the simulator starts it once built; until then a multinode graph says it waits for the LeaderWorkerSet API (make lws builds it beforehand)\n",
+		cmd.Process.Pid, log.Name())
+	go func() { _ = cmd.Wait() }()
+	return nil
 }

@@ -27,10 +27,21 @@ with exactly these rights and fail on any forbidden request.
   resources: ["dynamomodels/status"]
   verbs: ["get", "update", "patch"]
 # Children: server-side applied and watched; garbage collected through owner
-# references, so no delete for Deployments and claims (claims are retained).
+# references, so no delete for claims (claims are retained). Deployments are
+# deleted only where an earlier version rendered one for a multinode
+# service, which is now a LeaderWorkerSet.
 - apiGroups: ["apps"]
   resources: ["deployments"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# Multinode services' groups (sigs.k8s.io/lws); watched once the API exists.
+- apiGroups: ["leaderworkerset.x-k8s.io"]
+  resources: ["leaderworkersets"]
   verbs: ["get", "list", "watch", "create", "update", "patch"]
+# The SSH key pair of a multinode TRT-LLM component, <component>-mpi-ssh:
+# read by name and created once (neither can be limited to names not yet known).
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "create"]
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
   verbs: ["get", "list", "watch", "create", "update", "patch"]

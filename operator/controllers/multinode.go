@@ -1,0 +1,302 @@
+package controllers
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
+)
+
+// ReasonMissingAPI: the cluster lacks an API the component's workload
+// needs (LeaderWorkerSet for a multinode service).
+const ReasonMissingAPI = "MissingAPI"
+
+// lwsInstall is what a user must do on a cluster without LeaderWorkerSet.
+const lwsInstall = "install LeaderWorkerSet (https://lws.sigs.k8s.io/docs/installation/: " +
+	"kubectl apply --server-side -f https://github.com/kubernetes-sigs/lws/releases/download/v0.9.0/manifests.yaml); " +
+	"the component is picked up once its API is served, without restarting the operator"
+
+// missingAPIRecheck is how often a component waiting for the
+// LeaderWorkerSet API looks for it again. Discovery is not watchable, and
+// one cached lookup per period per waiting component is cheap.
+const missingAPIRecheck = 10 * time.Second
+
+var lwsGroupKind = lwsv1.SchemeGroupVersion.WithKind("LeaderWorkerSet").GroupKind()
+
+// lwsWatch starts the watch of LeaderWorkerSets the first time the API is
+// found: a watch started at operator start on a cluster without the CRD
+// would fail the whole manager, and the API may be installed at any time.
+type lwsWatch struct {
+	mu      sync.Mutex
+	started bool
+	ctrl    controller.Controller
+	cache   cache.Cache
+}
+
+func (w *lwsWatch) ensure(c client.Client) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started || w.ctrl == nil {
+		return nil
+	}
+	src := source.Kind(w.cache, client.Object(&lwsv1.LeaderWorkerSet{}),
+		handler.EnqueueRequestForOwner(c.Scheme(), c.RESTMapper(), &v1alpha1.DynamoComponentDeployment{}, handler.OnlyControllerOwner()))
+	if err := w.ctrl.Watch(src); err != nil {
+		return err
+	}
+	w.started = true
+	return nil
+}
+
+// reconcileMultinode is reconcile for a multinode component: its workload
+// is a LeaderWorkerSet, whose status counts groups (a component of 2
+// replicas of 4 nodes is 2 desired), and whose leaders are what its
+// Services and its scale subresource's selector select.
+func (r *ComponentReconciler) reconcileMultinode(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.GraphPVC) (reconcile.Result, error) {
+	lws, err := render.LeaderWorkerSet(dcd, graphPVCs, r.Render)
+	if err != nil {
+		return reconcile.Result{}, r.fail(ctx, dcd, err)
+	}
+	if _, err := r.Client.RESTMapper().RESTMapping(lwsGroupKind, lwsv1.SchemeGroupVersion.Version); meta.IsNoMatchError(err) {
+		return reconcile.Result{RequeueAfter: missingAPIRecheck}, r.failWith(ctx, dcd, ReasonMissingAPI, fmt.Errorf(
+			"spec.multinode: a multinode service runs as a LeaderWorkerSet, and this cluster serves no %s API: %s",
+			lwsv1.SchemeGroupVersion, lwsInstall))
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.lws.ensure(r.Client); err != nil {
+		return reconcile.Result{}, err
+	}
+
+	live, err := getOptional(ctx, r.Client, client.ObjectKeyFromObject(lws), &lwsv1.LeaderWorkerSet{})
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	stamp(lws, asObject(live), r.Renderer, workloadInput(dcd, graphPVCs), false)
+
+	var changes changeSet
+	if render.NeedsMPISSHSecret(dcd) {
+		if err := r.ensureSSHSecret(ctx, dcd, &changes); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if err := applyDiscovery(ctx, r.Client, r.Applier, dcd, render.ComponentDiscoveryRBAC(dcd), &changes); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.applyChildOver(ctx, dcd, lws, asObject(live), false, &changes); err != nil {
+		if isUserError(err) {
+			return reconcile.Result{}, r.fail(ctx, dcd, err)
+		}
+		return reconcile.Result{}, err
+	}
+	// A Deployment an earlier version rendered for this component (replicas
+	// × nodeCount pods without a leader) would hold the same GPUs.
+	if err := r.applyOrDelete(ctx, dcd, nil, dcd.Name, &appsv1.Deployment{}, &changes); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.applyChild(ctx, dcd, render.Service(dcd), &corev1.Service{}, &changes); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.applyOrDelete(ctx, dcd, render.ModelService(dcd), render.ModelServiceName(dcd.Name), &corev1.Service{}, &changes); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.applyOrDelete(ctx, dcd, render.Ingress(dcd), dcd.Name, &networkingv1.Ingress{}, &changes); err != nil {
+		return reconcile.Result{}, err
+	}
+	changes.emit(r.Recorder, dcd)
+	logChanges(ctx, dcd, changes)
+
+	view := lwsView(lws, dcd)
+	// Blockers are looked for in every pod of the groups (a worker waiting
+	// for GPUs holds its group back), not only in the leaders.
+	all := view.DeepCopy()
+	all.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{render.LabelComponent: dcd.Name}}
+	why, err := r.explain(ctx, all)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
+		c.Status = componentStatus(c, view, why, metav1.NewTime(r.Clock.Now()))
+		c.Status.Service.ComponentKind = v1alpha1.ComponentKindLeaderWorkerSet
+		setWorkloadPending(&c.Status, nil)
+	})
+	if !wrote && err == nil && changes.empty() {
+		logNothingToDo(ctx, dcd)
+	}
+	if res := changes.result(); err == nil && wrote && res.RequeueAfter == 0 {
+		if available, _ := componentCurrent(dcd); !available {
+			return reconcile.Result{RequeueAfter: statusRecheck}, nil
+		}
+	}
+	return changes.result(), err
+}
+
+// lwsView reads a LeaderWorkerSet's status as a Deployment's, one replica
+// per group, so that a multinode component's status, conditions and scale
+// subresource say what a single-node one's say, counted in instances: a
+// group is ready (and available) when every pod of it is. The selector is
+// the leaders': one pod per group, which an HPA counts and whose metrics
+// it reads.
+func lwsView(lws *lwsv1.LeaderWorkerSet, dcd *v1alpha1.DynamoComponentDeployment) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: lws.Name, Namespace: lws.Namespace, Generation: lws.Generation},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: lws.Spec.Replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: render.MultinodeSelector(dcd)},
+		},
+		Status: appsv1.DeploymentStatus{
+			ObservedGeneration: lws.Status.ObservedGeneration,
+			Replicas:           lws.Status.Replicas,
+			UpdatedReplicas:    lws.Status.UpdatedReplicas,
+			ReadyReplicas:      lws.Status.ReadyReplicas,
+			AvailableReplicas:  lws.Status.ReadyReplicas,
+		},
+	}
+}
+
+// ensureSSHSecret creates the key pair a TRT-LLM leader reaches its workers
+// with, once: a key that changed under running groups would lock their
+// leaders out. It is read from the API server (Secrets are not cached:
+// the operator has no business holding a cluster's Secrets in memory).
+func (r *ComponentReconciler) ensureSSHSecret(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment, changes *changeSet) error {
+	name := render.MPISSHSecretName(dcd)
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: dcd.Namespace, Name: name}, &corev1.Secret{})
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	private, public, err := sshKeyPair()
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: dcd.Namespace, Labels: map[string]string{
+			render.LabelComponent: dcd.Name, render.LabelManagedBy: render.ManagedByValue,
+		}},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{render.MPISSHSecretKeys[0]: private, render.MPISSHSecretKeys[1]: public},
+	}
+	if err := controllerutil.SetControllerReference(dcd, secret, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("created the SSH key pair of a multinode TRT-LLM component",
+		"secret", klog.KObj(secret))
+	changes.created = append(changes.created, "Secret/"+name)
+	return nil
+}
+
+// sshKeyPair is a new ed25519 key: the private key in OpenSSH's format and
+// the public key as an authorized_keys line.
+func sshKeyPair() (private, public []byte, err error) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "dynamo-operator")
+	if err != nil {
+		return nil, nil, err
+	}
+	sshPub, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(block), ssh.MarshalAuthorizedKey(sshPub), nil
+}
+
+// ReasonLeaderWorkerSetAtNextChange: a multinode service still runs as the
+// Deployment an earlier version rendered, until its spec changes.
+const ReasonLeaderWorkerSetAtNextChange = "LeaderWorkerSetAtNextSpecChange"
+
+// previousMultinodeDeployment returns the Deployment an earlier version of
+// this operator rendered for a multinode service (before v0.3, replicas ×
+// nodeCount pods without leader or ranks), when it is to be kept: the
+// component controls it and its content was rendered (or adopted) for the
+// current input by another renderer. The upgrade policy (adoption.go,
+// render/doc.go) is that a rendering change reaches a workload at its
+// service's next spec change, not at the upgrade: replacing it by a
+// LeaderWorkerSet would restart every pod of the service. Once the input
+// changes it is no longer kept, and reconcileMultinode creates the
+// LeaderWorkerSet and deletes it. nil when there is none to keep.
+func (r *ComponentReconciler) previousMultinodeDeployment(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment, input string) (*appsv1.Deployment, error) {
+	live, err := lookup(ctx, r.Client, r.Reader, client.ObjectKey{Namespace: dcd.Namespace, Name: dcd.Name}, &appsv1.Deployment{})
+	if err != nil || live == nil {
+		return nil, err
+	}
+	if !metav1.IsControlledBy(live, dcd) || !keepContent(live, r.Renderer, input) {
+		return nil, nil
+	}
+	return live, nil
+}
+
+// keptMultinodeDeployment is the desired state of a kept earlier multinode
+// Deployment: its content as it is, with replicas × nodeCount pods as that
+// rendering scaled it (scaling never waits for a spec change), and the
+// condition saying what happens at the next spec change.
+func keptMultinodeDeployment(dcd *v1alpha1.DynamoComponentDeployment, live *appsv1.Deployment, now time.Time) (*appsv1.Deployment, *metav1.Condition) {
+	replicas := int32(1)
+	if dcd.Spec.Replicas != nil {
+		replicas = *dcd.Spec.Replicas
+	}
+	nodes := int32(1)
+	if m := dcd.Spec.Multinode; m != nil {
+		nodes = m.NodeCount
+	}
+	deploy := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: live.Name, Namespace: live.Namespace, Labels: maps.Clone(live.Labels)},
+		Spec:       *live.Spec.DeepCopy(),
+	}
+	deploy.Spec.Replicas = ptr.To(replicas * nodes)
+	renderer := live.Annotations[AnnotationRenderer]
+	if renderer == "" {
+		renderer = "an earlier version"
+	}
+	return deploy, &metav1.Condition{
+		Type:               v1alpha1.ConditionWorkloadPending,
+		Status:             metav1.ConditionTrue,
+		Reason:             ReasonLeaderWorkerSetAtNextChange,
+		ObservedGeneration: dcd.Generation,
+		LastTransitionTime: metav1.NewTime(now),
+		Message: fmt.Sprintf("runs as the Deployment %s that %s rendered (replicas × nodeCount pods, without leader or ranks; "+
+			"status counts its pods), kept so that the upgrade restarts nothing; at the service's next spec change a "+
+			"LeaderWorkerSet (one group of nodeCount pods per replica) replaces it and the Deployment is removed", live.Name, renderer),
+	}
+}
+
+// setWorkloadPending sets the WorkloadPending condition, or removes it when
+// cond is nil. Its transition time stays while its status does.
+func setWorkloadPending(st *v1alpha1.DynamoComponentDeploymentStatus, cond *metav1.Condition) {
+	if cond == nil {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionWorkloadPending)
+		return
+	}
+	meta.SetStatusCondition(&st.Conditions, *cond)
+}

@@ -1,0 +1,318 @@
+// Package multinodetest runs the operator against an API server that has
+// no LeaderWorkerSet API at first; it has a control plane of its own
+// because installing a CRD is visible to every test sharing one.
+package multinodetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
+	"github.com/dynamoctl/dynamo-operator/internal/migration"
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/app"
+	"github.com/dynamoctl/dynamo-operator/operator/controllers"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	os.Exit(testenv.Run(m, func(e *testenv.Env) { env = e }))
+}
+
+// installLWSCRD installs LeaderWorkerSet's CRD (again: it is idempotent).
+func installLWSCRD(ctx context.Context, t *testing.T) {
+	t.Helper()
+	file, err := testenv.LWSCRDFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := migration.ReadCRDs(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testenv.NewScheme()
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(env.Config, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migration.InstallCRDs(ctx, admin, crds); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// On a cluster without LeaderWorkerSet a multinode graph fails saying what
+// to install; once the CRD is installed the same operator process renders
+// the groups, and the component counts groups, not pods.
+func TestMultinodeWaitsForTheLWSAPIThenCountsGroups(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := env.Namespace(t, "multinode")
+	op, err := env.NewOperator([]string{"--enable-webhooks=false", "--metrics-bind-address=0", "--health-probe-bind-address=0"}, app.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Stop()
+
+	graph := builders.MakeGraph("llm", ns).
+		Service("decode", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Replicas(2).GPUs(4).Multinode(4).
+			Command([]string{"python3", "-m", "dynamo.vllm"}, "--tensor-parallel-size", "16")).Obj()
+	if err := env.Client.Create(ctx, graph); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: ns, Name: "llm-decode"}
+	dcd := &v1alpha1.DynamoComponentDeployment{}
+	waitFor(t, 30*time.Second, "the component says LeaderWorkerSet is missing", func() bool {
+		if env.Client.Get(ctx, key, dcd) != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
+		return c != nil && c.Reason == controllers.ReasonMissingAPI
+	})
+	c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
+	for _, want := range []string{"spec.multinode", "install LeaderWorkerSet", "without restarting the operator"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("message %q lacks %q", c.Message, want)
+		}
+	}
+	// No Deployment stands in for the groups.
+	if err := env.Client.Get(ctx, key, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}}); err == nil {
+		t.Error("a Deployment was rendered for a multinode service")
+	}
+	g := &v1alpha1.DynamoGraphDeployment{}
+	waitFor(t, 30*time.Second, "the graph reports the component's failure", func() bool {
+		return env.Client.Get(ctx, client.ObjectKeyFromObject(graph), g) == nil && g.Status.State == v1alpha1.GraphStateFailed &&
+			strings.Contains(meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady).Message, "LeaderWorkerSet")
+	})
+
+	installLWSCRD(ctx, t)
+	installed := time.Now()
+	lws := &lwsv1.LeaderWorkerSet{}
+	waitFor(t, 60*time.Second, "the operator renders the LeaderWorkerSet", func() bool {
+		return env.Client.Get(ctx, key, lws) == nil
+	})
+	t.Logf("LeaderWorkerSet rendered %v after the CRD was installed", time.Since(installed).Round(100*time.Millisecond))
+	if *lws.Spec.Replicas != 2 || *lws.Spec.LeaderWorkerTemplate.Size != 4 {
+		t.Errorf("replicas %d size %d, want 2 groups of 4", *lws.Spec.Replicas, *lws.Spec.LeaderWorkerTemplate.Size)
+	}
+	if !metav1.IsControlledBy(lws, dcd) {
+		t.Error("the LeaderWorkerSet is not the component's")
+	}
+
+	// LeaderWorkerSet's controller reports both groups ready; there is
+	// none here, so the test writes what it would.
+	lws.Status = lwsv1.LeaderWorkerSetStatus{ObservedGeneration: lws.Generation, Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2}
+	if err := env.Client.Status().Update(ctx, lws); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the component is available", func() bool {
+		if env.Client.Get(ctx, key, dcd) != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
+		return c != nil && c.Status == metav1.ConditionTrue && dcd.Status.ObservedGeneration == dcd.Generation
+	})
+	if dcd.Status.Replicas != 2 || dcd.Status.ReadyReplicas != 2 || dcd.Status.Service.ComponentKind != v1alpha1.ComponentKindLeaderWorkerSet {
+		t.Errorf("status counts %d replicas, %d ready, kind %s; want 2 groups of LeaderWorkerSet",
+			dcd.Status.Replicas, dcd.Status.ReadyReplicas, dcd.Status.Service.ComponentKind)
+	}
+
+	// The scale subresource says the same: 2 instances, selected by their leaders.
+	scale := &unstructured.Unstructured{}
+	scale.SetGroupVersionKind(schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"})
+	if err := env.Client.SubResource("scale").Get(ctx, dcd, scale); err != nil {
+		t.Fatal(err)
+	}
+	replicas, _, _ := unstructured.NestedInt64(scale.Object, "status", "replicas")
+	selector, _, _ := unstructured.NestedString(scale.Object, "status", "selector")
+	spec, _, _ := unstructured.NestedInt64(scale.Object, "spec", "replicas")
+	if diff := cmp.Diff("2 2 "+render.LabelComponent+"=llm-decode,"+render.LabelMultinodeRole+"=leader",
+		fmt.Sprintf("%d %d %s", spec, replicas, selector)); diff != "" {
+		t.Errorf("scale (spec status selector) (-want +got):\n%s", diff)
+	}
+
+	// The Service selects the leaders, which serve.
+	svc := &corev1.Service{}
+	if err := env.Client.Get(ctx, key, svc); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(render.MultinodeSelector(dcd), svc.Spec.Selector); diff != "" {
+		t.Errorf("Service selector (-want +got):\n%s", diff)
+	}
+}
+
+// After an upgrade from v0.2.0, which rendered a multinode service as one
+// Deployment of replicas × nodeCount pods, the service keeps that
+// Deployment, its pods untouched, and says what happens next; scaling
+// reaches it; the next spec change replaces it by a LeaderWorkerSet
+// (render/doc.go: a rendering change reaches a workload at its service's
+// next spec change). It runs after the test above, which needs a cluster
+// without the LeaderWorkerSet API at its start.
+func TestMultinodeUpgradeKeepsThePreviousDeploymentUntilTheSpecChanges(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	installLWSCRD(ctx, t)
+	ns := env.Namespace(t, "multinode-upgrade")
+	dcd := builders.MakeComponent("llm-decode", ns, builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Replicas(2).GPUs(4).Multinode(2).
+		Image("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.0").
+		Command([]string{"python3", "-m", "dynamo.vllm"}, "--tensor-parallel-size", "8")).Obj()
+	if err := env.Client.Create(ctx, dcd); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(dcd)
+
+	// What v0.2.0 left: its Deployment (the single-node rendering of the
+	// service, replicas × nodeCount pods), stamped with its renderer and
+	// the input it rendered.
+	single := dcd.DeepCopy()
+	single.Spec.Multinode = nil
+	old, err := render.Deployment(single, nil, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Spec.Replicas = ptr.To[int32](4)
+	old.Annotations = map[string]string{
+		controllers.AnnotationRenderer:    controllers.RendererID("v0.2.0"),
+		controllers.AnnotationRenderedFor: controllers.WorkloadInput(dcd, nil),
+	}
+	if err := controllerutil.SetControllerReference(dcd, old, env.Scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.StartDeploymentDriver(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	op, err := env.NewOperator([]string{"--enable-webhooks=false", "--metrics-bind-address=0", "--health-probe-bind-address=0"}, app.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Stop()
+
+	// The operator acts on the component (its status, its Service) and
+	// leaves the Deployment's spec as v0.2.0 wrote it.
+	waitFor(t, 30*time.Second, "the component is available and says the LeaderWorkerSet waits for the next spec change", func() bool {
+		if env.Client.Get(ctx, key, dcd) != nil {
+			return false
+		}
+		p := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending)
+		return p != nil && p.Status == metav1.ConditionTrue && meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
+	})
+	p := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending)
+	if p.Reason != controllers.ReasonLeaderWorkerSetAtNextChange {
+		t.Errorf("WorkloadPending reason %q, want %q", p.Reason, controllers.ReasonLeaderWorkerSetAtNextChange)
+	}
+	for _, want := range []string{"dynamo-operator/v0.2.0", "next spec change", "LeaderWorkerSet", "restarts nothing"} {
+		if !strings.Contains(p.Message, want) {
+			t.Errorf("WorkloadPending message %q lacks %q", p.Message, want)
+		}
+	}
+	svc := &corev1.Service{}
+	waitFor(t, 30*time.Second, "the component's Service", func() bool { return env.Client.Get(ctx, key, svc) == nil })
+	if diff := cmp.Diff(old.Spec.Selector.MatchLabels, svc.Spec.Selector); diff != "" {
+		t.Errorf("the Service must select the kept Deployment's pods (-want +got):\n%s", diff)
+	}
+	events := &eventsv1.EventList{}
+	waitFor(t, 30*time.Second, "an event says what happens at the next spec change", func() bool {
+		if env.Client.List(ctx, events, client.InNamespace(ns)) != nil {
+			return false
+		}
+		for _, e := range events.Items {
+			if e.Reason == controllers.ReasonLeaderWorkerSetAtNextChange && e.Regarding.Name == dcd.Name {
+				return true
+			}
+		}
+		return false
+	})
+	live := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, key, live); err != nil {
+		t.Fatal(err)
+	}
+	if live.Generation != old.Generation {
+		t.Errorf("the Deployment's spec was written (generation %d, was %d)", live.Generation, old.Generation)
+	}
+	if diff := cmp.Diff(old.Spec.Template, live.Spec.Template); diff != "" {
+		t.Errorf("the pod template changed at the upgrade (-v0.2.0 +now):\n%s", diff)
+	}
+	if err := env.Client.Get(ctx, key, &lwsv1.LeaderWorkerSet{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a LeaderWorkerSet beside the kept Deployment (get: %v)", err)
+	}
+
+	// Scaling never waits for a spec change: 3 instances are 6 pods.
+	patch := client.MergeFrom(dcd.DeepCopy())
+	dcd.Spec.Replicas = ptr.To[int32](3)
+	if err := env.Client.Patch(ctx, dcd, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the kept Deployment scales to 3 × 2 pods", func() bool {
+		return env.Client.Get(ctx, key, live) == nil && *live.Spec.Replicas == 6
+	})
+	if diff := cmp.Diff(old.Spec.Template, live.Spec.Template); diff != "" {
+		t.Errorf("scaling changed the pod template (-v0.2.0 +now):\n%s", diff)
+	}
+
+	// The next spec change: the LeaderWorkerSet replaces the Deployment.
+	patch = client.MergeFrom(dcd.DeepCopy())
+	dcd.Spec.Envs = append(dcd.Spec.Envs, corev1.EnvVar{Name: "EDITED", Value: "1"})
+	if err := env.Client.Patch(ctx, dcd, patch); err != nil {
+		t.Fatal(err)
+	}
+	lws := &lwsv1.LeaderWorkerSet{}
+	waitFor(t, 30*time.Second, "the LeaderWorkerSet replaces the Deployment", func() bool {
+		return env.Client.Get(ctx, key, lws) == nil && apierrors.IsNotFound(env.Client.Get(ctx, key, &appsv1.Deployment{}))
+	})
+	if *lws.Spec.Replicas != 3 || *lws.Spec.LeaderWorkerTemplate.Size != 2 {
+		t.Errorf("replicas %d size %d, want 3 groups of 2", *lws.Spec.Replicas, *lws.Spec.LeaderWorkerTemplate.Size)
+	}
+	waitFor(t, 30*time.Second, "the component no longer says a change is pending", func() bool {
+		return env.Client.Get(ctx, key, dcd) == nil && dcd.Status.ObservedGeneration == dcd.Generation &&
+			meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending) == nil &&
+			dcd.Status.Service.ComponentKind == v1alpha1.ComponentKindLeaderWorkerSet
+	})
+}

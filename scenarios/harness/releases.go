@@ -90,14 +90,14 @@ func (b *Builder) Build(ctx context.Context, ref string) (*Release, error) {
 	if ref == WorkingTree {
 		r, err = b.buildWorkingTree(ctx, head)
 	} else {
-		commit, cerr := git(ctx, b.Root, "rev-parse", "--verify", ref+"^{commit}")
+		commit, listed, cerr := resolve(ctx, b.Root, ref)
 		if cerr != nil {
-			return nil, fmt.Errorf("release %q: not a git ref of %s: %w", ref, b.Root, cerr)
+			return nil, cerr
 		}
 		if commit == head {
 			r, err = b.buildWorkingTree(ctx, head)
 		} else {
-			r, err = b.buildCommit(ctx, ref, commit)
+			r, err = b.buildCommit(ctx, ref, commit, listed)
 		}
 	}
 	if err != nil {
@@ -121,10 +121,12 @@ func (b *Builder) buildWorkingTree(ctx context.Context, head string) (*Release, 
 	return r, b.make(ctx, r, out, true)
 }
 
-func (b *Builder) buildCommit(ctx context.Context, ref, commit string) (*Release, error) {
+func (b *Builder) buildCommit(ctx context.Context, ref, commit, listed string) (*Release, error) {
 	tag := ref
 	if exact, err := git(ctx, b.Root, "describe", "--tags", "--exact-match", commit); err == nil {
 		tag = exact
+	} else if listed != "" {
+		tag = listed
 	} else if ref == commit || strings.HasPrefix(commit, ref) {
 		tag = "sha-" + commit[:12]
 	}
@@ -191,14 +193,21 @@ func (b *Builder) make(ctx context.Context, r *Release, out string, force bool) 
 }
 
 // PreviousTag is the newest tag among HEAD's ancestors that is not on HEAD
-// itself: the release the working tree is the next one of.
+// itself: the release the working tree is the next one of. A clone with no
+// tags fetches them from its origin; where that brings none (a bundle of
+// main, an origin without tags), the newest release of scenarios/releases.txt
+// whose commit is a proper ancestor of HEAD is the previous one.
 func PreviousTag(ctx context.Context, root string) (string, error) {
 	tag, err := git(ctx, root, "describe", "--tags", "--abbrev=0", "HEAD")
 	if err != nil && fetchHistory(ctx, root) {
 		tag, err = git(ctx, root, "describe", "--tags", "--abbrev=0", "HEAD")
 	}
 	if err != nil {
-		return "", fmt.Errorf("no release tag among HEAD's ancestors (git tag v0.1.0 ...): %w", err)
+		listed, lerr := previousListed(ctx, root)
+		if lerr != nil {
+			return "", fmt.Errorf("no release tag among HEAD's ancestors (git tag v0.1.0 ...): %w; nor in %s: %w", err, ReleasesFile, lerr)
+		}
+		return listed, nil
 	}
 	if at, _ := git(ctx, root, "rev-list", "-n1", tag); at != "" {
 		if head, _ := git(ctx, root, "rev-parse", "HEAD"); head == at {
@@ -208,6 +217,98 @@ func PreviousTag(ctx context.Context, root string) (string, error) {
 		}
 	}
 	return tag, nil
+}
+
+// ReleasesFile lists the project's releases, relative to the repository.
+const ReleasesFile = "scenarios/releases.txt"
+
+// Listed is one line of ReleasesFile.
+type Listed struct {
+	Tag, Commit string
+}
+
+// ReadReleases reads ReleasesFile: "<tag> <commit>" lines, oldest first;
+// '#' starts a comment.
+func ReadReleases(root string) ([]Listed, error) {
+	data, err := os.ReadFile(filepath.Join(root, ReleasesFile))
+	if err != nil {
+		return nil, err
+	}
+	var out []Listed
+	for i, line := range strings.Split(string(data), "\n") {
+		if j := strings.IndexByte(line, '#'); j >= 0 {
+			line = line[:j]
+		}
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 2 || len(f[1]) != 40 || strings.Trim(f[1], "0123456789abcdef") != "" {
+			return nil, fmt.Errorf("%s:%d: want \"<tag> <40-hex commit>\", got %q", ReleasesFile, i+1, line)
+		}
+		out = append(out, Listed{Tag: f[0], Commit: f[1]})
+	}
+	return out, nil
+}
+
+// previousListed is the newest listed release whose commit is a proper
+// ancestor of HEAD.
+func previousListed(ctx context.Context, root string) (string, error) {
+	listed, err := ReadReleases(root)
+	if err != nil {
+		return "", err
+	}
+	head, err := git(ctx, root, "rev-parse", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	for i := len(listed) - 1; i >= 0; i-- {
+		l := listed[i]
+		if l.Commit == head {
+			continue
+		}
+		if _, err := git(ctx, root, "merge-base", "--is-ancestor", l.Commit, "HEAD"); err == nil {
+			return l.Tag, nil
+		}
+	}
+	return "", fmt.Errorf("no listed release is an ancestor of HEAD (%s)%s", head[:12], historyHint(ctx, root))
+}
+
+// resolve is ref's commit: a git ref, or else a release of ReleasesFile
+// (listed names it then). A listed commit missing from a shallow clone is
+// fetched from origin.
+func resolve(ctx context.Context, root, ref string) (commit, listed string, err error) {
+	commit, err = git(ctx, root, "rev-parse", "--verify", ref+"^{commit}")
+	if err == nil {
+		return commit, "", nil
+	}
+	releases, lerr := ReadReleases(root)
+	for _, l := range releases {
+		if l.Tag != ref {
+			continue
+		}
+		if _, cerr := git(ctx, root, "cat-file", "-e", l.Commit+"^{commit}"); cerr != nil {
+			_, _ = git(ctx, root, "fetch", "--quiet", "origin", l.Commit)
+			if _, cerr = git(ctx, root, "cat-file", "-e", l.Commit+"^{commit}"); cerr != nil {
+				return "", "", fmt.Errorf("release %s: the clone lacks its commit %s%s", ref, l.Commit[:12], historyHint(ctx, root))
+			}
+		}
+		return l.Commit, l.Tag, nil
+	}
+	if lerr != nil {
+		return "", "", fmt.Errorf("release %q: not a git ref of %s (%w), and %w", ref, root, err, lerr)
+	}
+	return "", "", fmt.Errorf("release %q: not a git ref of %s, nor listed in %s: %w", ref, root, ReleasesFile, err)
+}
+
+// historyHint says what the clone has, for an error about a missing release.
+func historyHint(ctx context.Context, root string) string {
+	shallow, _ := git(ctx, root, "rev-parse", "--is-shallow-repository")
+	count, _ := git(ctx, root, "rev-list", "--count", "HEAD")
+	if shallow == "true" {
+		return fmt.Sprintf("; the clone is shallow (%s commits) and its origin did not give the history: clone without --depth", count)
+	}
+	return fmt.Sprintf("; the clone has %s commits", count)
 }
 
 // fetchHistory fetches the tags, and the history they point into, from the

@@ -38,6 +38,15 @@ const OperatorNamespace = "dynamo"
 // makes sure OperatorNamespace exists.
 func (e *Env) WebhookArgs(t testing.TB) []string {
 	t.Helper()
+	return e.WebhookArgsIn(t, t.TempDir())
+}
+
+// WebhookArgsIn is WebhookArgs with certificates in certDir: for an
+// operator a package shares, which outlives the test that starts it (a
+// test's TempDir is removed when that test ends, under the running
+// operator); its caller removes certDir once the operator stopped.
+func (e *Env) WebhookArgsIn(t testing.TB, certDir string) []string {
+	t.Helper()
 	port, err := FreePort()
 	if err != nil {
 		t.Fatalf("finding a free port: %v", err)
@@ -49,7 +58,7 @@ func (e *Env) WebhookArgs(t testing.TB) []string {
 		"--enable-webhooks=true",
 		"--webhook-url-host=127.0.0.1",
 		"--webhook-port=" + strconv.Itoa(port),
-		"--webhook-cert-dir=" + t.TempDir(),
+		"--webhook-cert-dir=" + certDir,
 	}
 }
 

@@ -74,11 +74,18 @@ func operator(t *testing.T) *running {
 	sharedOnce.Do(func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		r := &running{logs: &syncBuffer{}, ctx: ctx}
+		certDir, err := os.MkdirTemp("", "metrics-certs-")
+		if err != nil {
+			sharedErr = err
+			cancel()
+			return
+		}
 		stopShared = func() {
 			if r.op != nil {
 				r.op.Stop()
 			}
 			cancel()
+			_ = os.RemoveAll(certDir)
 		}
 		var metricsArgs []string
 		metricsArgs, r.metricsURL, sharedErr = testenv.MetricsArgs()
@@ -86,7 +93,7 @@ func operator(t *testing.T) *running {
 			return
 		}
 		logger := zap.New(zap.WriteTo(r.logs), zap.JSONEncoder(), zap.Level(zapcore.Level(-2)))
-		args := append(env.WebhookArgs(t), metricsArgs...)
+		args := append(env.WebhookArgsIn(t, certDir), metricsArgs...)
 		r.op, sharedErr = env.NewOperator(args, app.Deps{Customize: func(o *manager.Options) { o.Logger = logger }})
 		if sharedErr != nil {
 			return

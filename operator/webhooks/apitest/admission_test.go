@@ -49,6 +49,9 @@ func TestMain(m *testing.M) {
 	if op != nil {
 		op.Stop()
 	}
+	if certDir != "" {
+		_ = os.RemoveAll(certDir)
+	}
 	if err := env.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: stopping control plane: %v\n", err)
 		code = max(code, 1)
@@ -56,13 +59,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// operator starts the operator with webhooks once for the package.
-var startOnce sync.Once
+// operator starts the operator with webhooks once for the package; its
+// certificates live in certDir, removed by TestMain after it stopped.
+var (
+	startOnce sync.Once
+	certDir   string
+)
 
 func operator(t *testing.T) *testenv.Operator {
 	t.Helper()
 	startOnce.Do(func() {
-		args := append(env.WebhookArgs(&testing.T{}), "--operator-version=1.2.3")
+		var err error
+		if certDir, err = os.MkdirTemp("", "admission-certs-"); err != nil {
+			t.Fatal(err)
+		}
+		args := append(env.WebhookArgsIn(t, certDir), "--operator-version=1.2.3")
 		o, err := env.NewOperator(args, app.Deps{})
 		if err != nil {
 			t.Fatal(err)

@@ -14,8 +14,9 @@
 // @envtest-only are left out. DYNAMO_FEATURES_INSTALL=process runs the
 // operator as a process of the simulator instead of the chart.
 //
-// After the run the suite fails if any operator pod's log (logs/pods/) says
-// "forbidden": the chart's RBAC must be all the operator needs.
+// After the run the suite fails if any operator pod's log (logs/pods/)
+// quotes RBAC refusing it a request (logcheck): the chart's RBAC must be all
+// the operator needs.
 package sim
 
 import (
@@ -40,6 +41,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	"github.com/dynamoctl/dynamo-operator/features/sim/logcheck"
 	"github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
@@ -81,7 +83,11 @@ func TestMain(m *testing.M) {
 	testEnv.Setup(simUp)
 	testEnv.Finish(simDown)
 	code := checkPodLogs(testEnv.Run(m))
-	_ = os.RemoveAll(stateDir)
+	if code == 0 {
+		_ = os.RemoveAll(stateDir)
+	} else {
+		fmt.Printf("features/sim: failed; the simulator's state and logs are kept in %s\n", stateDir)
+	}
 	os.Exit(code)
 }
 
@@ -103,8 +109,9 @@ func helmBin() string {
 	return filepath.Join(root, ".cache", "bin", "helm")
 }
 
-// checkPodLogs fails the run (code 1) when an operator pod's log says
-// "forbidden": a request the chart's RBAC does not allow. The simulator
+// checkPodLogs fails the run (code 1) when an operator pod's log quotes RBAC
+// refusing a request (logcheck.RBACRefusal): one the chart's RBAC does not
+// allow. The simulator
 // keeps every pod's log in logs/pods/ (scenarios tear namespaces down while
 // the operator works in them, so a write refused because the namespace is
 // terminating is not counted); other clusters have no such directory and
@@ -125,13 +132,11 @@ func checkPodLogs(code int) int {
 		}
 		_, pod, _ := strings.Cut(strings.TrimSuffix(filepath.Base(l), ".log"), "_")
 		for _, line := range strings.Split(string(data), "\n") {
-			// A write into a namespace being deleted is refused with 403
-			// too ("forbidden: unable to create new content in namespace
-			// X because it is being terminated"): not a missing right.
-			if !strings.Contains(strings.ToLower(line), "forbidden") || strings.Contains(line, "because it is being terminated") {
+			at := logcheck.RBACRefusal(line)
+			if at < 0 {
 				continue
 			}
-			entry := filepath.Base(l) + ": " + truncate(line, 400)
+			entry := filepath.Base(l) + ": " + logcheck.Excerpt(line, at, 300)
 			if at, ok := removed[pod]; ok && !logTime(line).Before(at) {
 				during = append(during, entry)
 				continue
@@ -139,7 +144,7 @@ func checkPodLogs(code int) int {
 			bad = append(bad, entry)
 		}
 	}
-	fmt.Printf("features/sim: %d operator pod logs checked for \"forbidden\"\n", len(logs))
+	fmt.Printf("features/sim: %d operator pod logs checked for RBAC refusals\n", len(logs))
 	if len(during) > 0 {
 		fmt.Printf("features/sim: %d refused while helm uninstall removed the pod (not counted):\n  %s\n", len(during), strings.Join(during, "\n  "))
 	}
@@ -161,13 +166,6 @@ func logTime(line string) time.Time {
 	}
 	sec := int64(l.TS)
 	return time.Unix(sec, int64((l.TS-float64(sec))*1e9))
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 func simBin() string {

@@ -131,17 +131,23 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	// The discovery ServiceAccount (and its rights) exist before any
+	// component does: the components' pods name it, and the API server
+	// refuses a pod whose ServiceAccount is missing, which the ReplicaSet
+	// controller then retries with backoff (the graph said "cannot create
+	// pods: ... forbidden: error looking up service account" meanwhile).
+	var discovery changeSet
+	if err := applyDiscovery(ctx, r.Client, r.Applier, dgd, render.GraphDiscoveryRBAC(dgd), &discovery); err != nil {
+		return reconcile.Result{}, err
+	}
 	components, changes, err := r.applyComponents(ctx, dgd, toApply)
 	components = append(components, held...)
-	changes.created = append(changes.created, imageChanges.created...)
-	changes.updated = append(changes.updated, imageChanges.updated...)
+	changes.add(imageChanges)
+	changes.add(discovery)
 	if err != nil {
 		if isUserError(err) {
 			return reconcile.Result{}, r.fail(ctx, dgd, err)
 		}
-		return reconcile.Result{}, err
-	}
-	if err := applyDiscovery(ctx, r.Client, r.Applier, dgd, render.GraphDiscoveryRBAC(dgd), &changes); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.createClaims(ctx, dgd, &changes); err != nil {
@@ -388,6 +394,14 @@ type changeSet struct {
 	// assumed is set when a child was taken to be as this operator wrote it
 	// moments ago, before the cache showed it; a later look confirms it.
 	assumed bool
+}
+
+// add appends o's changes to c's.
+func (c *changeSet) add(o changeSet) {
+	c.created = append(c.created, o.created...)
+	c.updated = append(c.updated, o.updated...)
+	c.deleted = append(c.deleted, o.deleted...)
+	c.assumed = c.assumed || o.assumed
 }
 
 func (c changeSet) result() reconcile.Result {

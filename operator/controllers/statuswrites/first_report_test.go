@@ -1,6 +1,7 @@
 // Package statuswrites tests, against a real API server (envtest), how many
 // status writes the controllers make while graphs and components converge:
-// one per state a user could act on, none for a state that lasts moments.
+// one per state a user could act on, none for a state that lasts moments;
+// and the order of a new graph's first writes (order_test.go).
 // It holds only tests: the controllers' own package runs without an API
 // server.
 package statuswrites

@@ -231,6 +231,12 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	if err == nil && pending != nil && !hadPending {
 		r.Recorder.Eventf(dcd, liveDeploy, corev1.EventTypeNormal, pending.Reason, "Upgrade", "%s", pending.Message)
 	}
+	return afterComponentStatus(ctx, dcd, changes, wrote, err)
+}
+
+// afterComponentStatus ends a component's reconcile once its status was
+// patched (wrote) or found unchanged, for either workload kind.
+func afterComponentStatus(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment, changes changeSet, wrote bool, err error) (reconcile.Result, error) {
 	if !wrote && err == nil && changes.empty() {
 		logNothingToDo(ctx, dcd)
 	}

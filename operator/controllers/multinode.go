@@ -146,15 +146,7 @@ func (r *ComponentReconciler) reconcileMultinode(ctx context.Context, dcd *v1alp
 		c.Status.Service.ComponentKind = v1alpha1.ComponentKindLeaderWorkerSet
 		setWorkloadPending(&c.Status, nil)
 	})
-	if !wrote && err == nil && changes.empty() {
-		logNothingToDo(ctx, dcd)
-	}
-	if res := changes.result(); err == nil && wrote && res.RequeueAfter == 0 {
-		if available, _ := componentCurrent(dcd); !available {
-			return reconcile.Result{RequeueAfter: statusRecheck}, nil
-		}
-	}
-	return changes.result(), err
+	return afterComponentStatus(ctx, dcd, changes, wrote, err)
 }
 
 // lwsView reads a LeaderWorkerSet's status as a Deployment's, one replica

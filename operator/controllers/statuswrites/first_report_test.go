@@ -97,6 +97,19 @@ func newComponentReconciler(c client.Client, clock *clocktesting.FakeClock) *con
 	}
 }
 
+// newGraphReconciler is a graph reconciler whose reads and status writes go
+// through c and whose children are applied through applyThrough.
+func newGraphReconciler(c, applyThrough client.Client, clock *clocktesting.FakeClock) *controllers.GraphReconciler {
+	return &controllers.GraphReconciler{
+		Client:   c,
+		Applier:  &apply.Applier{Client: applyThrough, FieldOwner: controllers.FieldOwner, Clock: clock},
+		Recorder: events.NewFakeRecorder(100),
+		Clock:    clock,
+		Reader:   env.Client,
+		Renderer: "dynamo-operator/test",
+	}
+}
+
 func reconcileOnce(t *testing.T, ctx context.Context, r reconcile.Reconciler, key client.ObjectKey) reconcile.Result {
 	t.Helper()
 	res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key})
@@ -326,14 +339,7 @@ func TestGraphStatusWrites(t *testing.T) {
 			}
 			key := client.ObjectKeyFromObject(dgd)
 			c := &countingClient{Client: env.Client}
-			r := &controllers.GraphReconciler{
-				Client:   c,
-				Applier:  &apply.Applier{Client: env.Client, FieldOwner: controllers.FieldOwner, Clock: clock},
-				Recorder: events.NewFakeRecorder(100),
-				Clock:    clock,
-				Reader:   env.Client,
-				Renderer: "dynamo-operator/test",
-			}
+			r := newGraphReconciler(c, env.Client, clock)
 
 			res := reconcileOnce(t, ctx, r, key)
 			components := []client.ObjectKey{{Namespace: ns, Name: render.ComponentName("g", "Frontend")},

@@ -10,14 +10,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
-	"github.com/dynamoctl/dynamo-operator/operator/apply"
-	"github.com/dynamoctl/dynamo-operator/operator/controllers"
 )
 
 // orderClient records the kind of every object created or patched through
@@ -87,14 +84,7 @@ func TestGraphWritesItsServiceAccountBeforeItsComponents(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &orderClient{Client: env.Client}
-	r := &controllers.GraphReconciler{
-		Client:   c,
-		Applier:  &apply.Applier{Client: c, FieldOwner: controllers.FieldOwner, Clock: clock},
-		Recorder: events.NewFakeRecorder(100),
-		Clock:    clock,
-		Reader:   env.Client,
-		Renderer: "dynamo-operator/test",
-	}
+	r := newGraphReconciler(c, c, clock)
 	reconcileOnce(t, ctx, r, client.ObjectKeyFromObject(dgd))
 
 	first := map[string]int{}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -17,6 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )
+
+// crdWait is how long a CRD install waits for the API server to serve it:
+// envtest's default, 10 s, is too short on a loaded machine.
+const crdWait = 90 * time.Second
 
 // LWSCRDFile is the LeaderWorkerSet CRD of the sigs.k8s.io/lws version
 // go.mod pins (the API types the operator renders), read from the module
@@ -46,7 +51,7 @@ func (e *Env) StartLWSDriver(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: []string{file}, ErrorIfPathMissing: true}); err != nil {
+	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: []string{file}, ErrorIfPathMissing: true, MaxTime: crdWait}); err != nil {
 		return fmt.Errorf("installing the LeaderWorkerSet CRD: %w", err)
 	}
 	mgr, err := manager.New(e.Config, manager.Options{

@@ -88,7 +88,7 @@ func StartWith(o Options) (*Env, error) {
 		ErrorIfCRDPathMissing: true,
 		// envtest's 10 s for the CRDs to be served is too short on a
 		// loaded 2-core machine.
-		CRDInstallOptions:        envtest.CRDInstallOptions{MaxTime: 90 * time.Second},
+		CRDInstallOptions:        envtest.CRDInstallOptions{MaxTime: crdWait},
 		Scheme:                   scheme,
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,

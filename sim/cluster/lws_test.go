@@ -18,6 +18,10 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )
 
+// crdWait is how long a CRD install waits to be served (envtest's default,
+// 10 s, is too short on a loaded machine).
+const crdWait = 90 * time.Second
+
 // lwsBuild finds make lws's controller and CRDs in the nearest parent
 // directory's .cache. The test runs where the controller is built
 // beforehand, make features-sim (DYNAMO_SIM_LWS=1), as the simulator's
@@ -68,7 +72,7 @@ func TestLeaderWorkerSetController(t *testing.T) {
 			t.Logf("the controller's log:\n%s", log)
 		}
 	}()
-	if _, err := envtest.InstallCRDs(c.AdminConfig(), envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true}); err != nil {
+	if _, err := envtest.InstallCRDs(c.AdminConfig(), envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true, MaxTime: crdWait}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

@@ -31,6 +31,10 @@ import (
 	"github.com/dynamoctl/dynamo-operator/sim/workers"
 )
 
+// crdWait is how long a CRD install waits for the API server to serve it:
+// envtest's default, 10 s, is too short on a loaded machine.
+const crdWait = 90 * time.Second
+
 // Options configure a simulator run.
 type Options struct {
 	// Dir is the state directory: cluster files, logs, the control socket.
@@ -201,7 +205,7 @@ func (d *Daemon) start(ctx context.Context) error {
 
 	if d.o.CRDDir != "" {
 		d.step("installing CRDs from " + d.o.CRDDir)
-		if _, err := envtest.InstallCRDs(c.AdminConfig(), envtest.CRDInstallOptions{Paths: []string{d.o.CRDDir}, ErrorIfPathMissing: true}); err != nil {
+		if _, err := envtest.InstallCRDs(c.AdminConfig(), envtest.CRDInstallOptions{Paths: []string{d.o.CRDDir}, ErrorIfPathMissing: true, MaxTime: crdWait}); err != nil {
 			return fmt.Errorf("installing CRDs: %w", err)
 		}
 	}
@@ -575,7 +579,7 @@ func watchPid(ctx context.Context, pid int) <-chan struct{} {
 
 // startLWS installs LeaderWorkerSet's CRDs and starts its controller.
 func (d *Daemon) startLWS(ctx context.Context, c *cluster.Cluster) error {
-	if _, err := envtest.InstallCRDs(c.AdminConfig(), envtest.CRDInstallOptions{Paths: []string{d.o.LWSCRDDir}, ErrorIfPathMissing: true}); err != nil {
+	if _, err := envtest.InstallCRDs(c.AdminConfig(), envtest.CRDInstallOptions{Paths: []string{d.o.LWSCRDDir}, ErrorIfPathMissing: true, MaxTime: crdWait}); err != nil {
 		return fmt.Errorf("installing LeaderWorkerSet's CRDs: %w", err)
 	}
 	if err := c.StartLWS(ctx, d.o.LWS); err != nil {

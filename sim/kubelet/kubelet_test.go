@@ -34,6 +34,10 @@ import (
 	"github.com/dynamoctl/dynamo-operator/sim/workers"
 )
 
+// crdWait is how long a CRD install waits to be served (envtest's default,
+// 10 s, is too short on a loaded machine).
+const crdWait = 90 * time.Second
+
 func TestMain(m *testing.M) {
 	// envtest.InstallCRDs logs through controller-runtime.
 	ctrllog.SetLogger(logr.Discard())
@@ -84,7 +88,7 @@ func startSim(t *testing.T, ctx context.Context) *sim {
 	if err := nodes.WarmIPPool(ctx, cs, pool.NodeName(0)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := envtest.InstallCRDs(c.AdminConfig(), envtest.CRDInstallOptions{Paths: []string{"../../crds"}, ErrorIfPathMissing: true}); err != nil {
+	if _, err := envtest.InstallCRDs(c.AdminConfig(), envtest.CRDInstallOptions{Paths: []string{"../../crds"}, ErrorIfPathMissing: true, MaxTime: crdWait}); err != nil {
 		t.Fatal(err)
 	}
 	s := &sim{cs: cs, admin: c.AdminConfig(), dir: dir, node: pool.NodeName(0), rec: workers.NewRecorder(clock.RealClock{})}

@@ -62,23 +62,29 @@ func TestQuietReconcileLogsNothingAtInfo(t *testing.T) {
 	}
 	waitForState(t, ns, "llm", v1alpha1.GraphStateSuccessful)
 
-	// The creation told users what they must see, and V(1) each child.
-	created, _ := r.logs.since(mark)
-	var stateChanges, children int
-	for _, l := range parseLogs(t, created) {
-		if l.Namespace != ns {
-			continue
+	// The creation told users what they must see, and V(1) each child. The
+	// state change is logged once its status write returned, so a client
+	// may see the state a moment before the line is written: read again
+	// until it is there.
+	eventually(t, "creating a graph logs its state change at info and each child at V(1)", func() error {
+		created, _ := r.logs.since(mark)
+		var stateChanges, children int
+		for _, l := range parseLogs(t, created) {
+			if l.Namespace != ns {
+				continue
+			}
+			switch {
+			case l.Msg == "graph state changed" && l.Level == "info":
+				stateChanges++
+			case strings.HasSuffix(l.Msg, " child") && l.Level == "debug":
+				children++
+			}
 		}
-		switch {
-		case l.Msg == "graph state changed" && l.Level == "info":
-			stateChanges++
-		case strings.HasSuffix(l.Msg, " child") && l.Level == "debug":
-			children++
+		if stateChanges == 0 || children < 2 {
+			return errorf("%d state changes at info and %d children at V(1):\n%s", stateChanges, children, created)
 		}
-	}
-	if stateChanges == 0 || children < 2 {
-		t.Fatalf("creating a graph logged %d state changes at info and %d children at V(1):\n%s", stateChanges, children, created)
-	}
+		return nil
+	})
 
 	r.op.Stop()
 	mark = r.logs.Len()

@@ -47,7 +47,8 @@ func (h *Helm) Run(ctx context.Context, args ...string) (string, error) {
 // --set-string values (a log level "2" must stay a string).
 func (h *Helm) Install(ctx context.Context, name, namespace string, r *Release, sets, stringSets []string) (string, error) {
 	args := []string{"install", name, r.Chart, "--namespace", namespace, "--create-namespace",
-		"--wait", "--timeout", h.timeout(), "--set", ImageTagValue + "=" + r.Tag}
+		"--wait", "--timeout", h.timeout()}
+	args = append(args, imageTagArgs(r.Tag)...)
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
@@ -62,11 +63,19 @@ func (h *Helm) Install(ctx context.Context, name, namespace string, r *Release, 
 // the image tag, and waits until it is ready.
 func (h *Helm) Upgrade(ctx context.Context, name, namespace string, r *Release, sets ...string) (string, error) {
 	args := []string{"upgrade", name, r.Chart, "--namespace", namespace, "--reset-then-reuse-values",
-		"--wait", "--timeout", h.timeout(), "--set", ImageTagValue + "=" + r.Tag}
+		"--wait", "--timeout", h.timeout()}
+	args = append(args, imageTagArgs(r.Tag)...)
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
 	return h.Run(ctx, args...)
+}
+
+// imageTagArgs sets the operator's image tag as a string: a tag such as
+// git describe's "3742312" (a clone with no tags, all digits) is a number
+// to --set, which the chart's schema refuses.
+func imageTagArgs(tag string) []string {
+	return []string{"--set-string", ImageTagValue + "=" + tag}
 }
 
 // Uninstall removes release name and waits until its resources are gone.

@@ -164,3 +164,30 @@ func TestReleasesList(t *testing.T) {
 		}
 	}
 }
+
+// TestImageTagArgsKeepADigitsOnlyTagAString renders the chart with the
+// arguments Install and Upgrade pass for a working tree whose git describe
+// is all digits, as a clone without tags gives: the chart's schema wants a
+// string, and --set would make it a number.
+func TestImageTagArgsKeepADigitsOnlyTagAString(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm := os.Getenv("HELM")
+	if helm == "" {
+		helm = filepath.Join(root, ".cache", "bin", "helm")
+	}
+	if _, err := os.Stat(helm); err != nil {
+		t.Fatalf("no helm (HELM, or make helm): %v", err)
+	}
+	args := append([]string{"template", "r", filepath.Join(root, "chart", "dynamo-platform"),
+		"--namespace", "dynamo-system"}, imageTagArgs("3742312")...)
+	out, err := exec.Command(helm, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm %v: %v\n%s", args, err, out)
+	}
+	if !strings.Contains(string(out), ImageRepository+":3742312") {
+		t.Errorf("the rendered chart does not run %s:3742312", ImageRepository)
+	}
+}

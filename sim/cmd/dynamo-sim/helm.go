@@ -56,7 +56,9 @@ const (
 func helmInstall(ctx context.Context, dir, helm, chart, tag string) error {
 	args := []string{"install", releaseName, chart, "--namespace", releaseNamespace, "--create-namespace", "--wait", "--timeout", "3m"}
 	if tag != "" {
-		args = append(args, "--set", "dynamo-operator.controllerManager.manager.image.tag="+tag)
+		// A string whatever it looks like: git describe of a clone with no
+		// tags may be all digits, a number to --set, which the schema refuses.
+		args = append(args, "--set-string", "dynamo-operator.controllerManager.manager.image.tag="+tag)
 	}
 	start := time.Now()
 	fmt.Printf("dynamo-sim: helm %s\n", strings.Join(args, " "))

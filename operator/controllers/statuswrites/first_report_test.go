@@ -110,6 +110,18 @@ func newGraphReconciler(c, applyThrough client.Client, clock *clocktesting.FakeC
 	}
 }
 
+// createGraph creates graph "g" in ns: a frontend and a one-GPU worker.
+func createGraph(t *testing.T, ctx context.Context, ns string) *v1alpha1.DynamoGraphDeployment {
+	t.Helper()
+	dgd := builders.MakeGraph("g", ns).
+		Service("Frontend", builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).
+		Service("Worker", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image("worker:1").GPUs(1)).Obj()
+	if err := env.Client.Create(ctx, dgd); err != nil {
+		t.Fatal(err)
+	}
+	return dgd
+}
+
 func reconcileOnce(t *testing.T, ctx context.Context, r reconcile.Reconciler, key client.ObjectKey) reconcile.Result {
 	t.Helper()
 	res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key})
@@ -331,12 +343,7 @@ func TestGraphStatusWrites(t *testing.T) {
 			ctx := context.Background()
 			ns := env.Namespace(t, "graph-status-writes")
 			clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
-			dgd := builders.MakeGraph("g", ns).
-				Service("Frontend", builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).
-				Service("Worker", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image("worker:1").GPUs(1)).Obj()
-			if err := env.Client.Create(ctx, dgd); err != nil {
-				t.Fatal(err)
-			}
+			dgd := createGraph(t, ctx, ns)
 			key := client.ObjectKeyFromObject(dgd)
 			c := &countingClient{Client: env.Client}
 			r := newGraphReconciler(c, env.Client, clock)

@@ -12,9 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/dynamoctl/dynamo-operator/internal/builders"
-	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
 // orderClient records the kind of every object created or patched through
@@ -77,12 +74,7 @@ func TestGraphWritesItsServiceAccountBeforeItsComponents(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t, "graph-write-order")
 	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	dgd := builders.MakeGraph("g", ns).
-		Service("Frontend", builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).
-		Service("Worker", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image("worker:1").GPUs(1)).Obj()
-	if err := env.Client.Create(ctx, dgd); err != nil {
-		t.Fatal(err)
-	}
+	dgd := createGraph(t, ctx, ns)
 	c := &orderClient{Client: env.Client}
 	r := newGraphReconciler(c, c, clock)
 	reconcileOnce(t, ctx, r, client.ObjectKeyFromObject(dgd))

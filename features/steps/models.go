@@ -367,7 +367,13 @@ func (w *world) steadyState(ctx context.Context, n int, dcd string) error {
 	if err != nil {
 		return err
 	}
-	mark := op.Writes()
+	// The graph reported Ready a moment ago; the events of that change are
+	// sent asynchronously and may still be on their way. Steady state
+	// starts once the operator has been quiet here for a second.
+	mark, err := w.settled(ctx, op, time.Second)
+	if err != nil {
+		return err
+	}
 	interval := w.cluster.ModelCheckInterval
 	if interval <= 0 {
 		return fmt.Errorf("the suite does not say the operator's --model-check-interval")

@@ -34,6 +34,33 @@ func (w *world) operatorRestarts(ctx context.Context) error {
 	return op.Restart(ctx)
 }
 
+// settled waits until the operator has written nothing in the scenario's
+// namespace for quiet, and returns its write count at the start of that
+// quiet period. It fails when the operator is still writing after 30 s.
+func (w *world) settled(ctx context.Context, op OperatorControl, quiet time.Duration) (int64, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mark := op.Writes()
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(quiet):
+		}
+		var writes []string
+		for _, wr := range op.WritesSince(mark) {
+			if strings.Contains(wr, "/namespaces/"+w.namespace+"/") {
+				writes = append(writes, wr)
+			}
+		}
+		if len(writes) == 0 {
+			return mark, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("the operator still writes after 30 s, for instance:\n  %s", strings.Join(writes, "\n  "))
+		}
+	}
+}
+
 // noWritesFor watches the operator for a quiet period. A restarted operator
 // reconciles every object it finds, so this asserts that a reconcile with
 // nothing to change writes nothing and emits no event.

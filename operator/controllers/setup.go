@@ -4,6 +4,7 @@
 package controllers
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -44,6 +46,10 @@ type Options struct {
 	Build render.ImageBuildOptions
 	// Model configures the DynamoModel controller (zero: its defaults).
 	Model ModelOptions
+	// Events returns the named controller's event recorder. When nil:
+	// with a Gate, recorders whose writes ask it (scope.Events); without,
+	// the manager's.
+	Events func(controller string) events.EventRecorder
 }
 
 // ModelOptions configure the DynamoModel controller; see ModelReconciler.
@@ -63,21 +69,28 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 		o.Workers = 1
 	}
 	c := mgr.GetClient()
-	var graphEvents, componentEvents events.EventRecorder = mgr.GetEventRecorder("dynamo-graph-controller"),
-		mgr.GetEventRecorder("dynamo-component-controller")
+	recorder := o.Events
 	if o.Gate != nil {
 		// Every write, events included, asks the gate first, so work in
 		// flight when a namespace changes hands stops there.
 		c = scope.GatedClient(c, o.Gate)
-		graphEvents = scope.GatedRecorder(graphEvents, o.Gate)
-		componentEvents = scope.GatedRecorder(componentEvents, o.Gate)
+		if recorder == nil {
+			r, err := gatedEvents(mgr, o.Gate)
+			if err != nil {
+				return nil, err
+			}
+			recorder = r
+		}
+	}
+	if recorder == nil {
+		recorder = func(name string) events.EventRecorder { return mgr.GetEventRecorder(name) }
 	}
 	resync := newResync(mgr.GetClient())
 	applier := &apply.Applier{Client: c, FieldOwner: FieldOwner, Clock: o.Clock}
 	graphs := &GraphReconciler{
 		Client:   c,
 		Applier:  applier,
-		Recorder: graphEvents,
+		Recorder: recorder("dynamo-graph-controller"),
 		Clock:    o.Clock,
 		Reader:   mgr.GetAPIReader(),
 		Renderer: o.Renderer,
@@ -88,7 +101,7 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 	components := &ComponentReconciler{
 		Client:   c,
 		Applier:  applier,
-		Recorder: componentEvents,
+		Recorder: recorder("dynamo-component-controller"),
 		Clock:    o.Clock,
 		Render:   o.Render,
 		Reader:   mgr.GetAPIReader(),
@@ -99,20 +112,16 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 	}
 	images := &DynamoComponentReconciler{
 		Client:   c,
-		Recorder: dynamoComponentEvents(mgr, o.Gate),
+		Recorder: recorder("dynamo-image-build-controller"),
 		Clock:    o.Clock,
 		Build:    o.Build,
 	}
 	if err := images.SetupWithManager(mgr, o.Workers, o.Gate); err != nil {
 		return nil, err
 	}
-	var modelEvents events.EventRecorder = mgr.GetEventRecorder("dynamo-model-controller")
-	if o.Gate != nil {
-		modelEvents = scope.GatedRecorder(modelEvents, o.Gate)
-	}
 	models := &ModelReconciler{
 		Client:        c,
-		Recorder:      modelEvents,
+		Recorder:      recorder("dynamo-model-controller"),
 		Clock:         o.Clock,
 		HTTP:          o.Model.HTTP,
 		CheckInterval: o.Model.CheckInterval,
@@ -124,14 +133,18 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 	return resync, nil
 }
 
-// dynamoComponentEvents is the image builds' event recorder, gated as the
-// others are.
-func dynamoComponentEvents(mgr manager.Manager, gate *scope.Gate) events.EventRecorder {
-	rec := mgr.GetEventRecorder("dynamo-image-build-controller")
-	if gate != nil {
-		return scope.GatedRecorder(rec, gate)
+// gatedEvents returns recorders whose writes ask gate, sending events for
+// as long as mgr runs.
+func gatedEvents(mgr manager.Manager, gate *scope.Gate) (func(string) events.EventRecorder, error) {
+	c, err := eventsv1client.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("building the events client: %w", err)
 	}
-	return rec
+	ev := scope.NewEvents(c, mgr.GetScheme(), gate, mgr.GetLogger().WithName("events"))
+	if err := mgr.Add(ev); err != nil {
+		return nil, err
+	}
+	return ev.Recorder, nil
 }
 
 // CacheOptions keeps only the operator's own children of the built-in kinds

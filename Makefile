@@ -97,6 +97,10 @@ verify-generate: generate ## Fail when regenerating changes the checked-in deepc
 golden: ## Rewrite operator/render/testdata/*.golden.yaml and testdata/buildjobs/ from the current rendering; review the diff.
 	$(GO) test ./operator/render -run 'TestGolden(BuildJobs)?$$' -count=1 -update
 
+.PHONY: steps-doc
+steps-doc: ## Rewrite features/STEPS.md, the catalogue of feature steps, from the steps registered in features/steps.
+	$(GO) test ./features/steps -run TestStepCatalogue -count=1 -update
+
 .PHONY: verify-golden
 verify-golden: golden ## Fail when the golden files do not match the rendering (or were not committed).
 	@changed=$$(git status --porcelain -- operator/render/testdata); \
@@ -155,7 +159,7 @@ features: k8s-bins ## Only the feature files; GODOG_TAGS=@api or GODOG_PATHS=api
 .PHONY: features-sim
 features-sim: k8s-bins sim-build $(HELM) $(LWS) ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, probes, the operator installed by helm.
 	DYNAMO_SIM_LWS=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./sim/cluster/ -run TestLeaderWorkerSetController
-	DYNAMO_SIM_FEATURES=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run TestFeatures -v -timeout 30m
+	DYNAMO_SIM_FEATURES=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run TestFeatures -v -timeout 45m
 
 .PHONY: scenarios
 scenarios: k8s-bins sim-build $(HELM) $(LWS) ## Upgrade and fault scenarios on the simulator (scenarios/*.feature): releases built from git tags and the working tree, installed with helm; report in scenarios/report/.

@@ -78,7 +78,7 @@ Feature: A graph's dynamoComponent is built into an image by a Job, and its comp
         name: slow--v1
       spec:
         dynamoComponent: slow:v1
-        imageBuildTimeout: 5s
+        imageBuildTimeout: 15s
         imageBuilderExtraPodMetadata:
           annotations:
             dynamo-sim/job-outcome: hang
@@ -95,13 +95,13 @@ Feature: A graph's dynamoComponent is built into an image by a Job, and its comp
             replicas: 1
       """
     Then it is accepted
-    And the build Job of DynamoComponent "slow--v1" has ".spec.activeDeadlineSeconds" equal to "5"
+    And the build Job of DynamoComponent "slow--v1" has ".spec.activeDeadlineSeconds" equal to "15"
     And the dgd "llm" eventually has ".status.conditions[?(@.type=="Ready")].message" containing "waiting for the image of DynamoComponent slow--v1: building dynamo-components:slow-v1"
     And the dgd "llm" has ".status.state" equal to "pending"
     And the Deployment "llm-frontend" does not exist
     When the image build of DynamoComponent "slow--v1" times out
     Then the dc "slow--v1" eventually has ".status.conditions[?(@.type=="ImageReady")].reason" equal to "ImageBuildTimedOut"
-    And the dc "slow--v1" has ".status.conditions[?(@.type=="ImageReady")].message" containing "did not finish within imageBuildTimeout 5s"
+    And the dc "slow--v1" has ".status.conditions[?(@.type=="ImageReady")].message" containing "did not finish within imageBuildTimeout 15s"
     And kstatus reads the dc "slow--v1" as Failed
     And the dgd "llm" eventually has ".status.state" equal to "failed"
     And the dgd "llm" has ".status.conditions[?(@.type=="Ready")].message" containing "the image of DynamoComponent slow--v1 cannot be built"

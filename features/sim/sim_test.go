@@ -365,7 +365,7 @@ func TestFeatures(t *testing.T) {
 	}
 	if isSimulator() {
 		cl.Fault = func(ctx context.Context, f steps.Fault) (string, error) {
-			return daemon.NewClient(stateDir).Fault(ctx, faults.Request{Kind: f.Kind, Pod: f.Pod, Image: f.Image})
+			return daemon.NewClient(stateDir).Fault(ctx, faults.Request{Kind: f.Kind, Pod: f.Pod, Image: f.Image, Node: f.Node})
 		}
 		cl.Workers = simWorkers{daemon.NewClient(stateDir)}
 	}

@@ -96,6 +96,12 @@ func (w *world) eventually(ctx context.Context, check func() error) error {
 	if timeout == 0 {
 		timeout = 30 * time.Second
 	}
+	return eventuallyWithin(ctx, timeout, check)
+}
+
+// eventuallyWithin retries check every 100 ms until it passes or timeout
+// has passed.
+func eventuallyWithin(ctx context.Context, timeout time.Duration, check func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := check()

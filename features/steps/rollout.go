@@ -26,8 +26,9 @@ import (
 // Fault is a simulator fault a step injects (dynamo-sim fault KIND).
 type Fault struct {
 	Kind string
-	// Pod is namespace/name (crash-loop); Image the image (image-pull-*).
-	Pod, Image string
+	// Pod is namespace/name (crash-loop); Image the image (image-pull-*);
+	// Node the node (node-loss).
+	Pod, Image, Node string
 }
 
 // serving is a scenario's state of these steps.
@@ -76,46 +77,73 @@ func (w *world) patchWatchingReadyPods(ctx context.Context, graph, deployment st
 	if d.Spec.Replicas != nil {
 		desired = int(*d.Spec.Replicas)
 	}
+	before := map[string]bool{} // pod-template-hash of the pods before the patch
+	rec := &rolloutRecord{deployment: deployment, desired: desired}
+	var start time.Time
+	pods, err := w.watchPodsThrough(ctx, sel.String(), 5*time.Minute, func(pods map[string]*corev1.Pod) error {
+		for _, p := range pods {
+			before[p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]] = true
+		}
+		rec.minReady = readyPods(pods)
+		start = time.Now()
+		return w.patchWith(ctx, "dgd", graph, doc)
+	}, func(pods map[string]*corev1.Pod) bool {
+		rec.minReady = min(rec.minReady, readyPods(pods))
+		return rolloutDone(pods, before, desired)
+	})
+	if err != nil {
+		return fmt.Errorf("the rollout of the Deployment %q: %w; pods: %s", deployment, err, describePods(pods))
+	}
+	rec.took = time.Since(start)
+	w.serving.rollout = rec
+	fmt.Printf("    Deployment %s: rollout of %d pods done in %.1fs; fewest ready pods at any moment: %d\n",
+		deployment, desired, rec.took.Seconds(), rec.minReady)
+	return nil
+}
+
+// watchPodsThrough lists the pods selector selects, watches them from that
+// list's resourceVersion, calls begin with the listed pods (the change to
+// watch, a patch), then observe with the pods as they stand after every
+// event, until observe reports done or timeout passes. Every change of
+// every pod is seen: none falls between two polls. It returns the pods as
+// last seen.
+func (w *world) watchPodsThrough(ctx context.Context, selector string, timeout time.Duration,
+	begin func(pods map[string]*corev1.Pod) error, observe func(pods map[string]*corev1.Pod) (done bool)) (map[string]*corev1.Pod, error) {
 	cs, err := kubernetes.NewForConfig(w.cluster.Config)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	podsAPI := cs.CoreV1().Pods(w.namespace)
-	list, err := podsAPI.List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	list, err := podsAPI.List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pods := map[string]*corev1.Pod{}
-	before := map[string]bool{} // pod-template-hash of the pods before the patch
 	for i := range list.Items {
-		p := &list.Items[i]
-		pods[p.Name] = p
-		before[p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]] = true
+		pods[list.Items[i].Name] = &list.Items[i]
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	watcher, err := podsAPI.Watch(wctx, metav1.ListOptions{LabelSelector: sel.String(), ResourceVersion: list.ResourceVersion})
+	watcher, err := podsAPI.Watch(wctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: list.ResourceVersion})
 	if err != nil {
-		return err
+		return pods, err
 	}
 	defer watcher.Stop()
-	rec := &rolloutRecord{deployment: deployment, desired: desired, minReady: readyPods(pods)}
-	start := time.Now()
-	if err := w.patchWith(ctx, "dgd", graph, doc); err != nil {
-		return err
+	if err := begin(pods); err != nil {
+		return pods, err
 	}
-	deadline := time.After(5 * time.Minute)
+	deadline := time.After(timeout)
 	for {
 		select {
 		case <-deadline:
-			return fmt.Errorf("the rollout of the Deployment %q was not done within 5 minutes; pods: %s", deployment, describePods(pods))
+			return pods, fmt.Errorf("not done within %s", timeout)
 		case ev, ok := <-watcher.ResultChan():
 			if !ok {
-				return errors.New("the watch of the pods ended before the rollout was done")
+				return pods, errors.New("the watch of the pods ended before it was done")
 			}
 			switch ev.Type {
 			case watch.Error:
-				return fmt.Errorf("the watch of the pods failed: %v", ev.Object)
+				return pods, fmt.Errorf("the watch of the pods failed: %v", ev.Object)
 			case watch.Deleted:
 				if p, ok := ev.Object.(*corev1.Pod); ok {
 					delete(pods, p.Name)
@@ -125,13 +153,8 @@ func (w *world) patchWatchingReadyPods(ctx context.Context, graph, deployment st
 					pods[p.Name] = p
 				}
 			}
-			rec.minReady = min(rec.minReady, readyPods(pods))
-			if rolloutDone(pods, before, desired) {
-				rec.took = time.Since(start)
-				w.serving.rollout = rec
-				fmt.Printf("    Deployment %s: rollout of %d pods done in %.1fs; fewest ready pods at any moment: %d\n",
-					deployment, desired, rec.took.Seconds(), rec.minReady)
-				return nil
+			if observe(pods) {
+				return pods, nil
 			}
 		}
 	}

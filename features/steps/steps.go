@@ -87,6 +87,9 @@ type world struct {
 	install         install
 	serving         serving
 	models          models
+	gang            gang
+	groups          groups
+	lwsAPI          lwsAPI
 }
 
 // InitializeScenario registers every step and gives each scenario a

@@ -100,3 +100,23 @@ func (c DeploymentConditions) ReplicaFailure(message string) DeploymentCondition
 	return append(c, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue,
 		Reason: "FailedCreate", Message: message})
 }
+
+// InGroup labels the pod as LeaderWorkerSet makes a multinode component's
+// pods: its component, its role (leader or worker) and its LeaderWorkerSet
+// with the group index (groupIndex "" leaves the index out, as before
+// LeaderWorkerSet's pod webhook set it).
+func (p *PodWrapper) InGroup(component, role, lws, groupIndex string) *PodWrapper {
+	p.Pod.Labels["nvidia.com/dynamo-component"] = component
+	p.Pod.Labels["nvidia.com/dynamo-multinode-role"] = role
+	p.Pod.Labels["leaderworkerset.sigs.k8s.io/name"] = lws
+	if groupIndex != "" {
+		p.Pod.Labels["leaderworkerset.sigs.k8s.io/group-index"] = groupIndex
+	}
+	return p
+}
+
+// SchedulingGroup names the pod's gang PodGroup itself.
+func (p *PodWrapper) SchedulingGroup(podGroup string) *PodWrapper {
+	p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(podGroup)}
+	return p
+}

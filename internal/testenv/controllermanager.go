@@ -23,7 +23,10 @@ type controllerManager struct {
 	done chan error
 }
 
-func startControllerManager(e *Env, assets string) (*controllerManager, error) {
+// gangFeatureGates are Kubernetes 1.36's alpha gang scheduling gates.
+const gangFeatureGates = "GenericWorkload=true,GangScheduling=true"
+
+func startControllerManager(e *Env, assets string, gang bool) (*controllerManager, error) {
 	dir, err := os.MkdirTemp("", "testenv-kcm-")
 	if err != nil {
 		return nil, err
@@ -40,9 +43,17 @@ func startControllerManager(e *Env, assets string) (*controllerManager, error) {
 	if err != nil {
 		return nil, err
 	}
+	controllers, gates := "garbagecollector,namespace,clusterrole-aggregation,horizontalpodautoscaling", "GenericWorkload=false"
+	if gang {
+		// podgroup-protection removes the finalizer the API server puts on
+		// every PodGroup once no pod names it; without it no PodGroup is
+		// ever deleted.
+		controllers, gates = controllers+",podgroup-protection-controller", gangFeatureGates
+	}
 	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"),
 		"--kubeconfig="+kcPath,
-		"--controllers=garbagecollector,namespace,clusterrole-aggregation,horizontalpodautoscaling",
+		"--controllers="+controllers,
+		"--feature-gates="+gates,
 		// No metrics server here: an HPA acts on its min and max replicas
 		// alone, within a second rather than the default 15 s.
 		"--horizontal-pod-autoscaler-sync-period=1s",

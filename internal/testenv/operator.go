@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dynamoctl/dynamo-operator/operator/app"
@@ -57,6 +58,26 @@ var operatorTestDefaults = []string{
 // command-line flags; Start runs it.
 func (e *Env) NewOperator(args []string, deps app.Deps) (*Operator, error) {
 	return e.NewOperatorAs("", args, deps)
+}
+
+// ControllersOnly are the flags of an operator that runs only its
+// controllers: no webhooks, metrics or health endpoints, so that a test
+// needs neither certificates nor ports.
+var ControllersOnly = []string{"--enable-webhooks=false", "--metrics-bind-address=0", "--health-probe-bind-address=0"}
+
+// StartControllers starts an operator with ControllersOnly and args, and
+// stops it when the test ends.
+func (e *Env) StartControllers(ctx context.Context, t testing.TB, args ...string) *Operator {
+	t.Helper()
+	op, err := e.NewOperator(append(append([]string(nil), ControllersOnly...), args...), app.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(op.Stop)
+	return op
 }
 
 // NewOperatorAs is NewOperator authenticating as user (a cluster admin), so

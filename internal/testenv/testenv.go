@@ -49,6 +49,9 @@ type Env struct {
 type Options struct {
 	// Audit makes the API server log every write, for AuditEvents.
 	Audit bool
+	// NoGangScheduling starts the API server without the PodGroup API
+	// (scheduling.k8s.io/v1alpha2), as Kubernetes serves by default.
+	NoGangScheduling bool
 }
 
 // Scheme returns a scheme with client-go's kinds and this project's kinds.
@@ -99,6 +102,13 @@ func StartWith(o Options) (*Env, error) {
 	}
 	// envtest's default Service range is a /24: 254 Services in all.
 	te.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
+	// Gang scheduling's API, as the simulator serves it (sim/cluster): the
+	// operator's PodGroups and its pod webhook are exercised here too.
+	if !o.NoGangScheduling {
+		te.ControlPlane.GetAPIServer().Configure().
+			Set("runtime-config", "scheduling.k8s.io/v1alpha2=true").
+			Set("feature-gates", gangFeatureGates)
+	}
 	var auditLog string
 	if o.Audit {
 		policy, log, err := auditFiles(tmpDir)
@@ -136,7 +146,7 @@ func StartWith(o Options) (*Env, error) {
 		auditLog: auditLog,
 		tmpDir:   tmpDir,
 	}
-	if e.kcm, err = startControllerManager(e, assets); err != nil {
+	if e.kcm, err = startControllerManager(e, assets, !o.NoGangScheduling); err != nil {
 		_ = te.Stop()
 		_ = os.RemoveAll(tmpDir)
 		return nil, err

@@ -1,10 +1,12 @@
 package app
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dynamoctl/dynamo-operator/operator/certs"
 	"github.com/dynamoctl/dynamo-operator/operator/config"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
 	"github.com/dynamoctl/dynamo-operator/operator/scope"
 	"github.com/dynamoctl/dynamo-operator/operator/webhooks"
 )
@@ -22,6 +24,7 @@ func setupWebhooks(mgr manager.Manager, o *config.Options, d Deps, gate *scope.G
 		OperatorVersion:   o.OperatorVersion,
 		NamespaceExcluded: gate.Excluded,
 		Drain:             drain,
+		PodGroupServed:    podGroupServed(mgr.GetRESTMapper()),
 	}); err != nil {
 		return err
 	}
@@ -58,4 +61,15 @@ func webhookHosts(o *config.Options) []string {
 		hosts = append([]string{o.Webhook.URLHost}, hosts...)
 	}
 	return hosts
+}
+
+// podGroupServed says whether the cluster serves the gang PodGroup API, as
+// the component controller finds it (the same REST mapper, which looks a
+// group version up again when it has not seen it).
+func podGroupServed(mapper meta.RESTMapper) func() bool {
+	gvk := render.PodGroupGVK
+	return func() bool {
+		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil
+	}
 }

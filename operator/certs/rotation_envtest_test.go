@@ -145,7 +145,17 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 		}
 		if r := dgd.Spec.Services["Frontend"].Replicas; r == nil || *r != 1 {
 			failed.Add(1)
-			record("valid graph not defaulted: replicas %v", r)
+			// Seen once in CI (1 of 449): what the mutating configuration
+			// held at that moment says whether the API server had a
+			// defaulting webhook to call.
+			mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			err := env.Client.Get(context.Background(), client.ObjectKey{Name: webhooks.MutatingConfigurationName("")}, mwc)
+			var hooks []string
+			for _, h := range mwc.Webhooks {
+				hooks = append(hooks, fmt.Sprintf("%s (caBundle %d bytes)", h.Name, len(h.ClientConfig.CABundle)))
+			}
+			record("valid graph not defaulted at %s: replicas %v; mutating configuration rv %s webhooks %v (get: %v)",
+				time.Since(start).Round(time.Millisecond), r, mwc.ResourceVersion, hooks, err)
 		}
 	})
 

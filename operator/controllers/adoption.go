@@ -6,11 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"maps"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
@@ -166,7 +169,8 @@ func equalSelector(a, b *metav1.LabelSelector) bool {
 // reports running the component, when it is one this operator cannot adopt
 // in place (Dynamo's LeaderWorkerSet or Grove PodClique for multinode
 // services); "" when there is none or it is a Deployment. A component whose
-// content this operator rendered is never foreign.
+// content this operator rendered is never foreign. It reads the status
+// only: foreignWorkload checks what the status names.
 func foreignWorkloadKind(dcd *v1alpha1.DynamoComponentDeployment) v1alpha1.ComponentKind {
 	s := dcd.Status.Service
 	if s == nil || s.ComponentKind == "" || s.ComponentKind == v1alpha1.ComponentKindDeployment ||
@@ -174,6 +178,35 @@ func foreignWorkloadKind(dcd *v1alpha1.DynamoComponentDeployment) v1alpha1.Compo
 		return ""
 	}
 	return s.ComponentKind
+}
+
+// foreignWorkload is foreignWorkloadKind checked against the cluster: a
+// LeaderWorkerSet named in the status is another operator's only if one
+// exists that this operator did not render. A component made without a
+// graph carries no renderer annotation of its own, and its status names
+// the LeaderWorkerSet this operator rendered for it: read from the status
+// alone, it failed as another operator's on its second reconcile.
+func (r *ComponentReconciler) foreignWorkload(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment) (v1alpha1.ComponentKind, error) {
+	kind := foreignWorkloadKind(dcd)
+	if kind != v1alpha1.ComponentKindLeaderWorkerSet {
+		return kind, nil
+	}
+	names := append([]string{dcd.Status.Service.ComponentName}, dcd.Status.Service.ComponentNames...)
+	for _, name := range slices.Compact(slices.Sorted(slices.Values(names))) {
+		if name == "" {
+			continue
+		}
+		live, err := lookup(ctx, r.Client, r.Reader, client.ObjectKey{Namespace: dcd.Namespace, Name: name}, &lwsv1.LeaderWorkerSet{})
+		switch {
+		case meta.IsNoMatchError(err):
+			return "", nil // no LeaderWorkerSet API: nobody's runs
+		case err != nil:
+			return "", err
+		case live != nil && live.Annotations[AnnotationRenderer] == "":
+			return kind, nil
+		}
+	}
+	return "", nil
 }
 
 // DynamoFinalizer is the finalizer Dynamo's operator puts on graphs and

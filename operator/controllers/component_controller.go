@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
@@ -50,7 +51,11 @@ type ComponentReconciler struct {
 	// adoption.go for what it decides.
 	Renderer string
 
-	lws lwsWatch
+	// lws and podGroups watch the children whose API a cluster may lack
+	// (multinode.go, gang.go).
+	lws, podGroups lazyWatch
+	// podGroupAPI remembers whether the PodGroup API is served (gang.go).
+	podGroupAPI apiProbe
 	// written remembers this controller's latest status write of each
 	// component until the cache shows it (statusWrites).
 	written statusWrites
@@ -81,8 +86,10 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 	if err != nil {
 		return err
 	}
-	// LeaderWorkerSets are watched once their API is found (multinode.go).
-	r.lws.ctrl, r.lws.cache = c, mgr.GetCache()
+	// LeaderWorkerSets and PodGroups are watched once their API is found
+	// (multinode.go, gang.go).
+	r.lws = lazyWatch{ctrl: c, cache: mgr.GetCache(), object: func() client.Object { return &lwsv1.LeaderWorkerSet{} }}
+	r.podGroups = lazyWatch{ctrl: c, cache: mgr.GetCache(), object: newPodGroup}
 	return nil
 }
 
@@ -129,7 +136,11 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if kind := foreignWorkloadKind(dcd); kind != "" {
+	kind, err := r.foreignWorkload(ctx, dcd)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if kind != "" {
 		// Rendering a Deployment beside another operator's workload would
 		// run the service twice on the same GPUs.
 		return reconcile.Result{}, r.failWith(ctx, dcd, ReasonNotAdoptable, fmt.Errorf(

@@ -49,23 +49,27 @@ const missingAPIRecheck = 10 * time.Second
 
 var lwsGroupKind = lwsv1.SchemeGroupVersion.WithKind("LeaderWorkerSet").GroupKind()
 
-// lwsWatch starts the watch of LeaderWorkerSets the first time the API is
-// found: a watch started at operator start on a cluster without the CRD
-// would fail the whole manager, and the API may be installed at any time.
-type lwsWatch struct {
+// lazyWatch starts the watch of a child kind whose API a cluster may lack
+// (LeaderWorkerSets, gang PodGroups) the first time the API is found: a
+// watch started at operator start on a cluster without the API would fail
+// the whole manager, and the API may be installed at any time.
+type lazyWatch struct {
 	mu      sync.Mutex
 	started bool
 	ctrl    controller.Controller
 	cache   cache.Cache
+	// object is an empty object of the kind (unstructured with its kind
+	// set for a kind the scheme lacks).
+	object func() client.Object
 }
 
-func (w *lwsWatch) ensure(c client.Client) error {
+func (w *lazyWatch) ensure(c client.Client) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.started || w.ctrl == nil {
 		return nil
 	}
-	src := source.Kind(w.cache, client.Object(&lwsv1.LeaderWorkerSet{}),
+	src := source.Kind(w.cache, w.object(),
 		handler.EnqueueRequestForOwner(c.Scheme(), c.RESTMapper(), &v1alpha1.DynamoComponentDeployment{}, handler.OnlyControllerOwner()))
 	if err := w.ctrl.Watch(src); err != nil {
 		return err
@@ -109,6 +113,12 @@ func (r *ComponentReconciler) reconcileMultinode(ctx context.Context, dcd *v1alp
 	if err := applyDiscovery(ctx, r.Client, r.Applier, dcd, render.ComponentDiscoveryRBAC(dcd), &changes); err != nil {
 		return reconcile.Result{}, err
 	}
+	// The PodGroups go before the LeaderWorkerSet, so that its first pods
+	// find theirs (the scheduler holds a pod whose PodGroup is missing).
+	gang, gangRecheck, err := r.applyPodGroups(ctx, dcd, &changes)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	if err := r.applyChildOver(ctx, dcd, lws, asObject(live), false, &changes); err != nil {
 		if isUserError(err) {
 			return reconcile.Result{}, r.fail(ctx, dcd, err)
@@ -145,8 +155,14 @@ func (r *ComponentReconciler) reconcileMultinode(ctx context.Context, dcd *v1alp
 		c.Status = componentStatus(c, view, why, metav1.NewTime(r.Clock.Now()))
 		c.Status.Service.ComponentKind = v1alpha1.ComponentKindLeaderWorkerSet
 		setWorkloadPending(&c.Status, nil)
+		meta.SetStatusCondition(&c.Status.Conditions, gang)
 	})
-	return afterComponentStatus(ctx, dcd, changes, wrote, err)
+	res, err := afterComponentStatus(ctx, dcd, changes, wrote, err)
+	if gangRecheck && err == nil {
+		// Discovery is not watchable: look for the PodGroup API again.
+		res = soonest(res, gangAPIRecheck)
+	}
+	return res, err
 }
 
 // lwsView reads a LeaderWorkerSet's status as a Deployment's, one replica

@@ -75,6 +75,8 @@
 //	Services                  select every pod                          select leaders (dynamo-multinode-role=leader)  workers serve nothing
 //	status / scale            pods                                     groups (2 replicas × 4 nodes = 2)      an HPA scales instances (SPEC 2)
 //	groups' headless Service  LWS default (Shared, named after the LWS)  one per group (UniquePerReplica)    ours names the LWS <component>, the component Service's name
+//	group placement           another scheduler's PodGroups (Volcano, KAI)  a gang PodGroup per group index, the rollout's surge group's too (k8s 1.36)  all-or-nothing with kube-scheduler itself (podgroup.go)
+//	a group's nodes           scheduler's choice                       required anti-affinity within a group  nodeCount distinct nodes; gang placement packs a group otherwise
 //
 // Upgrading from v0.2.0, which rendered a multinode service as one
 // Deployment of replicas × nodeCount pods: the service keeps that

@@ -28,7 +28,8 @@ const goldenNamespace = "compat"
 var goldenOptions = Options{}
 
 // renderGraph renders every object the operator creates for a graph, in a
-// fixed order: the components, then per component its Deployment, Service,
+// fixed order: the components, then per component its Deployment (or
+// LeaderWorkerSet and its groups' gang PodGroups), Service,
 // model Service and Ingress, then the claims, then the discovery objects.
 // Objects carry no owner references and no server-set fields: the
 // controllers and the API server add those.
@@ -53,7 +54,11 @@ func renderGraph(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment) []any {
 		if err != nil {
 			t.Fatalf("%s: workload of %s: %v", dgd.Name, dcd.Name, err)
 		}
-		objs = append(objs, workload, Service(dcd))
+		objs = append(objs, workload)
+		for _, pg := range PodGroups(dcd) {
+			objs = append(objs, pg.Object)
+		}
+		objs = append(objs, Service(dcd))
 		if s := ModelService(dcd); s != nil {
 			objs = append(objs, s)
 		}

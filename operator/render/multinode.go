@@ -113,6 +113,8 @@ func LeaderWorkerSet(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alph
 	// the runtime's probes on the system port would never answer.
 	wmain.StartupProbe, wmain.LivenessProbe, wmain.ReadinessProbe = nil, nil, nil
 	l.worker(&worker.Spec, wmain, g)
+	spreadGroup(&leader.Spec, dcd)
+	spreadGroup(&worker.Spec, dcd)
 
 	replicas := int32(1)
 	if r := dcd.Spec.Replicas; r != nil {
@@ -147,7 +149,7 @@ func LeaderWorkerSet(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alph
 				Type: lwsv1.RollingUpdateStrategyType,
 				RollingUpdateConfiguration: &lwsv1.RollingUpdateConfiguration{
 					MaxUnavailable: intstr.FromInt32(0),
-					MaxSurge:       intstr.FromInt32(1),
+					MaxSurge:       intstr.FromInt32(GroupSurge),
 				},
 			},
 			LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{
@@ -160,6 +162,35 @@ func LeaderWorkerSet(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alph
 			},
 		},
 	}, nil
+}
+
+// GroupSurge is how many groups a rollout adds above the replicas
+// (LeaderWorkerSet's maxSurge): the new revision's first group gets the
+// next group index, replicas, while every old group still serves.
+const GroupSurge = 1
+
+// spreadGroup puts a group's pods on nodeCount distinct nodes, as the
+// service asks (a group spans nodeCount nodes): each pod repels the pods of
+// its own group per node. The group is told by LeaderWorkerSet's group-key
+// label, which the API server adds to the selector at each pod's creation
+// (matchLabelKeys), so the groups of a component do not repel each other.
+// Scoring alone (the scheduler's default spreading) did not do it once
+// the groups were gang-scheduled: a group's pods are then placed in one
+// cycle, and the simulator put two on one node.
+func spreadGroup(spec *corev1.PodSpec, dcd *v1alpha1.DynamoComponentDeployment) {
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
+	}
+	if spec.Affinity.PodAntiAffinity == nil {
+		spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	anti := spec.Affinity.PodAntiAffinity
+	anti.RequiredDuringSchedulingIgnoredDuringExecution = append(anti.RequiredDuringSchedulingIgnoredDuringExecution,
+		corev1.PodAffinityTerm{
+			LabelSelector:  &metav1.LabelSelector{MatchLabels: map[string]string{LabelComponent: dcd.Name}},
+			MatchLabelKeys: []string{lwsv1.GroupUniqueHashLabelKey},
+			TopologyKey:    corev1.LabelHostname,
+		})
 }
 
 // MultinodeSelector selects the leaders of a multinode component: the pods

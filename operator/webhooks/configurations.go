@@ -6,6 +6,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
 
 // The operator creates and maintains its own webhook configurations (with
@@ -124,7 +125,41 @@ func Configurations(o ConfigurationOptions) (*admissionregistrationv1.Validating
 			NamespaceSelector:       selector,
 			TimeoutSeconds:          ptr.To[int32](10),
 			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
-		}},
+		}, podGroupWebhook(clientConfig(PathMutatePod), selector)},
 	}
 	return v, m
 }
+
+// podGroupWebhook names a multinode group's pods' gang PodGroup
+// (podGroupNamer). Only pods created from a multinode component's
+// LeaderWorkerSet are sent (objectSelector), on CREATE, the only time the
+// field can be set. It must never stand between the cluster and its pods:
+// failurePolicy Ignore and a short timeout (a pod missed is placed on its
+// own, as without gang scheduling). Reinvoked when a later webhook
+// (LeaderWorkerSet's, which adds the group index label) changed the pod.
+func podGroupWebhook(client admissionregistrationv1.WebhookClientConfig, namespaces *metav1.LabelSelector) admissionregistrationv1.MutatingWebhook {
+	return admissionregistrationv1.MutatingWebhook{
+		Name:         "podgroup.pods.nvidia.com",
+		ClientConfig: client,
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
+				Scope: ptr.To(admissionregistrationv1.NamespacedScope),
+			},
+		}},
+		FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		AdmissionReviewVersions: []string{"v1"},
+		NamespaceSelector:       namespaces,
+		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: render.LabelMultinodeRole, Operator: metav1.LabelSelectorOpExists},
+			{Key: render.LabelComponent, Operator: metav1.LabelSelectorOpExists},
+		}},
+		TimeoutSeconds:     ptr.To[int32](podGroupWebhookTimeout),
+		ReinvocationPolicy: ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
+	}
+}
+
+// podGroupWebhookTimeout bounds what a pod's creation waits for the operator.
+const podGroupWebhookTimeout = 3

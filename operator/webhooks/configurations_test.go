@@ -19,7 +19,7 @@ func TestConfigurationsClusterWideThroughService(t *testing.T) {
 	if v.Name != "dynamo-operator-validating" || m.Name != "dynamo-operator-mutating" {
 		t.Errorf("names %q %q", v.Name, m.Name)
 	}
-	if len(v.Webhooks) != 4 || len(m.Webhooks) != 1 {
+	if len(v.Webhooks) != 4 || len(m.Webhooks) != 2 {
 		t.Fatalf("webhooks: %d validating, %d mutating", len(v.Webhooks), len(m.Webhooks))
 	}
 	kinds := map[string]string{}

@@ -22,6 +22,10 @@ type Options struct {
 	// Drain, when set, closes connections after each answer once the
 	// operator is stopping.
 	Drain *Drain
+	// PodGroupServed says whether the cluster serves the gang PodGroup API
+	// (the pod webhook names a multinode pod's PodGroup only then); nil
+	// means it does.
+	PodGroupServed func() bool
 }
 
 // Paths the handlers are served at, in controller-runtime's naming.
@@ -31,6 +35,7 @@ const (
 	PathValidateComponentDeployment = "/validate-nvidia-com-v1alpha1-dynamocomponentdeployment"
 	PathValidateModel               = "/validate-nvidia-com-v1alpha1-dynamomodel"
 	PathValidateComponent           = "/validate-nvidia-com-v1alpha1-dynamocomponent"
+	PathMutatePod                   = "/mutate--v1-pod"
 )
 
 // Setup registers the handlers on the manager's webhook server. Call it only
@@ -59,5 +64,6 @@ func Setup(mgr manager.Manager, o Options) error {
 	register(PathMutateGraph, "DynamoGraphDeployment", &graphDefaulter{
 		decoder: admission.NewDecoder(scheme), version: o.OperatorVersion, excluded: o.NamespaceExcluded,
 	})
+	register(PathMutatePod, "Pod", &podGroupNamer{served: o.PodGroupServed, excluded: o.NamespaceExcluded})
 	return nil
 }

@@ -35,6 +35,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fsteps "github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/sim/faults"
@@ -101,7 +102,7 @@ type faultWorld struct {
 	watched   types.NamespacedName
 	lostNode  string
 	lostAt    time.Time
-	states    *stateRecorder
+	states    *fsteps.GraphStates
 	certEpoch time.Time
 }
 
@@ -754,7 +755,8 @@ func (f *faultWorld) loseWorkerNode(ctx context.Context) error {
 	if p.Spec.NodeName == "" {
 		return fmt.Errorf("pod %s is not scheduled", p.Name)
 	}
-	f.states = recordStates(f.w, f.watched)
+	f.states = fsteps.RecordGraphStates(f.w.Client, f.watched)
+	f.w.Background(f.states.Halt)
 	msg, err := f.fault(ctx, faults.Request{Kind: "node-loss", Node: p.Spec.NodeName})
 	if err != nil {
 		return err
@@ -770,7 +772,7 @@ func (f *faultWorld) pendingThenReady(ctx context.Context) error {
 	}
 	var onto string
 	err := f.w.EventuallyWithin(ctx, 4*time.Minute, func() error {
-		if f.states.firstNotReady().IsZero() {
+		if f.states.FirstNotReady().IsZero() {
 			return fmt.Errorf("the graph has not left Ready yet (states seen: %s)", f.states.String())
 		}
 		if err := f.notReady(ctx, f.watched.Namespace, []string{f.watched.Name}); err != nil {
@@ -786,85 +788,18 @@ func (f *faultWorld) pendingThenReady(ctx context.Context) error {
 		onto = p.Spec.NodeName
 		return nil
 	})
-	f.states.halt()
+	f.states.Halt()
 	fmt.Printf("    graph states after the node loss: %s\n", f.states.String())
 	if err != nil {
 		return err
 	}
-	f.w.Figure("graph not Ready after the node loss (s)", fmt.Sprintf("%.1f", f.states.firstNotReady().Sub(f.lostAt).Seconds()))
+	f.w.Figure("graph not Ready after the node loss (s)", fmt.Sprintf("%.1f", f.states.FirstNotReady().Sub(f.lostAt).Seconds()))
 	f.w.Figure("graph Ready again after the node loss (s)", fmt.Sprintf("%.1f", time.Since(f.lostAt).Seconds()))
 	f.w.Figure("worker moved", f.lostNode+" -> "+onto)
-	if !f.states.saw(string(v1alpha1.GraphStatePending)) {
+	if !f.states.Saw(string(v1alpha1.GraphStatePending)) {
 		return fmt.Errorf("the graph left Ready but was never pending: %s", f.states.String())
 	}
 	return nil
-}
-
-// stateRecorder polls a graph's state and Ready condition every 250 ms
-// and keeps each change.
-type stateRecorder struct {
-	mu       sync.Mutex
-	changes  []string
-	seen     map[string]bool
-	notReady time.Time
-	stop     func()
-	done     chan struct{}
-}
-
-func recordStates(w *World, key types.NamespacedName) *stateRecorder {
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &stateRecorder{seen: map[string]bool{}, stop: cancel, done: make(chan struct{})}
-	w.Background(r.halt)
-	start := time.Now()
-	go func() {
-		defer close(r.done)
-		last := ""
-		for ctx.Err() == nil {
-			g := &v1alpha1.DynamoGraphDeployment{}
-			if err := w.Client.Get(ctx, key, g); err == nil {
-				ready := "Unknown"
-				if c := metaCondition(g.Status.Conditions, "Ready"); c != nil {
-					ready = string(c.Status)
-				}
-				now := string(g.Status.State) + "/Ready=" + ready
-				r.mu.Lock()
-				if now != last {
-					r.changes = append(r.changes, fmt.Sprintf("+%.1fs %s", time.Since(start).Seconds(), now))
-					last = now
-				}
-				r.seen[string(g.Status.State)] = true
-				if ready != "True" && r.notReady.IsZero() {
-					r.notReady = time.Now()
-				}
-				r.mu.Unlock()
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(250 * time.Millisecond):
-			}
-		}
-	}()
-	return r
-}
-
-func (r *stateRecorder) halt() { r.stop(); <-r.done }
-
-func (r *stateRecorder) firstNotReady() time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.notReady
-}
-
-func (r *stateRecorder) saw(state string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.seen[state]
-}
-
-func (r *stateRecorder) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return strings.Join(r.changes, ", ")
 }
 
 // --- certificate expiry ---

@@ -249,8 +249,24 @@ func (c *Cluster) apiServerArgs() []string {
 		"--audit-log-format=json",
 		"--audit-log-mode=blocking",
 		"--profiling=false",
+		// Gang scheduling (all-or-nothing placement of a multinode group):
+		// the PodGroup API and the pod's schedulingGroup field.
+		"--runtime-config=" + gangRuntimeConfig,
+		"--feature-gates=" + gangFeatureGates,
 	}
 }
+
+// Kubernetes 1.36's gang scheduling is alpha: the scheduling.k8s.io/v1alpha2
+// API (PodGroup, Workload) is off unless enabled, GenericWorkload gates that API,
+// the pod's spec.schedulingGroup field and the bootstrap RBAC that lets
+// kube-scheduler read PodGroups (kube-apiserver), GangScheduling adds the
+// scheduler's GangScheduling plugin (kube-scheduler, which needs
+// GenericWorkload too). kube-controller-manager gets the same gates so that
+// every component agrees on what the API is.
+const (
+	gangRuntimeConfig = "scheduling.k8s.io/v1alpha2=true"
+	gangFeatureGates  = "GenericWorkload=true,GangScheduling=true"
+)
 
 func (c *Cluster) kcmArgs() []string {
 	kc := filepath.Join(c.cfg.Dir, "kube-controller-manager.kubeconfig")
@@ -278,6 +294,7 @@ func (c *Cluster) kcmArgs() []string {
 		"--concurrent-namespace-syncs=10",
 		"--node-monitor-period=2s",
 		"--node-monitor-grace-period=20s",
+		"--feature-gates=" + gangFeatureGates,
 	}
 }
 
@@ -289,6 +306,7 @@ func (c *Cluster) schedulerArgs() []string {
 		"--authorization-kubeconfig=" + kc,
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(schedPort),
+		"--feature-gates=" + gangFeatureGates,
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 )
 
 // ComponentLabel marks the pods of Dynamo components (operator/render's
@@ -45,6 +46,14 @@ type Manager struct {
 	// /health is 503 until then) unless the pod's annotation says.
 	ModelLoadDelay time.Duration
 
+	// Clock schedules the retries of a worker whose address could not be
+	// bound; the real clock unless set.
+	Clock clock.WithDelayedExecution
+
+	// pods reads the latest state of a pod, for a retry (the informer's
+	// store once Run has started).
+	pods cache.Store
+
 	mu      sync.Mutex
 	servers map[string]*server // by pod namespace/name
 	// down lists pods whose worker must not serve (crash-loop fault).
@@ -62,7 +71,7 @@ type server struct {
 
 // NewManager makes a Manager recording into rec.
 func NewManager(rec *Recorder) *Manager {
-	return &Manager{Recorder: rec, servers: map[string]*server{}, down: map[string]bool{}, Log: func(string, ...any) {}}
+	return &Manager{Recorder: rec, Clock: clock.RealClock{}, servers: map[string]*server{}, down: map[string]bool{}, Log: func(string, ...any) {}}
 }
 
 // Run watches pods until ctx ends, then stops every worker.
@@ -70,6 +79,9 @@ func (m *Manager) Run(ctx context.Context, cs kubernetes.Interface) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ComponentLabel }))
 	inf := factory.Core().V1().Pods().Informer()
+	m.mu.Lock()
+	m.pods = inf.GetStore()
+	m.mu.Unlock()
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.sync(obj) },
 		UpdateFunc: func(_, obj any) { m.sync(obj) },
@@ -184,8 +196,29 @@ func (m *Manager) sync(obj any) {
 	default:
 		m.stop(k)
 		if err := m.start(p); err != nil {
-			m.Log("fake worker of %s: %v", k, err)
+			// A pod's address can be the one of a pod the simulator's kubelet
+			// ran until a moment ago: the /32 route to that pod's network
+			// namespace lives until the kernel has destroyed the namespace,
+			// and binding fails meanwhile. Nothing else would ever try again
+			// (a pod that is Running sees no more events until its probes
+			// pass, which need this worker), so this does, every second.
+			m.stop(k)
+			m.Log("fake worker of %s: %v; trying again in 1s", k, err)
+			m.Clock.AfterFunc(time.Second, func() { m.retry(k) })
 		}
+	}
+}
+
+// retry syncs the pod k again from the informer's latest state.
+func (m *Manager) retry(k string) {
+	m.mu.Lock()
+	store := m.pods
+	m.mu.Unlock()
+	if store == nil {
+		return
+	}
+	if obj, ok, err := store.GetByKey(k); err == nil && ok {
+		m.sync(obj)
 	}
 }
 

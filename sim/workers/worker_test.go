@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
@@ -97,6 +99,49 @@ func TestWorkerServesOnPodAddress(t *testing.T) {
 	if _, err := hc.Get("http://10.244.7.9:9090/live"); err == nil {
 		t.Error("a worker marked down still answers")
 	}
+}
+
+// A worker whose address cannot be bound yet (in the simulator: the address
+// of a pod its kubelet ran a moment ago, whose route goes until the kernel
+// has destroyed that pod's network namespace) is started again once it can:
+// here the port is held by another listener, then released.
+func TestWorkerBindIsRetried(t *testing.T) {
+	const addr = "10.244.7.10:9090"
+	blocker, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(NewRecorder(clocktesting.NewFakeClock(time.Now())))
+	defer m.stopAll()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Env: []corev1.EnvVar{
+			{Name: "DYN_SYSTEM_PORT", Value: "9090"},
+		}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.7.10"},
+	}
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	if err := store.Add(pod); err != nil {
+		t.Fatal(err)
+	}
+	m.pods = store
+	m.sync(pod)
+	if got := m.Serving()["ns/q"]; got != "" {
+		t.Fatalf("serving at %q while the address is held", got)
+	}
+	_ = blocker.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for m.Serving()["ns/q"] == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker was not started again within 5s of its address being free")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + addr + "/live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
 }
 
 // /live answers at once, /health only once the simulated model load is

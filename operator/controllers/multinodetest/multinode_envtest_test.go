@@ -32,7 +32,6 @@ import (
 	"github.com/dynamoctl/dynamo-operator/internal/migration"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
-	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/controllers"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
@@ -66,6 +65,12 @@ func installLWSCRD(ctx context.Context, t *testing.T) {
 	if err := migration.InstallCRDs(ctx, admin, crds); err != nil {
 		t.Fatal(err)
 	}
+	// The tests' own client maps the kind too before they read it: its
+	// mapper may have looked the group up before the CRD was there.
+	waitFor(t, 30*time.Second, "the test client maps LeaderWorkerSet", func() bool {
+		_, err := env.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: lwsv1.GroupVersion.Group, Kind: "LeaderWorkerSet"}, lwsv1.GroupVersion.Version)
+		return err == nil
+	})
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
@@ -86,14 +91,7 @@ func TestMultinodeWaitsForTheLWSAPIThenCountsGroups(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := env.Namespace(t, "multinode")
-	op, err := env.NewOperator([]string{"--enable-webhooks=false", "--metrics-bind-address=0", "--health-probe-bind-address=0"}, app.Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := op.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer op.Stop()
+	env.StartControllers(ctx, t)
 
 	graph := builders.MakeGraph("llm", ns).
 		Service("decode", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Replicas(2).GPUs(4).Multinode(4).
@@ -226,14 +224,7 @@ func TestMultinodeUpgradeKeepsThePreviousDeploymentUntilTheSpecChanges(t *testin
 		t.Fatal(err)
 	}
 
-	op, err := env.NewOperator([]string{"--enable-webhooks=false", "--metrics-bind-address=0", "--health-probe-bind-address=0"}, app.Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := op.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer op.Stop()
+	env.StartControllers(ctx, t)
 
 	// The operator acts on the component (its status, its Service) and
 	// leaves the Deployment's spec as v0.2.0 wrote it.
@@ -314,5 +305,157 @@ func TestMultinodeUpgradeKeepsThePreviousDeploymentUntilTheSpecChanges(t *testin
 		return env.Client.Get(ctx, key, dcd) == nil && dcd.Status.ObservedGeneration == dcd.Generation &&
 			meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending) == nil &&
 			dcd.Status.Service.ComponentKind == v1alpha1.ComponentKindLeaderWorkerSet
+	})
+
+	// This component has no graph, so no renderer annotation of its own,
+	// and its status now names a LeaderWorkerSet: the one this operator
+	// rendered, which is no other operator's. Its groups become ready (the
+	// test writes what LeaderWorkerSet's controller would) and it is
+	// Available, not refused as another operator's.
+	if err := env.Client.Get(ctx, key, lws); err != nil {
+		t.Fatal(err)
+	}
+	lws.Status = lwsv1.LeaderWorkerSetStatus{ObservedGeneration: lws.Generation, Replicas: 3, ReadyReplicas: 3, UpdatedReplicas: 3}
+	if err := env.Client.Status().Update(ctx, lws); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the component is available on its LeaderWorkerSet", func() bool {
+		return env.Client.Get(ctx, key, dcd) == nil && dcd.Status.ReadyReplicas == 3 &&
+			meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
+	})
+	for _, c := range dcd.Status.Conditions {
+		if c.Reason == controllers.ReasonNotAdoptable {
+			t.Errorf("condition %s: %s", c.Type, c.Message)
+		}
+	}
+}
+
+// A component whose status names a LeaderWorkerSet another operator made
+// (Dynamo's: no renderer annotation) is refused, and nothing is rendered
+// beside it: it would run the service twice on the same GPUs.
+func TestAnotherOperatorsLeaderWorkerSetIsNotAdopted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	installLWSCRD(ctx, t)
+	ns := env.Namespace(t, "multinode-foreign")
+	dcd := builders.MakeComponent("llm-decode", ns, builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Replicas(1).GPUs(4).Multinode(2).
+		Command([]string{"python3", "-m", "dynamo.vllm"}, "--tensor-parallel-size", "8")).Obj()
+	if err := env.Client.Create(ctx, dcd); err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := render.LeaderWorkerSet(dcd, nil, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs.Name, theirs.Annotations = dcd.Name+"-0", nil
+	if err := controllerutil.SetControllerReference(dcd, theirs, env.Scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	dcd.Status.Service = &v1alpha1.ServiceReplicaStatus{
+		ComponentKind: v1alpha1.ComponentKindLeaderWorkerSet, ComponentName: theirs.Name, ComponentNames: []string{theirs.Name},
+	}
+	if err := env.Client.Status().Update(ctx, dcd); err != nil {
+		t.Fatal(err)
+	}
+
+	env.StartControllers(ctx, t)
+	key := client.ObjectKeyFromObject(dcd)
+	waitFor(t, 30*time.Second, "the component is refused as another operator's", func() bool {
+		if env.Client.Get(ctx, key, dcd) != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
+		return c != nil && c.Reason == controllers.ReasonNotAdoptable
+	})
+	c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
+	if want := "its LeaderWorkerSet " + theirs.Name + " was created by another operator"; !strings.Contains(c.Message, want) {
+		t.Errorf("message %q lacks %q", c.Message, want)
+	}
+	if err := env.Client.Get(ctx, key, &lwsv1.LeaderWorkerSet{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a LeaderWorkerSet was rendered beside another operator's (get: %v)", err)
+	}
+}
+
+// podGroup reads a gang PodGroup (scheduling.k8s.io/v1alpha2, which the
+// API server serves with the gates internal/testenv turns on).
+func podGroup(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
+	pg := &unstructured.Unstructured{}
+	pg.SetGroupVersionKind(render.PodGroupGVK)
+	return pg, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg)
+}
+
+// Each group of a multinode component gets a gang PodGroup of nodeCount,
+// the component's, and so does the group a rollout surges (index replicas);
+// scale-down removes those past them, and a nodeCount change replaces them
+// (minCount is immutable).
+func TestMultinodeGroupsGetGangPodGroups(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	installLWSCRD(ctx, t)
+	ns := env.Namespace(t, "multinode-gang")
+	env.StartControllers(ctx, t)
+
+	graph := builders.MakeGraph("llm", ns).
+		Service("decode", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Replicas(2).GPUs(4).Multinode(3).
+			Command([]string{"python3", "-m", "dynamo.vllm"}, "--tensor-parallel-size", "12")).Obj()
+	if err := env.Client.Create(ctx, graph); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: ns, Name: "llm-decode"}
+	dcd := &v1alpha1.DynamoComponentDeployment{}
+	minCount := func(pg *unstructured.Unstructured) int64 {
+		n, _, _ := unstructured.NestedInt64(pg.Object, "spec", "schedulingPolicy", "gang", "minCount")
+		return n
+	}
+	var first *unstructured.Unstructured
+	waitFor(t, 30*time.Second, "both groups and the rollout's surge group have their PodGroup", func() bool {
+		pg0, err0 := podGroup(ctx, ns, "llm-decode-0")
+		_, err1 := podGroup(ctx, ns, "llm-decode-1")
+		_, err2 := podGroup(ctx, ns, "llm-decode-2")
+		first = pg0
+		return err0 == nil && err1 == nil && err2 == nil
+	})
+	if _, err := podGroup(ctx, ns, "llm-decode-3"); !apierrors.IsNotFound(err) {
+		t.Errorf("PodGroup llm-decode-3, past the surge group: %v", err)
+	}
+	if err := env.Client.Get(ctx, key, dcd); err != nil {
+		t.Fatal(err)
+	}
+	if minCount(first) != 3 || !metav1.IsControlledBy(first, dcd) || first.GetLabels()[render.LabelComponent] != "llm-decode" {
+		t.Errorf("PodGroup llm-decode-0: minCount %d, owners %v, labels %v; want 3, the component's",
+			minCount(first), first.GetOwnerReferences(), first.GetLabels())
+	}
+	waitFor(t, 30*time.Second, "the component says its groups are gang scheduled", func() bool {
+		c := meta.FindStatusCondition(dcd.Status.Conditions, controllers.ConditionGangScheduling)
+		return env.Client.Get(ctx, key, dcd) == nil && c != nil && c.Status == metav1.ConditionTrue && c.Reason == controllers.ReasonPodGroups
+	})
+
+	// Scale-down: the PodGroup past the new surge group goes, the first
+	// stays as is.
+	if err := env.Client.Patch(ctx, graph, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"services":{"decode":{"replicas":1}}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the PodGroup past the replicas and the surge group is deleted", func() bool {
+		_, err := podGroup(ctx, ns, "llm-decode-2")
+		return apierrors.IsNotFound(err)
+	})
+	if _, err := podGroup(ctx, ns, "llm-decode-1"); err != nil {
+		t.Errorf("PodGroup llm-decode-1, now the surge group's: %v", err)
+	}
+	if pg0, err := podGroup(ctx, ns, "llm-decode-0"); err != nil || pg0.GetUID() != first.GetUID() {
+		t.Errorf("PodGroup llm-decode-0 after scale-down: %v, uid changed %t", err, err == nil && pg0.GetUID() != first.GetUID())
+	}
+
+	// nodeCount changes: minCount cannot, so the PodGroup is replaced.
+	if err := env.Client.Patch(ctx, graph, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"spec":{"services":{"decode":{"multinode":{"nodeCount":2},"extraPodSpec":{"mainContainer":{"args":["--tensor-parallel-size","8"]}}}}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the PodGroup is replaced with minCount 2", func() bool {
+		pg0, err := podGroup(ctx, ns, "llm-decode-0")
+		return err == nil && pg0.GetUID() != first.GetUID() && minCount(pg0) == 2
 	})
 }

@@ -37,6 +37,12 @@ with exactly these rights and fail on any forbidden request.
 - apiGroups: ["leaderworkerset.x-k8s.io"]
   resources: ["leaderworkersets"]
   verbs: ["get", "list", "watch", "create", "update", "patch"]
+# Gang PodGroups, one per multinode group (Kubernetes 1.36 alpha; watched once
+# the API exists); deleted past the replicas or when nodeCount changes
+# (minCount is immutable).
+- apiGroups: ["scheduling.k8s.io"]
+  resources: ["podgroups"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 # The SSH key pair of a multinode TRT-LLM component, <component>-mpi-ssh:
 # read by name and created once (neither can be limited to names not yet known).
 - apiGroups: [""]

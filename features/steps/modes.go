@@ -254,14 +254,14 @@ func (w *world) clusterWroteNothingWhileOwned(ctx context.Context) error {
 	if until.IsZero() {
 		until = time.Now()
 	}
-	held := []window{{w.modes.owned, until}}
-	var lapses []window
+	held := []scope.Span{{From: w.modes.owned, To: until}}
+	var lapses []scope.Span
 	if r, ok := w.modes.local.(LeaseRenewals); ok && w.modes.duration > 0 {
-		held, lapses = heldWindows(w.modes.owned, until, r.LeaseRenewals(w.namespace, scope.LeaseName), w.modes.duration, localSettle)
+		held, lapses = scope.HeldSpans(w.modes.owned, until, r.LeaseRenewals(w.namespace, scope.LeaseName), w.modes.duration, scope.MinSettle)
 	}
 	var writes []string
 	for _, h := range held {
-		writes = append(writes, timed.WritesIn(w.namespace, h.from, h.to)...)
+		writes = append(writes, timed.WritesIn(w.namespace, h.From, h.To)...)
 	}
 	var lapsed string
 	for _, l := range lapses {
@@ -269,7 +269,7 @@ func (w *world) clusterWroteNothingWhileOwned(ctx context.Context) error {
 		// late; its Lease lapses and the cluster-wide operator rightly takes
 		// the namespace back until the next renewal. Said, not counted.
 		lapsed += fmt.Sprintf("\n  the lease lapsed from %s for %s (renewed late): writes then are not counted",
-			l.from.Format(time.RFC3339Nano), l.to.Sub(l.from).Round(time.Millisecond))
+			l.From.Format(time.RFC3339Nano), l.To.Sub(l.From).Round(time.Millisecond))
 	}
 	if len(writes) > 0 {
 		return fmt.Errorf("the cluster-wide operator wrote %d times in %s while the namespace-scoped operator owned it:\n  %s%s",
@@ -279,39 +279,4 @@ func (w *world) clusterWroteNothingWhileOwned(ctx context.Context) error {
 		fmt.Printf("    %s%s\n", w.namespace, lapsed)
 	}
 	return nil
-}
-
-// localSettle is how long a namespace-scoped operator waits after
-// (re)gaining its Lease before it writes (operator/app: at least
-// 1.5 x scope.ConfirmTTL); a cluster-wide operator may finish its writes
-// meanwhile.
-const localSettle = scope.ConfirmTTL * 3 / 2
-
-// window is a span of time [from, to).
-type window struct{ from, to time.Time }
-
-// heldWindows splits [owned, until) into the spans in which the marker
-// Lease was valid, given when it was renewed: a renewal holds it for
-// duration; after a lapse the holder owns the namespace again once it has
-// settled. The lapses are returned too.
-func heldWindows(owned, until time.Time, renewals []time.Time, duration, settle time.Duration) (held, lapses []window) {
-	start, last := owned, owned
-	for _, r := range renewals {
-		if !r.After(last) || !r.Before(until) {
-			continue
-		}
-		if end := last.Add(duration); !r.Before(end) {
-			held = append(held, window{start, end})
-			lapses = append(lapses, window{end, r.Add(settle)})
-			start = r.Add(settle)
-		}
-		last = r
-	}
-	if end := last.Add(duration); end.Before(until) {
-		held = append(held, window{start, end})
-		lapses = append(lapses, window{end, until})
-	} else {
-		held = append(held, window{start, until})
-	}
-	return held, lapses
 }

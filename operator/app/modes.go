@@ -47,7 +47,7 @@ func addScope(mgr manager.Manager, o *config.Options, c scope.Clock, gate *scope
 			// A cluster-wide operator that found no Lease here a moment
 			// before it was created may write for scope.ConfirmTTL more:
 			// the settle outlasts that whatever the renew interval.
-			Settle:   max(min(time.Second, o.NamespaceLease.RenewInterval/2), scope.ConfirmTTL*3/2),
+			Settle:   max(min(time.Second, o.NamespaceLease.RenewInterval/2), scope.MinSettle),
 			Clock:    c,
 			Acquired: resync.Namespace,
 			Log:      log,

@@ -227,16 +227,30 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 	}
 }
 
+// waitForWebhook waits until the API server calls both webhook
+// configurations: the validating one denies an invalid graph and the
+// mutating one defaults a valid graph. The API server learns of each
+// configuration from its own watch, one after the other: CI once saw the
+// first valid graph of the run, 93 ms after the validating webhook first
+// denied, pass undefaulted.
 func waitForWebhook(t *testing.T, ns string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := env.Client.Create(context.Background(), graph(ns, "bad", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"my_worker": {}}), client.DryRunAll)
-		if err != nil && strings.Contains(err.Error(), "denied the request") {
-			return
+		judged := err != nil && strings.Contains(err.Error(), "denied the request")
+		var replicas *int32
+		if judged {
+			dgd := graph(ns, "llm", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
+			if err = env.Client.Create(context.Background(), dgd, client.DryRunAll); err == nil {
+				replicas = dgd.Spec.Services["Frontend"].Replicas
+				if replicas != nil && *replicas == 1 {
+					return
+				}
+			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the webhook never judged a graph: %v", err)
+			t.Fatalf("the webhooks never both acted on a graph: validating judged %t, defaulted replicas %v: %v", judged, replicas, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

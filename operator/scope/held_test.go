@@ -1,4 +1,4 @@
-package steps
+package scope
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestHeldWindows(t *testing.T) {
+func TestHeldSpans(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	const d, settle = 2 * time.Second, 750 * time.Millisecond
@@ -15,40 +15,40 @@ func TestHeldWindows(t *testing.T) {
 		name         string
 		renewals     []int
 		until        int
-		held, lapses []window
+		held, lapses []Span
 	}{{
 		name:     "renewed on time: held throughout",
 		renewals: []int{500, 1000, 1500, 2000, 2500},
 		until:    3000,
-		held:     []window{{at(0), at(3000)}},
+		held:     []Span{{at(0), at(3000)}},
 	}, {
 		name:     "a renewal 2.5 s late: a lapse until it has settled",
 		renewals: []int{500, 3000, 3500},
 		until:    4000,
-		held:     []window{{at(0), at(2500)}, {at(3750), at(4000)}},
-		lapses:   []window{{at(2500), at(3750)}},
+		held:     []Span{{at(0), at(2500)}, {at(3750), at(4000)}},
+		lapses:   []Span{{at(2500), at(3750)}},
 	}, {
 		name:     "no renewal after the last one: lapsed until the end",
 		renewals: []int{500},
 		until:    4000,
-		held:     []window{{at(0), at(2500)}},
-		lapses:   []window{{at(2500), at(4000)}},
+		held:     []Span{{at(0), at(2500)}},
+		lapses:   []Span{{at(2500), at(4000)}},
 	}, {
 		name:     "renewals outside the span are ignored",
 		renewals: []int{-100, 1000, 5000},
 		until:    2500,
-		held:     []window{{at(0), at(2500)}},
+		held:     []Span{{at(0), at(2500)}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var renewals []time.Time
 			for _, r := range tc.renewals {
 				renewals = append(renewals, at(r))
 			}
-			held, lapses := heldWindows(at(0), at(tc.until), renewals, d, settle)
-			if diff := cmp.Diff(tc.held, held, cmp.AllowUnexported(window{})); diff != "" {
+			held, lapses := HeldSpans(at(0), at(tc.until), renewals, d, settle)
+			if diff := cmp.Diff(tc.held, held); diff != "" {
 				t.Errorf("held (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.lapses, lapses, cmp.AllowUnexported(window{})); diff != "" {
+			if diff := cmp.Diff(tc.lapses, lapses); diff != "" {
 				t.Errorf("lapses (-want +got):\n%s", diff)
 			}
 		})

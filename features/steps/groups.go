@@ -361,13 +361,10 @@ func groupRolloutDone(pods map[string]*corev1.Pod, before map[string]bool, repli
 }
 
 func describeGroupPods(pods map[string]*corev1.Pod) string {
-	var out []string
-	for _, p := range pods {
-		out = append(out, fmt.Sprintf("%s (group %s, revision %s, ready %t)", p.Name,
-			p.Labels[lwsv1.GroupIndexLabelKey], p.Labels[lwsv1.RevisionKey], podIsReady(p)))
-	}
-	sort.Strings(out)
-	return fmt.Sprint(out)
+	return describeEach(pods, func(p *corev1.Pod) string {
+		return fmt.Sprintf("%s (group %s, revision %s, ready %t)", p.Name,
+			p.Labels[lwsv1.GroupIndexLabelKey], p.Labels[lwsv1.RevisionKey], podIsReady(p))
+	})
 }
 
 func (w *world) groupsRolledOneAtATime(_ context.Context, component string, n int) error {

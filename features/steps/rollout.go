@@ -195,9 +195,16 @@ func rolloutDone(pods map[string]*corev1.Pod, before map[string]bool, desired in
 }
 
 func describePods(pods map[string]*corev1.Pod) string {
-	var out []string
+	return describeEach(pods, func(p *corev1.Pod) string {
+		return fmt.Sprintf("%s (template %s, ready %t)", p.Name, p.Labels[appsv1.DefaultDeploymentUniqueLabelKey], podIsReady(p))
+	})
+}
+
+// describeEach lists the pods, each as describe says, in name order.
+func describeEach(pods map[string]*corev1.Pod, describe func(*corev1.Pod) string) string {
+	out := make([]string, 0, len(pods))
 	for _, p := range pods {
-		out = append(out, fmt.Sprintf("%s (template %s, ready %t)", p.Name, p.Labels[appsv1.DefaultDeploymentUniqueLabelKey], podIsReady(p)))
+		out = append(out, describe(p))
 	}
 	sort.Strings(out)
 	return fmt.Sprint(out)

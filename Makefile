@@ -163,7 +163,7 @@ features-sim: k8s-bins sim-build $(HELM) $(LWS) ## The feature files on the simu
 
 .PHONY: scenarios
 scenarios: k8s-bins sim-build $(HELM) $(LWS) ## Upgrade and fault scenarios on the simulator (scenarios/*.feature): releases built from git tags and the working tree, installed with helm; report in scenarios/report/.
-	DYNAMO_SCENARIOS=1 HELM=$(HELM) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./scenarios/ -run TestScenarios -v -timeout 30m
+	DYNAMO_SCENARIOS=1 HELM=$(HELM) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./scenarios/ -run TestScenarios -v -timeout 60m
 
 ##@ Run
 

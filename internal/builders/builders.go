@@ -179,6 +179,15 @@ func (s *ServiceWrapper) Multinode(nodeCount int32) *ServiceWrapper {
 	return s
 }
 
+// VLLMGroups makes the service a vLLM worker in groups of nodeCount pods
+// of gpus GPUs each, its tensor parallelism spanning a whole group: what a
+// multinode vLLM service needs to render (its launch flags come from the
+// command).
+func (s *ServiceWrapper) VLLMGroups(nodeCount int32, gpus int) *ServiceWrapper {
+	return s.Type(v1alpha1.ComponentTypeWorker).GPUs(gpus).Multinode(nodeCount).
+		Command([]string{"python3", "-m", "dynamo.vllm"}, "--tensor-parallel-size", strconv.Itoa(gpus*int(nodeCount)))
+}
+
 // ModelRef sets modelRef.name.
 func (s *ServiceWrapper) ModelRef(name string) *ServiceWrapper {
 	s.DynamoComponentDeploymentSharedSpec.ModelRef = &v1alpha1.ModelReference{Name: name}

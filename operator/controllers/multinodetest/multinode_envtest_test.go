@@ -94,8 +94,7 @@ func TestMultinodeWaitsForTheLWSAPIThenCountsGroups(t *testing.T) {
 	env.StartControllers(ctx, t)
 
 	graph := builders.MakeGraph("llm", ns).
-		Service("decode", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Replicas(2).GPUs(4).Multinode(4).
-			Command([]string{"python3", "-m", "dynamo.vllm"}, "--tensor-parallel-size", "16")).Obj()
+		Service("decode", builders.MakeService().Replicas(2).VLLMGroups(4, 4)).Obj()
 	if err := env.Client.Create(ctx, graph); err != nil {
 		t.Fatal(err)
 	}
@@ -338,8 +337,7 @@ func TestAnotherOperatorsLeaderWorkerSetIsNotAdopted(t *testing.T) {
 	defer cancel()
 	installLWSCRD(ctx, t)
 	ns := env.Namespace(t, "multinode-foreign")
-	dcd := builders.MakeComponent("llm-decode", ns, builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Replicas(1).GPUs(4).Multinode(2).
-		Command([]string{"python3", "-m", "dynamo.vllm"}, "--tensor-parallel-size", "8")).Obj()
+	dcd := builders.MakeComponent("llm-decode", ns, builders.MakeService().Replicas(1).VLLMGroups(2, 4)).Obj()
 	if err := env.Client.Create(ctx, dcd); err != nil {
 		t.Fatal(err)
 	}
@@ -399,8 +397,7 @@ func TestMultinodeGroupsGetGangPodGroups(t *testing.T) {
 	env.StartControllers(ctx, t)
 
 	graph := builders.MakeGraph("llm", ns).
-		Service("decode", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Replicas(2).GPUs(4).Multinode(3).
-			Command([]string{"python3", "-m", "dynamo.vllm"}, "--tensor-parallel-size", "12")).Obj()
+		Service("decode", builders.MakeService().Replicas(2).VLLMGroups(3, 4)).Obj()
 	if err := env.Client.Create(ctx, graph); err != nil {
 		t.Fatal(err)
 	}

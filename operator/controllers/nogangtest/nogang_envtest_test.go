@@ -43,8 +43,7 @@ func TestMultinodeRunsWithoutGangSchedulingAndSaysSo(t *testing.T) {
 	env.StartControllers(ctx, t)
 
 	graph := builders.MakeGraph("llm", ns).
-		Service("decode", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Replicas(2).GPUs(4).Multinode(2).
-			Command([]string{"python3", "-m", "dynamo.vllm"}, "--tensor-parallel-size", "8")).Obj()
+		Service("decode", builders.MakeService().Replicas(2).VLLMGroups(2, 4)).Obj()
 	if err := env.Client.Create(ctx, graph); err != nil {
 		t.Fatal(err)
 	}

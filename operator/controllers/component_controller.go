@@ -50,6 +50,12 @@ type ComponentReconciler struct {
 	// Renderer identifies this operator's rendering (RendererID); see
 	// adoption.go for what it decides.
 	Renderer string
+	// Failing records the components whose latest reconcile failed, for
+	// the graph controller's first report; may be nil.
+	Failing *Failing
+	// indexed: Client reads from the manager's cache, which has the
+	// field indexes (indexes.go).
+	indexed bool
 
 	// lws and podGroups watch the children whose API a cluster may lack
 	// (multinode.go, gang.go).
@@ -95,7 +101,9 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 
 // Reconcile brings one component's children in line with its spec.
 func (r *ComponentReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	return quietWhenTerminating(r.reconcile(ctx, req))
+	res, err := quietWhenTerminating(r.reconcile(ctx, req))
+	r.Failing.set(req.NamespacedName, err != nil)
+	return res, err
 }
 
 func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -271,8 +279,8 @@ func (r *ComponentReconciler) explain(ctx context.Context, deploy *appsv1.Deploy
 		return nil, nil
 	}
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(deploy.Namespace),
-		client.MatchingLabels(deploy.Spec.Selector.MatchLabels)); err != nil {
+	if err := r.Client.List(ctx, &pods, append(podsOf(r.indexed, deploy.Spec.Selector.MatchLabels),
+		client.InNamespace(deploy.Namespace))...); err != nil {
 		return nil, err
 	}
 	return rolloutBlocker(deploy, pods.Items), nil
@@ -345,9 +353,8 @@ const statusRecheck = 2 * time.Second
 
 // componentsOfGraph maps a graph to the components it owns.
 func (r *ComponentReconciler) componentsOfGraph(ctx context.Context, obj client.Object) []reconcile.Request {
-	var list v1alpha1.DynamoComponentDeploymentList
-	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
-		client.MatchingLabels{render.LabelGraphName: obj.GetName()}); err != nil {
+	list, err := componentsOf(ctx, r.Client, r.indexed, obj.GetNamespace(), obj.GetName())
+	if err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

@@ -36,21 +36,36 @@ type firstSeen struct {
 }
 
 // firstReportLimit bounds how long a graph's first report of a spec waits
-// for its components' own first reports (GraphReconciler.holdFirstReport).
+// for the first report of a component whose latest reconcile failed
+// (GraphReconciler.holdFirstReport): one that fails again and again (an
+// exhausted quota) is then reported as not yet reconciled.
 const firstReportLimit = 30 * time.Second
+
+// queuedReportLimit bounds how long a graph's first report of a spec waits
+// for its components' own first reports while none of them is failing. A
+// component reports within firstReportDelay of being reconciled, so a
+// longer wait means only that the operator's own queue is long: a burst of
+// graphs. Until then the graph could only say "not yet reconciled", which
+// its absent status (observedGeneration behind, kstatus InProgress) says
+// already, and writing it for every graph of the burst made the burst
+// longer: waiting at most firstReportLimit, each of 500 graphs created at
+// once cost 2.9 to 3.1 status writes where one (Ready) says it all. The
+// limit is for a component controller that never gets there.
+const queuedReportLimit = 5 * time.Minute
+
+// queuedRecheck is how often a graph held for its components past
+// firstReportLimit is looked at again: nothing enqueues it when one of them
+// starts failing.
+const queuedRecheck = 15 * time.Second
 
 // hold returns how long the first report of generation may still wait;
 // zero means write now.
 func (f *firstReports) hold(key types.NamespacedName, generation int64, now time.Time) time.Duration {
-	return f.holdUpTo(key, generation, now, false)
+	return f.holdUpTo(key, generation, now, firstReportDelay)
 }
 
-// holdUpTo is hold, extended to firstReportLimit when longer says so.
-func (f *firstReports) holdUpTo(key types.NamespacedName, generation int64, now time.Time, longer bool) time.Duration {
-	limit := firstReportDelay
-	if longer {
-		limit = firstReportLimit
-	}
+// holdUpTo is hold with another limit.
+func (f *firstReports) holdUpTo(key types.NamespacedName, generation int64, now time.Time, limit time.Duration) time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.m == nil {
@@ -72,4 +87,41 @@ func (f *firstReports) reported(key types.NamespacedName) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.m, key)
+}
+
+// Failing records the components whose latest reconcile failed, for the
+// graph controller's hold (firstReportLimit, queuedReportLimit).
+type Failing struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]struct{}
+}
+
+// set records whether the latest reconcile of key failed.
+func (f *Failing) set(key types.NamespacedName, failed bool) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !failed {
+		delete(f.m, key)
+		return
+	}
+	if f.m == nil {
+		f.m = map[types.NamespacedName]struct{}{}
+	}
+	f.m[key] = struct{}{}
+}
+
+// failing says whether the latest reconcile of key failed. Without a record
+// (nil) every component counts as failing: a graph then waits for its
+// components at most firstReportLimit.
+func (f *Failing) failing(key types.NamespacedName) bool {
+	if f == nil {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.m[key]
+	return ok
 }

@@ -14,24 +14,52 @@ func TestFirstReportsHoldFromTheFirstLookAtAGeneration(t *testing.T) {
 	for _, step := range []struct {
 		at         time.Duration
 		generation int64
-		longer     bool
+		limit      time.Duration // 0: hold's own
 		want       time.Duration
 	}{
 		{at: 0, generation: 1, want: firstReportDelay},
 		{at: 2 * time.Second, generation: 1, want: firstReportDelay - 2*time.Second},
 		{at: 5 * time.Second, generation: 1, want: 0},
-		// Waiting for components extends the hold up to the limit.
-		{at: 5 * time.Second, generation: 1, longer: true, want: firstReportLimit - 5*time.Second},
-		{at: 30 * time.Second, generation: 1, longer: true, want: 0},
+		// Waiting for components extends the hold up to the limit, from the
+		// same first look.
+		{at: 5 * time.Second, generation: 1, limit: firstReportLimit, want: firstReportLimit - 5*time.Second},
+		{at: firstReportLimit, generation: 1, limit: firstReportLimit, want: 0},
+		{at: firstReportLimit, generation: 1, limit: queuedReportLimit, want: queuedReportLimit - firstReportLimit},
 		// A new spec starts a new hold.
-		{at: 31 * time.Second, generation: 2, want: firstReportDelay},
+		{at: queuedReportLimit + time.Second, generation: 2, want: firstReportDelay},
 	} {
-		if got := f.holdUpTo(key, step.generation, t0.Add(step.at), step.longer); got != step.want {
-			t.Errorf("at %s, generation %d, longer %t: hold %s, want %s", step.at, step.generation, step.longer, got, step.want)
+		var got time.Duration
+		if step.limit == 0 {
+			got = f.hold(key, step.generation, t0.Add(step.at))
+		} else {
+			got = f.holdUpTo(key, step.generation, t0.Add(step.at), step.limit)
+		}
+		if got != step.want {
+			t.Errorf("at %s, generation %d, limit %s: hold %s, want %s", step.at, step.generation, step.limit, got, step.want)
 		}
 	}
 	f.reported(key)
-	if got := f.hold(key, 2, t0.Add(40*time.Second)); got != firstReportDelay {
+	if got := f.hold(key, 2, t0.Add(queuedReportLimit+10*time.Second)); got != firstReportDelay {
 		t.Errorf("after a report the next hold starts afresh: %s, want %s", got, firstReportDelay)
+	}
+}
+
+func TestFailingComponents(t *testing.T) {
+	var nothing *Failing
+	key := types.NamespacedName{Namespace: "ns", Name: "g-worker"}
+	if !nothing.failing(key) {
+		t.Error("without a record every component counts as failing")
+	}
+	f := &Failing{}
+	if f.failing(key) {
+		t.Error("a component never reconciled counts as failing")
+	}
+	f.set(key, true)
+	if !f.failing(key) {
+		t.Error("a component whose reconcile failed does not count as failing")
+	}
+	f.set(key, false)
+	if f.failing(key) {
+		t.Error("a component whose latest reconcile succeeded still counts as failing")
 	}
 }

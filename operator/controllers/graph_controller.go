@@ -47,7 +47,14 @@ type GraphReconciler struct {
 	// Renderer identifies this operator's rendering (RendererID); see
 	// adoption.go for what it decides.
 	Renderer string
+	// Failing is the component controller's record of the components
+	// whose latest reconcile failed (holdFirstReport); nil counts every
+	// component as failing.
+	Failing *Failing
 
+	// indexed: Client reads from the manager's cache, which has the
+	// field indexes (indexes.go).
+	indexed  bool
 	progress progressThrottle
 	// first holds back the first report of a graph's generation while its
 	// components merely roll out (firstReportDelay).
@@ -251,9 +258,8 @@ func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.Dyn
 // start a second workload holding the same GPUs.
 func (r *GraphReconciler) takeExistingNames(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment,
 	desired []*v1alpha1.DynamoComponentDeployment) error {
-	var list v1alpha1.DynamoComponentDeploymentList
-	if err := r.Client.List(ctx, &list, client.InNamespace(dgd.Namespace),
-		client.MatchingLabels{render.LabelGraphName: dgd.Name}); err != nil {
+	list, err := componentsOf(ctx, r.Client, r.indexed, dgd.Namespace, dgd.Name)
+	if err != nil {
 		return err
 	}
 	existing := map[string]string{}
@@ -350,9 +356,8 @@ func (r *GraphReconciler) deleteRemovedComponents(ctx context.Context, dgd *v1al
 	for _, dcd := range desired {
 		keep[dcd.Name] = true
 	}
-	var list v1alpha1.DynamoComponentDeploymentList
-	if err := r.Client.List(ctx, &list, client.InNamespace(dgd.Namespace),
-		client.MatchingLabels{render.LabelGraphName: dgd.Name}); err != nil {
+	list, err := componentsOf(ctx, r.Client, r.indexed, dgd.Namespace, dgd.Name)
+	if err != nil {
 		return err
 	}
 	for i := range list.Items {
@@ -430,11 +435,11 @@ func (c changeSet) emit(rec events.EventRecorder, obj client.Object) {
 // serving, is withdrawn at once), and next says no more than that its
 // components are rolling out (no image awaited, nothing blocked, stalled or
 // invalid), for
-// firstReportDelay, and beyond it, up to firstReportLimit, while a
-// component has not reported on its own spec yet: until then the graph
-// could only say "not yet reconciled", and at scale, with thousands of
-// components queued, that is what it said for most of its rollout, in a
-// progress write every progressInterval.
+// firstReportDelay, and beyond it while a component has not reported on its
+// own spec yet: until then the graph could only say "not yet reconciled".
+// That wait lasts up to firstReportLimit when such a component's latest
+// reconcile failed, else up to queuedReportLimit (a burst of graphs queued
+// ahead of it), both from the graph's first look.
 func (r *GraphReconciler) holdFirstReport(key types.NamespacedName, dgd *v1alpha1.DynamoGraphDeployment,
 	components []*v1alpha1.DynamoComponentDeployment, next *v1alpha1.DynamoGraphDeploymentStatus,
 	pending *imageWait, blockers string, now time.Time) time.Duration {
@@ -443,11 +448,24 @@ func (r *GraphReconciler) holdFirstReport(key types.NamespacedName, dgd *v1alpha
 		next.State != v1alpha1.GraphStatePending || meta.FindStatusCondition(next.Conditions, v1alpha1.ConditionStalled) != nil {
 		return 0
 	}
-	unreported := false
+	failing, waiting := false, false
 	for _, dcd := range components {
 		if _, cond := componentCurrent(dcd); cond == nil {
-			unreported = true
+			if r.Failing.failing(client.ObjectKeyFromObject(dcd)) {
+				failing = true
+			} else {
+				waiting = true
+			}
 		}
 	}
-	return r.first.holdUpTo(key, dgd.Generation, now, unreported)
+	switch {
+	case failing:
+		return r.first.holdUpTo(key, dgd.Generation, now, firstReportLimit)
+	case waiting:
+		if wait := r.first.holdUpTo(key, dgd.Generation, now, queuedReportLimit); wait > 0 {
+			return min(wait, queuedRecheck)
+		}
+		return 0
+	}
+	return r.first.hold(key, dgd.Generation, now)
 }

@@ -4,6 +4,7 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -68,6 +69,9 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 	if o.Workers < 1 {
 		o.Workers = 1
 	}
+	if err := registerIndexes(context.Background(), mgr); err != nil {
+		return nil, fmt.Errorf("indexing the cache: %w", err)
+	}
 	c := mgr.GetClient()
 	recorder := o.Events
 	if o.Gate != nil {
@@ -87,7 +91,10 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 	}
 	resync := newResync(mgr.GetClient())
 	applier := &apply.Applier{Client: c, FieldOwner: FieldOwner, Clock: o.Clock}
+	failing := &Failing{}
 	graphs := &GraphReconciler{
+		indexed:  true,
+		Failing:  failing,
 		Client:   c,
 		Applier:  applier,
 		Recorder: recorder("dynamo-graph-controller"),
@@ -99,6 +106,8 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 		return nil, err
 	}
 	components := &ComponentReconciler{
+		indexed:  true,
+		Failing:  failing,
 		Client:   c,
 		Applier:  applier,
 		Recorder: recorder("dynamo-component-controller"),

@@ -8,7 +8,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -48,6 +47,7 @@ var (
 	workers     = flag.Int("workers", 0, "concurrent reconciles per controller; 0: shipped default")
 	writers     = flag.Int("writers", 64, "parallel writers of the raw-write floor and of graph creation")
 	heapProfile = flag.String("heap-profile", "", "write the operator's heap profile (go tool pprof) at the end of the steady-state window to this file")
+	cpuProfile  = flag.String("cpu-profile", "", "write CPU profiles of the operator and of the API server, from the graphs' creation until every graph is Ready, to this directory")
 	steady      = flag.Duration("steady", 60*time.Second, "steady-state window in which the operator should write nothing")
 )
 
@@ -76,12 +76,23 @@ func BenchmarkGraphs(b *testing.B) {
 	floor := measureFloor(ctx, b, env)
 
 	ns := mustNamespace(ctx, b, env, "bench-operator")
+	w, err := watchNamespace(ctx, env, ns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.stop()
 	op := startOperator(ctx, b, env)
 	defer op.stop()
 	// The operator's memory before any graph: its caches synced and empty.
 	time.Sleep(5 * time.Second)
 	idleRSS, _ := op.memory()
 
+	var prof *profiler
+	if *cpuProfile != "" {
+		if prof, err = startProfiles(*cpuProfile, op.pprofAddr, env.Config); err != nil {
+			b.Fatal(err)
+		}
+	}
 	start := time.Now()
 	if err := parallel(*graphs, *writers, func(i int) error {
 		return env.Client.Create(ctx, graph(ns, i))
@@ -89,13 +100,16 @@ func BenchmarkGraphs(b *testing.B) {
 		b.Fatal(err)
 	}
 	created := time.Since(start)
-	waitFor(ctx, b, "children", func() (bool, error) { return childrenExist(ctx, env, ns) })
+	waitFor(ctx, b, "children", func() (bool, error) { return childrenExist(ctx, w) })
 	children := time.Since(start)
-	waitFor(ctx, b, "children and status", func() (bool, error) { return childrenAndStatusCurrent(ctx, env, ns) })
+	waitFor(ctx, b, "children and status", func() (bool, error) { return childrenAndStatusCurrent(ctx, w) })
 	elapsed := time.Since(start)
-	waitFor(ctx, b, "every graph Ready", func() (bool, error) { return allReady(ctx, env, ns) })
+	waitFor(ctx, b, "every graph Ready", func() (bool, error) { return allReady(ctx, w) })
 	ready := time.Since(start)
 	cpuReady := op.cpu()
+	if prof != nil {
+		prof.stop()
+	}
 	converged := auditCounts(b, env)
 
 	time.Sleep(*steady)
@@ -190,6 +204,12 @@ func measureFloor(ctx context.Context, b *testing.B, env *benchCluster) floorTim
 			objs = append(objs, rbac.ServiceAccount, rbac.Role, rbac.RoleBinding)
 		}
 	}
+	// The floor is watched as the operator's run is.
+	w, err := watchNamespace(ctx, env, ns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.stop()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = -1, 0 // client-go: no client-side limit
 	if *qps > 0 {
@@ -227,7 +247,7 @@ func measureFloor(ctx context.Context, b *testing.B, env *benchCluster) floorTim
 	t.withStatus = time.Since(start)
 	waitFor(ctx, b, "every raw Deployment available", func() (bool, error) {
 		var list appsv1.DeploymentList
-		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		if err := w.list(ctx, &list); err != nil {
 			return false, err
 		}
 		for i := range list.Items {
@@ -284,10 +304,10 @@ func waitFor(ctx context.Context, b *testing.B, what string, done func() (bool, 
 }
 
 // childrenExist: every component, Deployment and Service exists.
-func childrenExist(ctx context.Context, env *benchCluster, ns string) (bool, error) {
+func childrenExist(ctx context.Context, w *watcher) (bool, error) {
 	want := *graphs * *services
 	for _, list := range []client.ObjectList{&v1alpha1.DynamoComponentDeploymentList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}} {
-		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		if err := w.list(ctx, list); err != nil {
 			return false, err
 		}
 		if meta.LenList(list) != want {
@@ -299,25 +319,25 @@ func childrenExist(ctx context.Context, env *benchCluster, ns string) (bool, err
 
 // childrenAndStatusCurrent: every child exists and every graph's status
 // describes its current generation.
-func childrenAndStatusCurrent(ctx context.Context, env *benchCluster, ns string) (bool, error) {
-	if ok, err := childrenExist(ctx, env, ns); !ok || err != nil {
+func childrenAndStatusCurrent(ctx context.Context, w *watcher) (bool, error) {
+	if ok, err := childrenExist(ctx, w); !ok || err != nil {
 		return false, err
 	}
-	return allGraphs(ctx, env, ns, func(g *v1alpha1.DynamoGraphDeployment) bool {
+	return allGraphs(ctx, w, func(g *v1alpha1.DynamoGraphDeployment) bool {
 		return g.Status.ObservedGeneration == g.Generation
 	})
 }
 
 // allReady: every graph is successful for its current generation.
-func allReady(ctx context.Context, env *benchCluster, ns string) (bool, error) {
-	return allGraphs(ctx, env, ns, func(g *v1alpha1.DynamoGraphDeployment) bool {
+func allReady(ctx context.Context, w *watcher) (bool, error) {
+	return allGraphs(ctx, w, func(g *v1alpha1.DynamoGraphDeployment) bool {
 		return g.Status.ObservedGeneration == g.Generation && g.Status.State == v1alpha1.GraphStateSuccessful
 	})
 }
 
-func allGraphs(ctx context.Context, env *benchCluster, ns string, ok func(*v1alpha1.DynamoGraphDeployment) bool) (bool, error) {
+func allGraphs(ctx context.Context, w *watcher, ok func(*v1alpha1.DynamoGraphDeployment) bool) (bool, error) {
 	var dgds v1alpha1.DynamoGraphDeploymentList
-	if err := env.Client.List(ctx, &dgds, client.InNamespace(ns)); err != nil {
+	if err := w.list(ctx, &dgds); err != nil {
 		return false, err
 	}
 	if len(dgds.Items) != *graphs {
@@ -423,23 +443,7 @@ func (p *operatorProcess) writeHeapProfile(path string) error {
 }
 
 func (p *operatorProcess) saveProfile(path, query string) error {
-	resp, err := http.Get("http://" + p.pprofAddr + query)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET heap profile: %s", resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	return saveURL(http.DefaultClient, "http://"+p.pprofAddr+query, path)
 }
 
 // cpu is the processor time the operator used so far, user and system.
@@ -496,7 +500,7 @@ func startOperator(ctx context.Context, b *testing.B, env *benchCluster) *operat
 		flags = append(flags, "--max-concurrent-reconciles="+strconv.Itoa(*workers))
 	}
 	var pprofAddr string
-	if *heapProfile != "" {
+	if *heapProfile != "" || *cpuProfile != "" {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			b.Fatal(err)

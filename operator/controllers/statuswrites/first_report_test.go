@@ -8,6 +8,7 @@ package statuswrites
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,6 +61,28 @@ func (s countingStatus) Patch(ctx context.Context, obj client.Object, patch clie
 func (s countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 	s.n.Add(1)
 	return s.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+// refusingClient refuses every write, as an API server refuses a quota
+// exceeded.
+type refusingClient struct{ client.Client }
+
+var errRefused = errors.New("refused: exceeded quota")
+
+func (refusingClient) Apply(context.Context, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+	return errRefused
+}
+
+func (refusingClient) Create(context.Context, client.Object, ...client.CreateOption) error {
+	return errRefused
+}
+
+func (refusingClient) Patch(context.Context, client.Object, client.Patch, ...client.PatchOption) error {
+	return errRefused
+}
+
+func (refusingClient) Update(context.Context, client.Object, ...client.UpdateOption) error {
+	return errRefused
 }
 
 // deploymentStatus sets the Deployment's status as its controller would
@@ -321,6 +345,9 @@ func TestGraphStatusWrites(t *testing.T) {
 		after time.Duration // the clock moves on by this much
 		// components' status then, "" for none yet
 		components string
+		// fail: the component controller's reconciles of the components
+		// fail then (every write refused)
+		fail bool
 		// the graph's state after a reconcile, "" for no status
 		want v1alpha1.GraphState
 	}
@@ -328,6 +355,9 @@ func TestGraphStatusWrites(t *testing.T) {
 		name   string
 		steps  []step
 		writes int32
+		// queued: the component controller has not begun on the
+		// components (a burst of graphs ahead of them).
+		queued bool
 	}{
 		{name: "available at once", writes: 1, steps: []step{
 			{after: time.Second, components: "available", want: v1alpha1.GraphStateSuccessful}}},
@@ -338,6 +368,21 @@ func TestGraphStatusWrites(t *testing.T) {
 		{name: "components not reporting", writes: 1, steps: []step{
 			{after: 10 * time.Second},
 			{after: 20 * time.Second, want: v1alpha1.GraphStatePending}}},
+		// Queued behind other graphs' components, the graph waits for them
+		// longer: then it could only say "not yet reconciled".
+		{name: "components queued", queued: true, writes: 1, steps: []step{
+			{after: 30 * time.Second},
+			{after: 4 * time.Minute},
+			{after: time.Minute, want: v1alpha1.GraphStatePending}}},
+		{name: "components queued, then available", queued: true, writes: 1, steps: []step{
+			{after: 2 * time.Minute},
+			{after: time.Second, components: "available", want: v1alpha1.GraphStateSuccessful}}},
+		// A component that fails to reconcile is reported at the shorter
+		// limit.
+		{name: "components failing", queued: true, writes: 1, steps: []step{
+			{after: 10 * time.Second, fail: true},
+			{after: 15 * time.Second},
+			{after: 5 * time.Second, want: v1alpha1.GraphStatePending}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -347,6 +392,14 @@ func TestGraphStatusWrites(t *testing.T) {
 			key := client.ObjectKeyFromObject(dgd)
 			c := &countingClient{Client: env.Client}
 			r := newGraphReconciler(c, env.Client, clock)
+			if tc.queued {
+				r.Failing = &controllers.Failing{} // nothing failing
+			}
+			// The component controller, when a step says its reconciles
+			// fail: every write it makes is refused.
+			cr := newComponentReconciler(refusingClient{env.Client}, clock)
+			cr.Applier.Client = refusingClient{env.Client}
+			cr.Failing = r.Failing
 
 			res := reconcileOnce(t, ctx, r, key)
 			components := []client.ObjectKey{{Namespace: ns, Name: render.ComponentName("g", "Frontend")},
@@ -363,13 +416,23 @@ func TestGraphStatusWrites(t *testing.T) {
 
 			for i, s := range tc.steps {
 				clock.Step(s.after)
+				if s.fail {
+					for _, k := range components {
+						if _, err := cr.Reconcile(ctx, reconcile.Request{NamespacedName: k}); err == nil {
+							t.Fatalf("step %d: the component's reconcile succeeded with every write refused", i)
+						}
+					}
+				}
 				if s.components != "" {
 					for _, k := range components {
 						setComponent(t, ctx, k, s.components == "available")
 					}
 				}
-				reconcileOnce(t, ctx, r, key)
+				res := reconcileOnce(t, ctx, r, key)
 				got := graph(t, ctx, key)
+				if got.Status.State == "" && (res.RequeueAfter <= 0 || res.RequeueAfter > 30*time.Second) {
+					t.Fatalf("step %d: a held status is not looked at again within 30 s: %+v", i, res)
+				}
 				if got.Status.State != s.want {
 					t.Fatalf("step %d: the graph's state is %q, want %q: %+v", i, got.Status.State, s.want, got.Status)
 				}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
+	"github.com/dynamoctl/dynamo-operator/sim/kubelet"
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
 	"github.com/dynamoctl/dynamo-operator/sim/probes"
 	simworkers "github.com/dynamoctl/dynamo-operator/sim/workers"
@@ -107,6 +108,12 @@ func startSim(ctx context.Context, b *testing.B) *benchCluster {
 		b.Fatal(err)
 	}
 	if err := nodes.WarmIPPool(ctx, cs, pool.NodeName(0)); err != nil {
+		c.Stop()
+		b.Fatal(err)
+	}
+	// The kubelet's checks before a Dynamo pod starts (image, env sources):
+	// KWOK starts a component's pod only once they pass, as in the simulator.
+	if err := (&kubelet.Admitter{Client: cs}).Run(ctx); err != nil {
 		c.Stop()
 		b.Fatal(err)
 	}

@@ -206,6 +206,19 @@ func (h *Holder) write(ctx context.Context, now metav1.MicroTime) error {
 
 // shutdown stops the operator's writes in the namespace, waits for those in
 // flight, then deletes the Lease so the namespace is handed back at once.
+// deleteIfOurs deletes the Lease as it is now if this operator still holds
+// it, and answers Conflict if another holds it or it changed meanwhile.
+func (h *Holder) deleteIfOurs(ctx context.Context) error {
+	l := &coordinationv1.Lease{}
+	if err := h.Reader.Get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: LeaseName}, l); err != nil {
+		return err
+	}
+	if holder(l) != h.Identity || l.UID != h.lease.UID {
+		return apierrors.NewConflict(coordinationv1.Resource("leases"), LeaseName, fmt.Errorf("held by %q", holder(l)))
+	}
+	return h.Client.Delete(ctx, l, client.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion})
+}
+
 func (h *Holder) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
@@ -219,6 +232,11 @@ func (h *Holder) shutdown() {
 		return
 	}
 	err := h.Client.Delete(ctx, h.lease, client.Preconditions{UID: &h.lease.UID, ResourceVersion: &h.lease.ResourceVersion})
+	if apierrors.IsConflict(err) {
+		// Our copy may be older than the Lease: a renewal the API server
+		// applied whose answer was lost. Still ours, it goes.
+		err = h.deleteIfOurs(ctx)
+	}
 	switch {
 	case err == nil:
 		h.Log.Info("namespace lease released", "namespace", h.Namespace)

@@ -155,6 +155,41 @@ func TestHolderOwnsFromCreationRenewsAndReleases(t *testing.T) {
 	}
 }
 
+// A renewal the API server applied but whose answer was lost leaves the
+// holder's copy of its Lease older than the Lease: a clean shutdown still
+// releases it, and leaves alone a Lease another operator took meanwhile.
+func TestHolderReleasesALeaseNewerThanItsCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		holder  string // the Lease's holder after the change behind the holder's back
+		deleted bool
+	}{
+		{name: "still ours", holder: "v2.0.0", deleted: true},
+		{name: "taken by another", holder: "v3.0.0", deleted: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := env.Namespace(t, "holder-stale")
+			clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+			r := startHolder(t, ns, "v2.0.0", clk)
+			<-r.acquired
+			l, ok := getLease(t, ns)
+			if !ok {
+				t.Fatal("no lease after acquisition")
+			}
+			l.Spec.HolderIdentity = ptr.To(tc.holder)
+			renewed := metav1.NewMicroTime(clk.Now().Add(time.Second)) // a change: a new resourceVersion
+			l.Spec.RenewTime = &renewed
+			if err := env.Client.Update(context.Background(), l); err != nil {
+				t.Fatal(err)
+			}
+			r.stop()
+			if _, ok := getLease(t, ns); ok == tc.deleted {
+				t.Errorf("after a clean shutdown the lease held by %q exists: %t, want %t", tc.holder, ok, !tc.deleted)
+			}
+		})
+	}
+}
+
 func TestHolderSettlesBeforeItWrites(t *testing.T) {
 	ns := env.Namespace(t, "holder-settle")
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))

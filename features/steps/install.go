@@ -19,6 +19,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -518,8 +519,9 @@ func (w *world) nothingLeft(ctx context.Context, release string) error {
 }
 
 // RestartOperatorPods deletes every operator pod of a release, as
-// "kubectl delete pod" does, and waits until as many new pods are Ready and
-// one of them holds the leader election Lease.
+// "kubectl delete pod" does, and waits until as many new pods are Ready, one
+// of them holds the leader election Lease, and the API server's admission
+// calls reach them.
 func RestartOperatorPods(ctx context.Context, c client.Client, release, namespace string, timeout time.Duration) error {
 	old, err := OperatorPods(ctx, c, release, namespace)
 	if err != nil {
@@ -536,7 +538,7 @@ func RestartOperatorPods(ctx context.Context, c client.Client, release, namespac
 		}
 	}
 	w := &world{cluster: &Cluster{Client: c, EventualTimeout: timeout}, install: install{releases: map[string]string{release: namespace}}}
-	return w.eventually(ctx, func() error {
+	if err := w.eventually(ctx, func() error {
 		pods, err := OperatorPods(ctx, c, release, namespace)
 		if err != nil {
 			return err
@@ -555,5 +557,22 @@ func RestartOperatorPods(ctx context.Context, c client.Client, release, namespac
 		}
 		_, err = w.leader(ctx, release)
 		return err
+	}); err != nil {
+		return err
+	}
+	// The API server may still hold a connection to a deleted pod's webhook
+	// server: a call on it fails ("use of closed network connection") and
+	// the connection goes with that failure. A user's next write could be
+	// that call; wait until admission reaches the new pods.
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+		"metadata": map[string]any{"name": "restart-probe", "namespace": "default"},
+		"spec":     map[string]any{"services": map[string]any{"Frontend": map[string]any{"componentType": "frontend"}}},
+	}}
+	return w.eventually(ctx, func() error {
+		if err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll); err != nil && strings.Contains(err.Error(), "failed calling webhook") {
+			return err
+		}
+		return nil
 	})
 }

@@ -19,7 +19,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -564,11 +563,7 @@ func RestartOperatorPods(ctx context.Context, c client.Client, release, namespac
 	// server: a call on it fails ("use of closed network connection") and
 	// the connection goes with that failure. A user's next write could be
 	// that call; wait until admission reaches the new pods.
-	probe := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
-		"metadata": map[string]any{"name": "restart-probe", "namespace": "default"},
-		"spec":     map[string]any{"services": map[string]any{"Frontend": map[string]any{"componentType": "frontend"}}},
-	}}
+	probe := admissionProbe("restart-probe", "default")
 	return w.eventually(ctx, func() error {
 		if err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll); err != nil && strings.Contains(err.Error(), "failed calling webhook") {
 			return err

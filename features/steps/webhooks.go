@@ -333,17 +333,23 @@ func (w *world) certificateRenewed(ctx context.Context, name, ns string, minutes
 	})
 }
 
+// admissionProbe is a valid one-service graph to send as a dry-run create
+// through the webhooks: admitted, it comes back defaulted.
+func admissionProbe(name, namespace string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+		"metadata": map[string]any{"name": name, "namespace": namespace},
+		"spec":     map[string]any{"services": map[string]any{"Frontend": map[string]any{"componentType": "frontend"}}},
+	}}
+}
+
 // keepSending sends a dry-run create of a valid graph every 50ms, through
 // the mutating and validating webhooks, until noAdmissionFailed.
 func (w *world) keepSending(context.Context) error {
 	ww := w.webhooks()
 	ctx, cancel := context.WithCancel(context.Background())
 	ww.stop, ww.done = cancel, make(chan struct{})
-	graph := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
-		"metadata": map[string]any{"name": "admission-probe", "namespace": w.namespace},
-		"spec":     map[string]any{"services": map[string]any{"Frontend": map[string]any{"componentType": "frontend"}}},
-	}}
+	graph := admissionProbe("admission-probe", w.namespace)
 	go func() {
 		defer close(ww.done)
 		tick := time.NewTicker(50 * time.Millisecond)

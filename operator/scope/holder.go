@@ -204,8 +204,6 @@ func (h *Holder) write(ctx context.Context, now metav1.MicroTime) error {
 	return nil
 }
 
-// shutdown stops the operator's writes in the namespace, waits for those in
-// flight, then deletes the Lease so the namespace is handed back at once.
 // deleteIfOurs deletes the Lease as it is now if this operator still holds
 // it, and answers Conflict if another holds it or it changed meanwhile.
 func (h *Holder) deleteIfOurs(ctx context.Context) error {
@@ -219,6 +217,8 @@ func (h *Holder) deleteIfOurs(ctx context.Context) error {
 	return h.Client.Delete(ctx, l, client.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion})
 }
 
+// shutdown stops the operator's writes in the namespace, waits for those in
+// flight, then deletes the Lease so the namespace is handed back at once.
 func (h *Holder) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()

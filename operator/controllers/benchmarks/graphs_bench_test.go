@@ -269,16 +269,21 @@ func measureFloor(ctx context.Context, b *testing.B, env *benchCluster) floorTim
 // server does: one such answer among thousands must not lose a run of many
 // minutes. A retried create that finds obj is done.
 func create(ctx context.Context, c client.Client, obj client.Object) error {
-	retried := false
-	err := retryBusy(func() error {
-		err := c.Create(ctx, obj)
-		if retried && apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		retried = true
+	err := c.Create(ctx, obj)
+	if !busy(err) {
 		return err
+	}
+	return retryBusy(func() error {
+		if err := c.Create(ctx, obj); !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
 	})
-	return err
+}
+
+// busy: the API server answered that it is too busy to take the request.
+func busy(err error) bool {
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err)
 }
 
 // retryBusy calls write until it succeeds, fails otherwise than with a busy
@@ -286,8 +291,7 @@ func create(ctx context.Context, c client.Client, obj client.Object) error {
 func retryBusy(write func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := write()
-		if err == nil || attempt == 5 ||
-			!(apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err)) {
+		if err == nil || attempt == 5 || !busy(err) {
 			return err
 		}
 		time.Sleep(time.Second)

@@ -143,6 +143,22 @@ Feature: A DynamoGraphDeployment runs as one component per service, and its stat
     Then the dcd "llm-frontend" eventually has ".metadata.labels.team" equal to "serving"
     And the Deployment "llm-frontend" eventually has ".metadata.labels.team" equal to "serving"
 
+  # The operator's cache keeps a Deployment's pod template packed; a hand edit
+  # must still be seen against the whole template and undone.
+  Scenario: A hand edit of a Deployment's pod template is undone
+    Given the dgd "llm" eventually has ".status.state" equal to "successful"
+    When I patch the Deployment "llm-frontend" with:
+      """
+      spec:
+        template:
+          spec:
+            containers:
+            - name: main
+              image: example.com/edited:by-hand
+      """
+    Then the Deployment "llm-frontend" eventually has ".spec.template.spec.containers[?(@.name=="main")].image" equal to "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0"
+    And the Deployment "llm-frontend" has ".spec.template.spec.containers[?(@.name=="main")].env[?(@.name=="LOG_FORMAT")].value" equal to "json"
+
   # The operator's writes are counted from the simulator's audit log.
   @sim-control
   Scenario: A reconcile with nothing to change writes nothing

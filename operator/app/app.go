@@ -75,7 +75,7 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	// Fairness decides the client-side rate limit (see CONTRIBUTING).
 	cfg, limits := ClientLimits(context.Background(), cfg, o.KubeAPIQPS, o.KubeAPIBurst)
 	ctrl.Log.WithName("setup").Info("Kubernetes API client limits", "limits", limits)
-	cfg, opts, err := ManagerOptions(cfg, o)
+	cfg, opts, err := ManagerOptions(cfg, o, d.Clock)
 	if err != nil {
 		return nil, err
 	}
@@ -141,8 +141,9 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 }
 
 // ManagerOptions derives the client configuration and manager options from
-// the operator's options, without contacting the API server.
-func ManagerOptions(cfg *rest.Config, o *config.Options) (*rest.Config, manager.Options, error) {
+// the operator's options, without contacting the API server; clk ages the
+// metrics endpoint's cache of scrapers' reviews.
+func ManagerOptions(cfg *rest.Config, o *config.Options, clk clock.PassiveClock) (*rest.Config, manager.Options, error) {
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, manager.Options{}, err
@@ -159,7 +160,7 @@ func ManagerOptions(cfg *rest.Config, o *config.Options) (*rest.Config, manager.
 	// (CVE-2023-44487, CVE-2023-39325) and the servers gain nothing from it.
 	tlsOpts := []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 
-	metricsOpts := metricsServerOptions(o, tlsOpts)
+	metricsOpts := metricsServerOptions(o, tlsOpts, clk)
 
 	// The manager keeps pointers, so take copies rather than aliasing o.
 	leaseDuration := o.LeaderElection.LeaseDuration

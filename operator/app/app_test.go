@@ -1,13 +1,14 @@
 package app_test
 
 import (
-	"go.uber.org/zap/zapcore"
 	"os"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"testing"
 
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
@@ -56,7 +57,7 @@ func TestManagerOptions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, opts, err := app.ManagerOptions(base, o)
+			cfg, opts, err := app.ManagerOptions(base, o, clock.RealClock{})
 			if err != nil {
 				t.Fatalf("ManagerOptions: %v", err)
 			}

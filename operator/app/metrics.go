@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dynamoctl/dynamo-operator/operator/config"
@@ -23,7 +23,7 @@ import (
 // comes from --metrics-cert-dir (tls.crt, tls.key; reloaded when it
 // changes), or is self-signed at start when that is empty: Prometheus
 // scrapes with insecureSkipVerify or the CA of that pair.
-func metricsServerOptions(o *config.Options, tlsOpts []func(*tls.Config)) metricsserver.Options {
+func metricsServerOptions(o *config.Options, tlsOpts []func(*tls.Config), clk clock.PassiveClock) metricsserver.Options {
 	opts := metricsserver.Options{
 		BindAddress:   o.MetricsBindAddress,
 		SecureServing: o.MetricsSecure,
@@ -32,7 +32,7 @@ func metricsServerOptions(o *config.Options, tlsOpts []func(*tls.Config)) metric
 	if !o.MetricsSecure {
 		return opts
 	}
-	opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	opts.FilterProvider = scraperFilter(clk)
 	if o.MetricsCertDir != "" {
 		opts.CertDir = o.MetricsCertDir
 		opts.CertName = corev1.TLSCertKey

@@ -10,10 +10,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -32,6 +34,9 @@ type Applier struct {
 	// MaxRecent bounds how many recent writes are remembered;
 	// DefaultMaxRecent when 0.
 	MaxRecent int
+	// MaxVerified bounds how many objects' last verification is
+	// remembered (verified.go); DefaultMaxVerified when 0.
+	MaxVerified int
 
 	// recent remembers what this Applier wrote lately, because the cache a
 	// reconcile reads from may not show its own writes yet: a child created
@@ -44,6 +49,13 @@ type Applier struct {
 	mu        sync.Mutex
 	recent    map[string]recentWrite
 	lastSweep time.Time
+
+	// verified remembers which desired objects were found already held,
+	// and by which version of the live object (verified.go).
+	verified verifiedSet
+	// fullChecks counts comparisons of a whole live object with a desired
+	// one, for tests of verified.
+	fullChecks atomic.Int64
 }
 
 // DefaultMaxRecent is enough for every write of CacheLag at a few hundred
@@ -71,9 +83,13 @@ const (
 )
 
 type recentWrite struct {
-	hash   string
-	at     time.Time
-	stored map[string]any // the object as the API server returned it
+	hash string
+	at   time.Time
+	// stored is the object as the API server returned it, as JSON: a
+	// few kilobytes where the map it is decoded from only when a caller
+	// needs it (Assumed) is ten times that, and thousands of these are
+	// held while a burst of graphs is being created.
+	stored []byte
 }
 
 // Apply makes the cluster hold desired. live is the object as last seen
@@ -86,6 +102,12 @@ type recentWrite struct {
 //
 // desired must have its apiVersion and kind set.
 func (a *Applier) Apply(ctx context.Context, desired, live client.Object) (Outcome, error) {
+	// The cheap check first: the same desired object, already found held by
+	// this very version of live (verified.go).
+	check, hit := a.checkVerified(desired, live)
+	if hit {
+		return Unchanged, nil
+	}
 	want, err := toApplyMap(desired)
 	if err != nil {
 		return Unchanged, err
@@ -96,6 +118,7 @@ func (a *Applier) Apply(ctx context.Context, desired, live client.Object) (Outco
 	}
 	key := recentKey(want)
 	if live != nil && live.GetAnnotations()[HashAnnotation] == hash {
+		a.fullChecks.Add(1)
 		have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
 		if err != nil {
 			return Unchanged, err
@@ -105,12 +128,19 @@ func (a *Applier) Apply(ctx context.Context, desired, live client.Object) (Outco
 		have["apiVersion"], have["kind"] = want["apiVersion"], want["kind"]
 		if Contains(have, want) {
 			a.forget(key) // the cache has caught up
+			a.verified.put(check, a.MaxVerified)
 			return Unchanged, runtime.DefaultUnstructuredConverter.FromUnstructured(have, desired)
 		}
 	} else if rw, ok := a.lookup(key); ok {
 		if rw.hash == hash && a.now().Sub(rw.at) < CacheLag {
 			// The cache lags behind our own write of this very configuration.
-			return Assumed, runtime.DefaultUnstructuredConverter.FromUnstructured(rw.stored, desired)
+			var stored map[string]any
+			// utiljson: whole numbers come back as int64, as the API
+			// server's answer had them, not float64.
+			if err := utiljson.Unmarshal(rw.stored, &stored); err != nil {
+				return Assumed, err
+			}
+			return Assumed, runtime.DefaultUnstructuredConverter.FromUnstructured(stored, desired)
 		}
 	}
 	u := &unstructured.Unstructured{Object: want}
@@ -131,7 +161,11 @@ func (a *Applier) Apply(ctx context.Context, desired, live client.Object) (Outco
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, desired); err != nil {
 		return Applied, fmt.Errorf("reading back applied %s %s: %w", u.GetKind(), u.GetName(), err)
 	}
-	a.remember(key, recentWrite{hash: hash, at: a.now(), stored: u.Object})
+	stored, err := json.Marshal(u.Object)
+	if err != nil {
+		return Applied, err
+	}
+	a.remember(key, recentWrite{hash: hash, at: a.now(), stored: stored})
 	return Applied, nil
 }
 
@@ -172,7 +206,9 @@ func (a *Applier) Forget(obj client.Object) {
 	if err != nil {
 		return
 	}
-	a.forget(gvk.GroupKind().String() + "/" + obj.GetNamespace() + "/" + obj.GetName())
+	key := gvk.GroupKind().String() + "/" + obj.GetNamespace() + "/" + obj.GetName()
+	a.forget(key)
+	a.verified.drop(key)
 }
 
 // Remembered is how many recent writes the Applier holds in memory.

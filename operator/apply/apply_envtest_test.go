@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -176,5 +177,128 @@ func TestApplyKeptWritesOnlyMissingFields(t *testing.T) {
 	}
 	if labelled.Labels["owner"] != "new" || labelled.Annotations[apply.HashAnnotation] == "" {
 		t.Errorf("the applied object must be handed back, got %+v", labelled.ObjectMeta)
+	}
+}
+
+func deployment(ns, image string) *appsv1.Deployment {
+	labels := map[string]string{"app": "d"}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d", Labels: map[string]string{"team": "a"}},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}},
+			},
+		},
+	}
+}
+
+// A desired object already found held by a version of live is not compared
+// again with that version; any change a comparison would see makes it
+// compare again. For a Deployment, a status write is not such a change.
+func TestApplyRemembersWhatItVerified(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, t.Name())
+	clock := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	a := &apply.Applier{Client: env.Client, FieldOwner: "test", Clock: clock}
+	get := func(obj client.Object) client.Object {
+		t.Helper()
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	expect := func(what string, want apply.Outcome, wantChecks int64, desired, live client.Object) {
+		t.Helper()
+		outcome, err := a.Apply(ctx, desired, live)
+		if err != nil || outcome != want {
+			t.Fatalf("%s: %v %v, want %v", what, outcome, err, want)
+		}
+		if got := a.FullChecks(); got != wantChecks {
+			t.Fatalf("%s: %d whole comparisons so far, want %d", what, got, wantChecks)
+		}
+	}
+
+	// A ConfigMap: any write to it is a new version.
+	if _, err := a.Apply(ctx, configMap(ns, "a"), nil); err != nil {
+		t.Fatal(err)
+	}
+	cm := get(configMap(ns, "")).(*corev1.ConfigMap)
+	expect("the first comparison", apply.Unchanged, 1, configMap(ns, "a"), cm.DeepCopy())
+	held := configMap(ns, "a")
+	expect("the same desired and live", apply.Unchanged, 1, held, cm.DeepCopy())
+	if held.ResourceVersion != cm.ResourceVersion || held.Data["key"] != "a" || held.Kind != "ConfigMap" {
+		t.Errorf("a remembered verification hands back the stored object, got %+v", held)
+	}
+	expect("another desired object", apply.Applied, 1, configMap(ns, "b"), cm.DeepCopy())
+	cm = get(configMap(ns, "")).(*corev1.ConfigMap)
+	cm.Data["key"] = "edited"
+	if err := env.Client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	clock.SetTime(clock.Now().Add(apply.CacheLag))
+	expect("an edited ConfigMap", apply.Applied, 2, configMap(ns, "b"), get(configMap(ns, "")))
+
+	// A Deployment: its status writes are no change to compare again for.
+	if _, err := a.Apply(ctx, deployment(ns, "v1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	expect("the first comparison of the Deployment", apply.Unchanged, 3, deployment(ns, "v1"), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
+	live := get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}).(*appsv1.Deployment)
+	live.Status.Replicas, live.Status.ObservedGeneration = 1, live.Generation
+	if err := env.Client.Status().Update(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	statusWritten := get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}).(*appsv1.Deployment)
+	if statusWritten.ResourceVersion == live.ResourceVersion && statusWritten.Status.Replicas != 1 {
+		t.Fatal("the status write did not happen")
+	}
+	held2 := deployment(ns, "v1")
+	expect("after a status write", apply.Unchanged, 3, held2, statusWritten.DeepCopy())
+	if held2.Status.Replicas != 1 {
+		t.Errorf("a remembered verification hands back the stored status, got %+v", held2.Status)
+	}
+	// A label of ours removed: metadata, no new generation, compared again.
+	unlabelled := statusWritten.DeepCopy()
+	delete(unlabelled.Labels, "team")
+	if err := env.Client.Update(ctx, unlabelled); err != nil {
+		t.Fatal(err)
+	}
+	expect("a label removed", apply.Applied, 4, deployment(ns, "v1"), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
+	// Restored, it is the very version verified before.
+	clock.SetTime(clock.Now().Add(apply.CacheLag))
+	edited := get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}).(*appsv1.Deployment)
+	expect("the restored Deployment", apply.Unchanged, 4, deployment(ns, "v1"), edited.DeepCopy())
+	// The template edited: a new generation, compared again.
+	edited.Spec.Template.Spec.Containers[0].Image = "by-hand"
+	if err := env.Client.Update(ctx, edited); err != nil {
+		t.Fatal(err)
+	}
+	expect("an edited template", apply.Applied, 5, deployment(ns, "v1"), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
+}
+
+// The memory of verifications is bounded.
+func TestApplyVerifiedIsBounded(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, t.Name())
+	a := &apply.Applier{Client: env.Client, FieldOwner: "test", MaxVerified: 2}
+	for i := 0; i < 4; i++ {
+		cm := configMap(ns, "a")
+		cm.Name = fmt.Sprintf("cm-%d", i)
+		if _, err := a.Apply(ctx, cm.DeepCopy(), nil); err != nil {
+			t.Fatal(err)
+		}
+		live := &corev1.ConfigMap{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), live); err != nil {
+			t.Fatal(err)
+		}
+		if outcome, err := a.Apply(ctx, cm, live); err != nil || outcome != apply.Unchanged {
+			t.Fatalf("verifying %s: %v %v", cm.Name, outcome, err)
+		}
+		if n := a.Verified(); n > 2 {
+			t.Fatalf("after %d verifications %d are remembered, want at most MaxVerified 2", i+1, n)
+		}
 	}
 }

@@ -4,11 +4,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
 
 // Trimming a component keeps exactly the answer of replicasOwnedByOther, so
@@ -81,5 +84,60 @@ func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantPod, pod); diff != "" {
 		t.Errorf("trimmed pod (-want +got):\n%s", diff)
+	}
+}
+
+// A Deployment is cached with its pod template packed, and a copy read
+// through getOptional has it back whole, without the packing annotation.
+func TestCachedDeploymentsKeepTheirTemplatePacked(t *testing.T) {
+	graph := builders.MakeGraph("llm", "ns").Service("Worker", builders.MakeService().GPUs(1)).Obj()
+	comps, err := render.Components(graph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploy, err := render.Deployment(comps[0], nil, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploy.Annotations = map[string]string{"team": "a"}
+	want := deploy.DeepCopy()
+
+	out, err := trimForCache(deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := out.(*appsv1.Deployment)
+	if diff := cmp.Diff(corev1.PodTemplateSpec{}, cached.Spec.Template); diff != "" {
+		t.Errorf("the cached copy still holds its template (-want +got):\n%s", diff)
+	}
+	if len(cached.Annotations[packedAnnotation]) == 0 {
+		t.Fatalf("the cached copy has no packed template: %v", cached.Annotations)
+	}
+	// The key is not one the API server accepts, so a cached copy written
+	// back by mistake is refused.
+	if errs := validation.IsQualifiedName(packedAnnotation); len(errs) == 0 {
+		t.Errorf("%q is a valid annotation key", packedAnnotation)
+	}
+
+	// The informer may transform what it holds again: nothing changes.
+	again, err := trimForCache(cached.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(cached, again); diff != "" {
+		t.Errorf("transforming a cached copy again changed it (-once +twice):\n%s", diff)
+	}
+
+	read := cached.DeepCopy()
+	if err := unpack(read); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, read); diff != "" {
+		t.Errorf("unpacked Deployment (-want +got):\n%s", diff)
+	}
+	// An object read from the API server is left as it is.
+	direct := want.DeepCopy()
+	if err := unpack(direct); err != nil || !cmp.Equal(want, direct) {
+		t.Errorf("unpacking an object that was never packed changed it: %v\n%s", err, cmp.Diff(want, direct))
 	}
 }

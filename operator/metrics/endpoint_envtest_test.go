@@ -31,6 +31,7 @@ func TestMetricsEndpointRefusesWhatItMust(t *testing.T) {
 		{"allowed to get /metrics", allowed, http.StatusOK},
 		{"authenticated, not allowed", denied, http.StatusForbidden},
 		{"no token", "", http.StatusUnauthorized},
+		{"a token the API server does not know", "not-a-token", http.StatusUnauthorized},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, body, err := testenv.Scrape(ctx, r.metricsURL, tt.token)

@@ -57,6 +57,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stderr io.Writer)
 	// format and one level for everything.
 	klog.SetLogger(logger)
 	log := logger.WithName("setup")
+	memory := tuneMemory(lookupEnv, log)
 
 	restConfig, err := ctrl.GetConfig()
 	if err != nil {
@@ -72,7 +73,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stderr io.Writer)
 		return exitFailure
 	}
 
-	startup := []any{"version", o.OperatorVersion, "mode", o.Mode(), "namespace", o.OperatorNamespace}
+	startup := append([]any{"version", o.OperatorVersion, "mode", o.Mode(), "namespace", o.OperatorNamespace}, memory...)
 	if o.RestrictNamespace != "" {
 		startup = append(startup, "watchNamespace", o.RestrictNamespace)
 	}

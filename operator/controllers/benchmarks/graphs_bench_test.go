@@ -115,6 +115,7 @@ func BenchmarkGraphs(b *testing.B) {
 	time.Sleep(*steady)
 	after := auditCounts(b, env)
 	rss, peak := op.memory()
+	anon, file := op.rssParts()
 	if *heapProfile != "" {
 		if err := op.writeHeapProfile(*heapProfile); err != nil {
 			b.Errorf("heap profile: %v", err)
@@ -155,6 +156,7 @@ func BenchmarkGraphs(b *testing.B) {
 	b.Logf("steady state: %d writes in %s; RSS %.0f MiB (peak %.0f MiB, %.0f KiB per graph above the idle %.0f MiB); log output %d bytes",
 		after.writes-converged.writes, *steady, float64(rss)/(1<<20), float64(peak)/(1<<20),
 		float64(rss-idleRSS)/1024/n, float64(idleRSS)/(1<<20), op.logBytes())
+	b.Logf("RSS by kind: %.0f MiB the process's own (heap, stacks), %.0f MiB mapping the binary", float64(anon)/(1<<20), float64(file)/(1<<20))
 }
 
 type floorTimes struct {
@@ -571,24 +573,33 @@ func (p *operatorProcess) stop() {
 
 // memory returns the resident set size and its peak, in bytes.
 func (p *operatorProcess) memory() (rss, peak int64) {
+	m := p.status()
+	return m["VmRSS:"], m["VmHWM:"]
+}
+
+// rssParts returns the resident memory that is the process's own (anonymous:
+// heap, stacks) and that which maps the binary's file, in bytes.
+func (p *operatorProcess) rssParts() (anon, file int64) {
+	m := p.status()
+	return m["RssAnon:"], m["RssFile:"]
+}
+
+// status reads the kB figures of /proc/PID/status, in bytes.
+func (p *operatorProcess) status() map[string]int64 {
+	out := map[string]int64{}
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
-		return 0, 0
+		return out
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		fields := strings.Fields(line)
-		if len(fields) < 2 {
+		if len(fields) < 3 || fields[2] != "kB" {
 			continue
 		}
 		kb, _ := strconv.ParseInt(fields[1], 10, 64)
-		switch fields[0] {
-		case "VmRSS:":
-			rss = kb << 10
-		case "VmHWM:":
-			peak = kb << 10
-		}
+		out[fields[0]] = kb << 10
 	}
-	return rss, peak
+	return out
 }
 
 func (p *operatorProcess) logBytes() int64 {

@@ -1,0 +1,36 @@
+package app
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// Reviews are trusted for their lifetime only, and callers with ever new
+// tokens cannot grow the cache past its bound.
+func TestScraperReviewCache(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	var c ttlCache[bool]
+	c.put("a", true, clk.Now(), time.Minute)
+	if v, ok := c.get("a", clk.Now().Add(59*time.Second)); !ok || !v {
+		t.Fatalf("a review within its lifetime: %v %v", v, ok)
+	}
+	if _, ok := c.get("a", clk.Now().Add(time.Minute)); ok {
+		t.Fatal("a review past its lifetime is still trusted")
+	}
+
+	for i := 0; i < 2*maxCached; i++ {
+		c.put(fmt.Sprint(i), true, clk.Now(), time.Minute)
+	}
+	if n := len(c.entries); n > maxCached {
+		t.Fatalf("%d entries cached, want at most %d", n, maxCached)
+	}
+	// Once the old entries expire, new ones are kept again.
+	later := clk.Now().Add(2 * time.Minute)
+	c.put("new", true, later, time.Minute)
+	if _, ok := c.get("new", later); !ok {
+		t.Fatal("a new review is not kept after the old ones expired")
+	}
+}

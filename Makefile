@@ -201,7 +201,7 @@ run: k8s-bins build ## Start a local control plane (etcd, kube-apiserver, CRDs) 
 BENCH_FLAGS ?=
 .PHONY: bench
 bench: k8s-bins ## Scale benchmark: 500 graphs x 4 services, shipped defaults, against raw-write floors (BENCH_FLAGS='-graphs=100 -steady=10s', '-sim' on the simulator's control plane, '-sim -graphs=2000').
-	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GO) test -run '^$$' -bench BenchmarkGraphs -benchtime 1x -timeout 60m \
+	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GO) test -run '^$$' -bench BenchmarkGraphs -benchtime 1x -timeout 150m \
 	  ./operator/controllers/benchmarks/ -args $(BENCH_FLAGS)
 
 .PHONY: bench-handover

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // auditPolicy records every request that can change state, at metadata
@@ -59,8 +62,28 @@ func (e *Env) AuditEvents() ([]AuditEvent, error) {
 }
 
 // ReadAuditLog reads the completed requests of a JSON audit log, such as
-// the simulator's.
+// the simulator's, oldest first, with the files the API server rotated it
+// into (at 100 MB by default: <name>-<timestamp><ext> beside it; a
+// 2,000-graph benchmark writes more than that).
 func ReadAuditLog(path string) ([]AuditEvent, error) {
+	ext := filepath.Ext(path)
+	rotated, err := filepath.Glob(strings.TrimSuffix(path, ext) + "-*" + ext)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(rotated) // the timestamps sort as text
+	var out []AuditEvent
+	for _, p := range append(rotated, path) {
+		events, err := readAuditFile(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, events...)
+	}
+	return out, nil
+}
+
+func readAuditFile(path string) ([]AuditEvent, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -57,6 +58,9 @@ type decision struct {
 
 // scraperFilter returns the metrics server's FilterProvider.
 func scraperFilter(clk clock.PassiveClock) func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	return func(cfg *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
 		authn, err := authenticationclient.NewForConfigAndClient(cfg, hc)
 		if err != nil {
@@ -145,7 +149,13 @@ func (a *scraperAuth) authorize(ctx context.Context, user authenticationv1.UserI
 		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
 		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb},
 	}
-	key := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%v\x00%v", user.Username, user.UID, verb, path, user.Groups, user.Extra)
+	// The whole review, as the API server's webhook authorizer keys its
+	// cache: groups and extra values cannot run into each other.
+	keyJSON, err := json.Marshal(spec)
+	if err != nil {
+		return decision{}, err
+	}
+	key := string(keyJSON)
 	now := a.clock.Now()
 	if d, ok := a.authz.get(key, now); ok {
 		return d, nil
@@ -166,7 +176,7 @@ func (a *scraperAuth) authorize(ctx context.Context, user authenticationv1.UserI
 }
 
 // ttlCache is a small map whose entries expire; when full, expired entries
-// are swept, and if it is still full the new entry is not kept.
+// are swept, and if it is still full an arbitrary one goes.
 type ttlCache[V any] struct {
 	mu      sync.Mutex
 	entries map[string]ttlEntry[V]
@@ -200,8 +210,11 @@ func (c *ttlCache[V]) put(key string, value V, now time.Time, ttl time.Duration)
 				delete(c.entries, k)
 			}
 		}
-		if len(c.entries) >= maxCached {
-			return
+		// Still full: one goes, so that callers with made-up tokens
+		// cannot keep real scrapers out of the cache.
+		for k := range c.entries {
+			delete(c.entries, k)
+			break
 		}
 	}
 	c.entries[key] = ttlEntry[V]{value: value, expires: now.Add(ttl)}

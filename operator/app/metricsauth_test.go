@@ -27,10 +27,15 @@ func TestScraperReviewCache(t *testing.T) {
 	if n := len(c.entries); n > maxCached {
 		t.Fatalf("%d entries cached, want at most %d", n, maxCached)
 	}
-	// Once the old entries expire, new ones are kept again.
+	// A full cache still keeps the newest review.
+	c.put("real", true, clk.Now(), time.Minute)
+	if _, ok := c.get("real", clk.Now()); !ok || len(c.entries) > maxCached {
+		t.Fatalf("a full cache did not keep the newest review (%d entries)", len(c.entries))
+	}
+	// Once the old entries expire they are swept.
 	later := clk.Now().Add(2 * time.Minute)
 	c.put("new", true, later, time.Minute)
-	if _, ok := c.get("new", later); !ok {
-		t.Fatal("a new review is not kept after the old ones expired")
+	if _, ok := c.get("new", later); !ok || len(c.entries) != 1 {
+		t.Fatalf("after the old reviews expired: %d entries, want only the new one", len(c.entries))
 	}
 }

@@ -128,7 +128,7 @@ func (a *Applier) Apply(ctx context.Context, desired, live client.Object) (Outco
 		have["apiVersion"], have["kind"] = want["apiVersion"], want["kind"]
 		if Contains(have, want) {
 			a.forget(key) // the cache has caught up
-			a.verified.put(check, a.MaxVerified)
+			a.verified.put(check, a.MaxVerified, a.now())
 			return Unchanged, runtime.DefaultUnstructuredConverter.FromUnstructured(have, desired)
 		}
 	} else if rw, ok := a.lookup(key); ok {

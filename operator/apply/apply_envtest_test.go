@@ -252,7 +252,7 @@ func TestApplyRemembersWhatItVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	statusWritten := get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}).(*appsv1.Deployment)
-	if statusWritten.ResourceVersion == live.ResourceVersion && statusWritten.Status.Replicas != 1 {
+	if statusWritten.Status.Replicas != 1 {
 		t.Fatal("the status write did not happen")
 	}
 	held2 := deployment(ns, "v1")
@@ -279,26 +279,46 @@ func TestApplyRemembersWhatItVerified(t *testing.T) {
 	expect("an edited template", apply.Applied, 5, deployment(ns, "v1"), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
 }
 
-// The memory of verifications is bounded.
+// The memory of verifications is bounded by size, and by age: the children
+// of a deleted graph go with the garbage collector, never through Forget.
 func TestApplyVerifiedIsBounded(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t, t.Name())
-	a := &apply.Applier{Client: env.Client, FieldOwner: "test", MaxVerified: 2}
+	clock := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	a := &apply.Applier{Client: env.Client, FieldOwner: "test", Clock: clock, MaxVerified: 2}
+	verify := func(name string) (apply.Outcome, error) {
+		cm := configMap(ns, "a")
+		cm.Name = name
+		live := &corev1.ConfigMap{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), live); err != nil {
+			return 0, err
+		}
+		return a.Apply(ctx, cm, live)
+	}
 	for i := 0; i < 4; i++ {
 		cm := configMap(ns, "a")
 		cm.Name = fmt.Sprintf("cm-%d", i)
-		if _, err := a.Apply(ctx, cm.DeepCopy(), nil); err != nil {
+		if _, err := a.Apply(ctx, cm, nil); err != nil {
 			t.Fatal(err)
 		}
-		live := &corev1.ConfigMap{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), live); err != nil {
-			t.Fatal(err)
-		}
-		if outcome, err := a.Apply(ctx, cm, live); err != nil || outcome != apply.Unchanged {
+		if outcome, err := verify(cm.Name); err != nil || outcome != apply.Unchanged {
 			t.Fatalf("verifying %s: %v %v", cm.Name, outcome, err)
 		}
-		if n := a.Verified(); n > 2 {
-			t.Fatalf("after %d verifications %d are remembered, want at most MaxVerified 2", i+1, n)
+		if n, want := a.Verified(), min(i+1, 2); n != want {
+			t.Fatalf("after %d verifications %d are remembered, want %d", i+1, n, want)
 		}
+	}
+	// The newest is remembered: verifying it again compares nothing.
+	checks := a.FullChecks()
+	if outcome, err := verify("cm-3"); err != nil || outcome != apply.Unchanged || a.FullChecks() != checks {
+		t.Fatalf("the newest verification is not remembered: %v %v, %d whole comparisons after %d", outcome, err, a.FullChecks(), checks)
+	}
+	// Unused past its lifetime, an entry goes when the next is recorded.
+	clock.SetTime(clock.Now().Add(10*time.Minute + time.Second))
+	if outcome, err := verify("cm-0"); err != nil || outcome != apply.Unchanged {
+		t.Fatalf("verifying cm-0 again: %v %v", outcome, err)
+	}
+	if n := a.Verified(); n != 1 {
+		t.Fatalf("%d verifications remembered after the others went unused for 10 minutes, want 1", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,10 +58,23 @@ type verification struct {
 	desired, live digest
 }
 
+// verifiedTTL is how long an unused verification is kept. Objects the
+// garbage collector deletes (a deleted graph's children) are never
+// forgotten explicitly; their entries go after this. An entry swept while
+// its object lives costs that object's next reconcile one whole comparison.
+const verifiedTTL = 10 * time.Minute
+
+// verifiedEntry is a verification and when it was last used.
+type verifiedEntry struct {
+	v    verification
+	used int64 // unix nanoseconds
+}
+
 // verifiedSet maps a digest of an object's key to its last verification.
 type verifiedSet struct {
-	mu      sync.Mutex
-	entries map[digest]verification
+	mu        sync.Mutex
+	entries   map[digest]verifiedEntry
+	lastSweep time.Time
 }
 
 // check is a lookup in a verifiedSet, kept to record its answer.
@@ -70,35 +84,53 @@ type check struct {
 	ok  bool // false: this pair cannot be checked this way
 }
 
-func (s *verifiedSet) has(c check) bool {
+func (s *verifiedSet) has(c check, now time.Time) bool {
 	if !c.ok {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, found := s.entries[c.key]
-	return found && v == c.v
+	e, found := s.entries[c.key]
+	if !found || e.v != c.v {
+		return false
+	}
+	e.used = now.UnixNano()
+	s.entries[c.key] = e
+	return true
 }
 
-func (s *verifiedSet) put(c check, limit int) {
+// put records c, first sweeping entries unused for verifiedTTL (at most
+// once a minute unless the set is full) and, when it is still full,
+// dropping an arbitrary one.
+func (s *verifiedSet) put(c check, limit int, now time.Time) {
 	if !c.ok {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.entries == nil {
-		s.entries = map[digest]verification{}
+		s.entries = map[digest]verifiedEntry{}
 	}
 	if limit <= 0 {
 		limit = DefaultMaxVerified
 	}
-	if _, replacing := s.entries[c.key]; !replacing && len(s.entries) >= limit {
-		for k := range s.entries {
-			delete(s.entries, k)
-			break
+	_, replacing := s.entries[c.key]
+	full := !replacing && len(s.entries) >= limit
+	if full || now.Sub(s.lastSweep) >= time.Minute {
+		s.lastSweep = now
+		for k, e := range s.entries {
+			if now.Sub(time.Unix(0, e.used)) >= verifiedTTL {
+				delete(s.entries, k)
+			}
+		}
+		if full && len(s.entries) >= limit {
+			for k := range s.entries {
+				delete(s.entries, k)
+				break
+			}
 		}
 	}
-	s.entries[c.key] = c.v
+	s.entries[c.key] = verifiedEntry{v: c.v, used: now.UnixNano()}
 }
 
 func (s *verifiedSet) drop(key string) {
@@ -122,7 +154,10 @@ func (a *Applier) checkVerified(desired, live client.Object) (check, bool) {
 		return check{}, false
 	}
 	gvk := desired.GetObjectKind().GroupVersionKind()
-	if gvk.Empty() {
+	// Without a UID and a version, live does not name one stored version:
+	// a made-up object, not one read from the cache or the API server.
+	if gvk.Empty() || live.GetUID() == "" || live.GetResourceVersion() == "" ||
+		(generationKinds[gvk.GroupKind()] && live.GetGeneration() == 0) {
 		return check{}, false
 	}
 	// A typed object marshals the same way each time: fields in their
@@ -137,7 +172,7 @@ func (a *Applier) checkVerified(desired, live client.Object) (check, bool) {
 	}
 	key := gvk.GroupKind().String() + "/" + desired.GetNamespace() + "/" + desired.GetName()
 	c := check{key: digestOf([]byte(key)), v: verification{desired: digestOf(d), live: digestOf(f)}, ok: true}
-	if !a.verified.has(c) {
+	if !a.verified.has(c, a.now()) {
 		return c, false
 	}
 	held := live.DeepCopyObject()

@@ -30,7 +30,8 @@ var replicasOnly = &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}
 //   - pods: metadata and status (stuck.go explains rollouts from status);
 //     the spec is dropped;
 //   - graphs: everything but kubectl's last-applied copy;
-//   - Deployments: whole, but their pod template packed (packedFields).
+//   - Deployments and Services: whole, but their pod template and spec
+//     packed (packedFields).
 //
 // The cache is never the source of a full-object write (status and
 // finalizer patches are computed as differences between two cached copies,
@@ -78,10 +79,11 @@ type protoField interface {
 // packedFields are the large fields of cached objects that are read only
 // when their object is reconciled: the cache holds them as protobuf bytes,
 // a third of their size as Go structs, and getOptional unpacks them into
-// the copy a reconcile reads. A Deployment's pod template is most of it and
-// is read only to check for drift and to adopt a workload; at 500 graphs it
-// was 8 MiB of a 41 MiB live heap. Each entry returns the field of obj, or
-// nil when obj is of another kind.
+// the copy a reconcile reads, so every read of these kinds must go through
+// it. A Deployment's pod template is most of it and is read only to check
+// for drift and to adopt a workload; at 500 graphs it was 8 MiB of a 41 MiB
+// live heap. Each entry returns the field of obj, or nil when obj is of
+// another kind.
 var packedFields = []func(obj any) protoField{
 	func(obj any) protoField {
 		if d, ok := obj.(*appsv1.Deployment); ok {
@@ -89,12 +91,20 @@ var packedFields = []func(obj any) protoField{
 		}
 		return nil
 	},
+	// A Service's spec is read only to check it for drift.
+	func(obj any) protoField {
+		if s, ok := obj.(*corev1.Service); ok {
+			return &s.Spec
+		}
+		return nil
+	},
 }
 
 // pack replaces obj's packed field, if it has one, by its bytes in
-// packedAnnotation. Like every cache transform it must be idempotent: the
-// informer may transform an object it already holds again (a relist, a
-// resync), and packing the emptied field would lose the packed one.
+// packedAnnotation. It is idempotent, as a cache transform must be: the
+// cache of a restarted operator transformed Deployments it already held
+// (the initial list), and packing the emptied template again lost it, so
+// every reconcile wrote ("a restarted operator writes nothing" caught it).
 func pack(obj metav1.Object) error {
 	if _, packed := obj.GetAnnotations()[packedAnnotation]; packed {
 		return nil

@@ -87,9 +87,10 @@ func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
 	}
 }
 
-// A Deployment is cached with its pod template packed, and a copy read
-// through getOptional has it back whole, without the packing annotation.
-func TestCachedDeploymentsKeepTheirTemplatePacked(t *testing.T) {
+// A Deployment is cached with its pod template packed, a Service with its
+// spec, and a copy read through getOptional has it back whole, without the
+// packing annotation.
+func TestCachedChildrenKeepTheirLargeFieldsPacked(t *testing.T) {
 	graph := builders.MakeGraph("llm", "ns").Service("Worker", builders.MakeService().GPUs(1)).Obj()
 	comps, err := render.Components(graph)
 	if err != nil {
@@ -135,6 +136,22 @@ func TestCachedDeploymentsKeepTheirTemplatePacked(t *testing.T) {
 	if diff := cmp.Diff(want, read); diff != "" {
 		t.Errorf("unpacked Deployment (-want +got):\n%s", diff)
 	}
+	// A Service's spec is packed the same way.
+	svc := render.Service(comps[0])
+	wantSvc := svc.DeepCopy()
+	if _, err := trimForCache(svc); err != nil {
+		t.Fatal(err)
+	}
+	if len(svc.Spec.Ports) != 0 || svc.Annotations[packedAnnotation] == "" {
+		t.Errorf("the cached Service still holds its spec: %+v", svc.Spec)
+	}
+	if err := unpack(svc); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantSvc, svc); diff != "" {
+		t.Errorf("unpacked Service (-want +got):\n%s", diff)
+	}
+
 	// An object read from the API server is left as it is.
 	direct := want.DeepCopy()
 	if err := unpack(direct); err != nil || !cmp.Equal(want, direct) {

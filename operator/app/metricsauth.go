@@ -27,7 +27,7 @@ import (
 // that filter's cache lifetimes. That filter is not used because it brings
 // in the API server's own authentication stack (k8s.io/apiserver, CEL, gRPC,
 // OpenTelemetry): 19 MiB of the operator's 53 MiB binary, all of it mapped
-// into memory, for two API calls. See CONTRIBUTING ("Memory").
+// into memory, for two API calls. See CONTRIBUTING ("Observability").
 const (
 	// authnCacheTTL is how long a token's review is trusted.
 	authnCacheTTL = time.Minute

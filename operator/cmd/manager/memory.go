@@ -15,8 +15,8 @@ import (
 // collects; the operator's live heap is mostly its cache, which only grows
 // with the graphs, so that headroom is memory held for nothing. At 500
 // graphs (make bench) it was 55 MiB of a 170 MiB RSS. Prometheus ships
-// GOGC=75 for the same reason; see CONTRIBUTING ("Memory") for the figures
-// this value was chosen on.
+// GOGC=75 for the same reason; see CONTRIBUTING ("Writes and memory at
+// scale") for the figures this value was chosen on.
 const defaultGCPercent = 50
 
 // memoryLimitRatio is the share of the container's memory limit the Go
@@ -38,15 +38,17 @@ func tuneMemory(lookupEnv func(string) (string, bool), log logr.Logger) []any {
 	}
 	// automemlimit reads GOMEMLIMIT and AUTOMEMLIMIT itself, from the
 	// process environment; no limit (outside a container) leaves it unset.
+	// Its own log lines are discarded: it logs a failure at error level,
+	// which outside Linux (a developer's laptop) is no error of ours.
 	limit, err := memlimit.Set(
 		memlimit.WithRatio(memoryLimitRatio),
 		memlimit.WithProvider(memlimit.FromCgroup),
-		memlimit.WithLogger(slog.New(logr.ToSlogHandler(log.V(1)))),
+		memlimit.WithLogger(slog.New(slog.DiscardHandler)),
 	)
 	if err != nil {
 		// Not being in a cgroup with a limit is not an error (ErrNoLimit is
 		// handled inside); anything else only costs the automatic limit.
-		log.Info("no automatic memory limit", "reason", err.Error())
+		log.V(1).Info("no automatic memory limit", "reason", err.Error())
 	}
 	// SetGCPercent is the only reader of the setting: it returns the old
 	// value, which is put straight back.

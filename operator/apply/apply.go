@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -206,7 +207,7 @@ func (a *Applier) Forget(obj client.Object) {
 	if err != nil {
 		return
 	}
-	key := gvk.GroupKind().String() + "/" + obj.GetNamespace() + "/" + obj.GetName()
+	key := objectKey(gvk.GroupKind(), obj.GetNamespace(), obj.GetName())
 	a.forget(key)
 	a.verified.drop(key)
 }
@@ -275,7 +276,13 @@ func (a *Applier) now() time.Time {
 
 func recentKey(m map[string]any) string {
 	u := unstructured.Unstructured{Object: m}
-	return u.GroupVersionKind().GroupKind().String() + "/" + u.GetNamespace() + "/" + u.GetName()
+	return objectKey(u.GroupVersionKind().GroupKind(), u.GetNamespace(), u.GetName())
+}
+
+// objectKey names an object in the Applier's memories (recent writes,
+// verifications).
+func objectKey(gk schema.GroupKind, namespace, name string) string {
+	return gk.String() + "/" + namespace + "/" + name
 }
 
 // toApplyMap turns a typed object into the map to apply: without status

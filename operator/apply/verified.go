@@ -170,7 +170,7 @@ func (a *Applier) checkVerified(desired, live client.Object) (check, bool) {
 	if err != nil {
 		return check{}, false
 	}
-	key := gvk.GroupKind().String() + "/" + desired.GetNamespace() + "/" + desired.GetName()
+	key := objectKey(gvk.GroupKind(), desired.GetNamespace(), desired.GetName())
 	c := check{key: digestOf([]byte(key)), v: verification{desired: digestOf(d), live: digestOf(f)}, ok: true}
 	if !a.verified.has(c, a.now()) {
 		return c, false

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
@@ -31,18 +32,18 @@ const memoryLimitRatio = 0.9
 // works harder as the operator nears its Pod's limit instead of being
 // OOM-killed. It returns the settings, for the start-up log.
 func tuneMemory(lookupEnv func(string) (string, bool), log logr.Logger) []any {
-	gcPercent := "GOGC from the environment"
-	if _, set := lookupEnv("GOGC"); !set {
+	gcPercent, set := lookupEnv("GOGC")
+	if !set {
 		debug.SetGCPercent(defaultGCPercent)
-		gcPercent = "default"
+		gcPercent = strconv.Itoa(defaultGCPercent)
 	}
 	// automemlimit reads GOMEMLIMIT and AUTOMEMLIMIT itself, from the
-	// process environment; no limit (outside a container) leaves it unset.
-	// Its own log lines are discarded: it logs a failure at error level,
-	// which outside Linux (a developer's laptop) is no error of ours.
+	// process environment; no limit (outside a container) leaves it unset;
+	// its provider is the cgroup's limit by default. Its own log lines are
+	// discarded: it logs a failure at error level, which outside Linux (a
+	// developer's laptop) is no error of ours.
 	limit, err := memlimit.Set(
 		memlimit.WithRatio(memoryLimitRatio),
-		memlimit.WithProvider(memlimit.FromCgroup),
 		memlimit.WithLogger(slog.New(slog.DiscardHandler)),
 	)
 	if err != nil {
@@ -50,13 +51,9 @@ func tuneMemory(lookupEnv func(string) (string, bool), log logr.Logger) []any {
 		// handled inside); anything else only costs the automatic limit.
 		log.V(1).Info("no automatic memory limit", "reason", err.Error())
 	}
-	// SetGCPercent is the only reader of the setting: it returns the old
-	// value, which is put straight back.
-	current := debug.SetGCPercent(-1)
-	debug.SetGCPercent(current)
 	limitText := "none"
 	if limit > 0 && limit < math.MaxInt64 {
 		limitText = fmt.Sprintf("%d MiB", limit>>20)
 	}
-	return []any{"gcPercent", current, "gcPercentSource", gcPercent, "memoryLimit", limitText}
+	return []any{"gcPercent", gcPercent, "gcPercentFromEnvironment", set, "memoryLimit", limitText}
 }

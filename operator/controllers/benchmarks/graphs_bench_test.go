@@ -114,8 +114,8 @@ func BenchmarkGraphs(b *testing.B) {
 
 	time.Sleep(*steady)
 	after := auditCounts(b, env)
-	rss, peak := op.memory()
-	anon, file := op.rssParts()
+	mem := op.status()
+	rss, peak, anon, file := mem["VmRSS:"], mem["VmHWM:"], mem["RssAnon:"], mem["RssFile:"]
 	if *heapProfile != "" {
 		if err := op.writeHeapProfile(*heapProfile); err != nil {
 			b.Errorf("heap profile: %v", err)
@@ -577,14 +577,9 @@ func (p *operatorProcess) memory() (rss, peak int64) {
 	return m["VmRSS:"], m["VmHWM:"]
 }
 
-// rssParts returns the resident memory that is the process's own (anonymous:
-// heap, stacks) and that which maps the binary's file, in bytes.
-func (p *operatorProcess) rssParts() (anon, file int64) {
-	m := p.status()
-	return m["RssAnon:"], m["RssFile:"]
-}
-
-// status reads the kB figures of /proc/PID/status, in bytes.
+// status reads the kB figures of /proc/PID/status, in bytes: VmRSS, its
+// peak VmHWM, and its parts RssAnon (the process's own: heap, stacks) and
+// RssFile (the binary's mapped pages).
 func (p *operatorProcess) status() map[string]int64 {
 	out := map[string]int64{}
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))

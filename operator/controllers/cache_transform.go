@@ -1,16 +1,21 @@
 package controllers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
 
 // lastAppliedAnnotation is kubectl's copy of what a user last applied: on a
@@ -26,10 +31,10 @@ var replicasOnly = &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}
 // Service and not-ready pod, and managedFields alone are often as large as
 // the rest of an object. It keeps exactly what is read:
 //   - components: of managedFields, only whether another manager owns
-//     spec.replicas (replicasOwnedByOther, scaling.go);
-//   - pods: metadata and status (stuck.go explains rollouts from status);
-//     the spec is dropped;
-//   - graphs: everything but kubectl's last-applied copy;
+//     spec.replicas (replicasOwnedByOther, scaling.go); the spec packed
+//     (packedFields);
+//   - pods: metadata and what trimPod keeps of spec and status;
+//   - graphs: everything but kubectl's last-applied copy, the spec packed;
 //   - Deployments and Services: whole, but their pod template and spec
 //     packed (packedFields).
 //
@@ -48,13 +53,16 @@ func trimForCache(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *v1alpha1.DynamoComponentDeployment:
 		o.ManagedFields = replicasManagers(o.ManagedFields, FieldOwner)
+		if err := pack(o); err != nil {
+			return nil, err
+		}
 		return o, nil
 	case *v1alpha1.DynamoGraphDeployment:
 		if _, ok := o.Annotations[lastAppliedAnnotation]; ok {
 			delete(o.Annotations, lastAppliedAnnotation)
 		}
 	case *corev1.Pod:
-		o.Spec = corev1.PodSpec{}
+		trimPod(o)
 	}
 	m.SetManagedFields(nil)
 	if err := pack(m); err != nil {
@@ -63,40 +71,108 @@ func trimForCache(obj any) (any, error) {
 	return obj, nil
 }
 
+// trimPod keeps of a pod's spec and status what is read: the phase, IP
+// and conditions, and of each container its name, readiness, restarts,
+// waiting state and last termination (stuck.go explains a rollout from
+// them, the model controller picks its endpoints), and the container port
+// named "system" (systemAddress). A simulated cluster's 2,000 pods are as
+// many objects as its Deployments, and the rest (images, container IDs,
+// host IPs, start times, the whole pod spec) is read by nothing here.
+func trimPod(p *corev1.Pod) {
+	var containers []corev1.Container
+	for _, c := range p.Spec.Containers {
+		for _, port := range c.Ports {
+			if port.Name == render.SystemPortName {
+				containers = append(containers, corev1.Container{Name: c.Name, Ports: []corev1.ContainerPort{port}})
+			}
+		}
+	}
+	p.Spec = corev1.PodSpec{Containers: containers}
+	p.Status = corev1.PodStatus{
+		Phase:                 p.Status.Phase,
+		PodIP:                 p.Status.PodIP,
+		Conditions:            p.Status.Conditions,
+		InitContainerStatuses: trimContainerStatuses(p.Status.InitContainerStatuses),
+		ContainerStatuses:     trimContainerStatuses(p.Status.ContainerStatuses),
+	}
+}
+
+func trimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i, cs := range in {
+		out[i] = corev1.ContainerStatus{
+			Name:                 cs.Name,
+			Ready:                cs.Ready,
+			RestartCount:         cs.RestartCount,
+			State:                corev1.ContainerState{Waiting: cs.State.Waiting},
+			LastTerminationState: corev1.ContainerState{Terminated: cs.LastTerminationState.Terminated},
+		}
+	}
+	return out
+}
+
 // packedAnnotation holds, on a cached copy only, a field packedFields
 // packed. Its key is deliberately not a valid annotation key (a space):
 // should a cached copy ever be written back, the API server refuses it
 // rather than store the packed bytes and an empty field.
 const packedAnnotation = "nvidia.com/packed by the cache"
 
-// protoField is a field that marshals itself to protobuf, as every
-// Kubernetes API type does.
-type protoField interface {
+// packedField is a field that marshals itself to bytes and back: every
+// Kubernetes API type does, to protobuf; our own kinds' specs go through
+// jsonField.
+type packedField interface {
 	Marshal() ([]byte, error)
 	Unmarshal([]byte) error
 }
 
+// jsonField packs a field of our own kinds, which have no protobuf
+// encoding, as JSON: the API server serves custom resources only as JSON,
+// so the round trip is the one every cached copy already went through.
+type jsonField struct{ v any }
+
+func (f jsonField) Marshal() ([]byte, error) { return json.Marshal(f.v) }
+func (f jsonField) Unmarshal(b []byte) error { return json.Unmarshal(b, f.v) }
+
 // packedFields are the large fields of cached objects that are read only
-// when their object is reconciled: the cache holds them as protobuf bytes,
-// a third of their size as Go structs, and getOptional unpacks them into
-// the copy a reconcile reads, so every read of these kinds must go through
-// it. A Deployment's pod template is most of it and is read only to check
-// for drift and to adopt a workload; at 500 graphs it was 8 MiB of a 41 MiB
-// live heap. Each entry returns the field of obj, or nil when obj is of
-// another kind.
-var packedFields = []func(obj any) protoField{
-	func(obj any) protoField {
+// when their object is reconciled: the cache holds them as bytes, a third
+// of their size as Go structs or less, and unpackingClient unpacks them
+// into the copy a Get or List returns. Each entry returns a pointer to the
+// field of obj, or nil when obj is of another kind; a new kind is one more
+// entry. At 500 graphs on the simulator the specs of components and graphs,
+// decoded, were a fifth of a 52 MB live heap.
+var packedFields = []func(obj any) (field any, packed packedField){
+	// A Deployment's pod template is most of it and is read only to check
+	// for drift and to adopt a workload; at 500 graphs it was 8 MiB of a
+	// 41 MiB live heap.
+	func(obj any) (any, packedField) {
 		if d, ok := obj.(*appsv1.Deployment); ok {
-			return &d.Spec.Template
+			return &d.Spec.Template, &d.Spec.Template
 		}
-		return nil
+		return nil, nil
 	},
 	// A Service's spec is read only to check it for drift.
-	func(obj any) protoField {
+	func(obj any) (any, packedField) {
 		if s, ok := obj.(*corev1.Service); ok {
-			return &s.Spec
+			return &s.Spec, &s.Spec
 		}
-		return nil
+		return nil, nil
+	},
+	// A component's and a graph's spec are read when they are reconciled;
+	// events and indexes need only their metadata.
+	func(obj any) (any, packedField) {
+		if d, ok := obj.(*v1alpha1.DynamoComponentDeployment); ok {
+			return &d.Spec, jsonField{&d.Spec}
+		}
+		return nil, nil
+	},
+	func(obj any) (any, packedField) {
+		if d, ok := obj.(*v1alpha1.DynamoGraphDeployment); ok {
+			return &d.Spec, jsonField{&d.Spec}
+		}
+		return nil, nil
 	},
 }
 
@@ -110,11 +186,11 @@ func pack(obj metav1.Object) error {
 		return nil
 	}
 	for _, fieldOf := range packedFields {
-		field := fieldOf(obj)
+		field, packed := fieldOf(obj)
 		if field == nil {
 			continue
 		}
-		b, err := field.Marshal()
+		b, err := packed.Marshal()
 		if err != nil {
 			return fmt.Errorf("packing %s for the cache: %w", obj.GetName(), err)
 		}
@@ -138,8 +214,8 @@ func unpack(obj metav1.Object) error {
 		return nil
 	}
 	for _, fieldOf := range packedFields {
-		if field := fieldOf(obj); field != nil {
-			if err := field.Unmarshal([]byte(packed)); err != nil {
+		if field, p := fieldOf(obj); field != nil {
+			if err := p.Unmarshal([]byte(packed)); err != nil {
 				return fmt.Errorf("unpacking %s from the cache: %w", obj.GetName(), err)
 			}
 		}
@@ -151,6 +227,31 @@ func unpack(obj metav1.Object) error {
 	}
 	obj.SetAnnotations(annotations)
 	return nil
+}
+
+// unpackingClient is the controllers' client: every object it reads from
+// the cache comes back with what the cache packed (packedFields) unpacked,
+// so no reconcile, map function or webhook sees an emptied spec. Lists
+// unpack each item.
+type unpackingClient struct{ client.Client }
+
+func (c unpackingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := c.Client.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	return unpack(obj)
+}
+
+func (c unpackingClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := c.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	return meta.EachListItem(list, func(item runtime.Object) error {
+		if obj, ok := item.(metav1.Object); ok {
+			return unpack(obj)
+		}
+		return nil
+	})
 }
 
 // replicasManagers keeps, of an object's managed fields, one entry per

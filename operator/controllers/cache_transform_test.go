@@ -1,15 +1,24 @@
 package controllers
 
 import (
+	"context"
+	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
+	"github.com/dynamoctl/dynamo-operator/internal/compat"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
@@ -58,8 +67,8 @@ func TestTrimForCacheKeepsWhoScaledComponents(t *testing.T) {
 }
 
 // Graphs lose kubectl's last-applied copy and managedFields, nothing else;
-// pods keep metadata and status, which explain a stuck rollout, and lose
-// their spec.
+// pods keep their metadata and what explains a stuck rollout or locates a
+// model's endpoint, and lose the rest of their spec and status.
 func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
 	graph := builders.MakeGraph("llm", "ns").Service("Worker", builders.MakeService().GPUs(1)).
 		Annotation(lastAppliedAnnotation, `{"big":"copy"}`).Annotation("team", "a").Obj()
@@ -70,26 +79,72 @@ func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
 	if _, err := trimForCache(graph); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, graph); diff != "" {
-		t.Errorf("trimmed graph (-want +got):\n%s", diff)
+	if len(graph.Spec.Services) != 0 || graph.Annotations[packedAnnotation] == "" {
+		t.Errorf("the cached graph holds its spec unpacked: %+v", graph.Spec)
 	}
-
-	pod := builders.MakePod("llm-worker-0", "ns").Labels(map[string]string{"a": "b"}).Unschedulable("0/4 nodes").Obj()
-	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
-	wantPod := pod.DeepCopy()
-	wantPod.ManagedFields = nil
-	wantPod.Spec = corev1.PodSpec{}
-	if _, err := trimForCache(pod); err != nil {
+	if err := unpack(graph); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(wantPod, pod); diff != "" {
-		t.Errorf("trimmed pod (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, graph); diff != "" {
+		t.Errorf("trimmed graph, unpacked (-want +got):\n%s", diff)
+	}
+
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+	}{
+		{"unschedulable", builders.MakePod("llm-worker-0", "ns").Labels(map[string]string{"a": "b"}).Unschedulable("0/4 nodes").Obj()},
+		{"crash-looping", builders.MakePod("llm-worker-1", "ns").CrashLooping(3, 137).Obj()},
+		{"ready", builders.MakePod("llm-worker-2", "ns").Ready().Obj()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := tc.pod
+			pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+			// What the kubelet reports besides, and nothing reads.
+			pod.Status.HostIP, pod.Status.PodIP, pod.Status.Phase = "10.0.0.1", "10.1.0.7", corev1.PodRunning
+			pod.Status.PodIPs = []corev1.PodIP{{IP: "10.1.0.7"}}
+			pod.Status.StartTime = &metav1.Time{}
+			pod.Status.QOSClass = corev1.PodQOSBurstable
+			pod.Spec.Containers = []corev1.Container{
+				{Name: "main", Image: "worker:1", Ports: []corev1.ContainerPort{
+					{Name: "http", ContainerPort: 8000}, {Name: render.SystemPortName, ContainerPort: 9345}}},
+				{Name: "sidecar", Image: "proxy:1"},
+			}
+			for i := range pod.Status.ContainerStatuses {
+				cs := &pod.Status.ContainerStatuses[i]
+				cs.Image, cs.ImageID, cs.ContainerID = "worker:1", "sha256:abc", "containerd://abc"
+			}
+			wantPod := pod.DeepCopy()
+			wantPod.ManagedFields = nil
+			wantPod.Spec = corev1.PodSpec{Containers: []corev1.Container{
+				{Name: "main", Ports: []corev1.ContainerPort{{Name: render.SystemPortName, ContainerPort: 9345}}}}}
+			wantPod.Status.HostIP, wantPod.Status.PodIPs, wantPod.Status.StartTime, wantPod.Status.QOSClass = "", nil, nil, ""
+			for i := range wantPod.Status.ContainerStatuses {
+				cs := &wantPod.Status.ContainerStatuses[i]
+				cs.Image, cs.ImageID, cs.ContainerID = "", "", ""
+			}
+			// What stuck.go and the model controller read of it.
+			before, _, _ := crashLooping(pod)
+			address := systemAddress(pod)
+			if _, err := trimForCache(pod); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(wantPod, pod); diff != "" {
+				t.Errorf("trimmed pod (-want +got):\n%s", diff)
+			}
+			if after, _, _ := crashLooping(pod); after != before {
+				t.Errorf("crash loop seen before trimming: %q, after: %q", before, after)
+			}
+			if got := systemAddress(pod); got != address || got != "http://10.1.0.7:9345" {
+				t.Errorf("system address %q after trimming, %q before, want http://10.1.0.7:9345", got, address)
+			}
+		})
 	}
 }
 
 // A Deployment is cached with its pod template packed, a Service with its
-// spec, and a copy read through getOptional has it back whole, without the
-// packing annotation.
+// spec, and an unpacked copy has it back whole, without the packing
+// annotation.
 func TestCachedChildrenKeepTheirLargeFieldsPacked(t *testing.T) {
 	graph := builders.MakeGraph("llm", "ns").Service("Worker", builders.MakeService().GPUs(1)).Obj()
 	comps, err := render.Components(graph)
@@ -157,4 +212,133 @@ func TestCachedChildrenKeepTheirLargeFieldsPacked(t *testing.T) {
 	if err := unpack(direct); err != nil || !cmp.Equal(want, direct) {
 		t.Errorf("unpacking an object that was never packed changed it: %v\n%s", err, cmp.Diff(want, direct))
 	}
+}
+
+// Every graph Dynamo's users run, and every component rendered from it, is
+// cached with its spec packed and read back as it was: the specs are the
+// largest of our kinds, and a field lost in the round trip would be a
+// field the operator silently stops rendering. Empty and absent lists and
+// maps are equal here as they are to the API server (both are omitted).
+func TestCachedGraphsAndComponentsReadBackWhole(t *testing.T) {
+	docs, err := compat.Documents("../../../shared/compat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	graphs := 0
+	for _, d := range docs {
+		if d.Kind != "DynamoGraphDeployment" {
+			continue
+		}
+		var dgd v1alpha1.DynamoGraphDeployment
+		if err := yaml.Unmarshal(d.Raw, &dgd); err != nil {
+			t.Fatalf("%s: %v", d.File, err)
+		}
+		graphs++
+		dgd.Namespace = "compat"
+		objs := []client.Object{&dgd}
+		if comps, err := render.Components(&dgd); err == nil {
+			for _, c := range comps {
+				objs = append(objs, c)
+			}
+		}
+		for _, obj := range objs {
+			want := obj.DeepCopyObject().(client.Object)
+			out, err := trimForCache(obj)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", d.File, obj.GetName(), err)
+			}
+			cached := out.(client.Object)
+			if cached.GetAnnotations()[packedAnnotation] == "" {
+				t.Errorf("%s: %s is cached with its spec unpacked", d.File, obj.GetName())
+			}
+			read := cached.DeepCopyObject().(client.Object)
+			if err := unpack(read); err != nil {
+				t.Fatalf("%s: %s: %v", d.File, obj.GetName(), err)
+			}
+			want.SetManagedFields(nil)
+			read.SetManagedFields(nil)
+			if diff := cmp.Diff(want, read, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s: %s read back from the cache (-want +got):\n%s", d.File, obj.GetName(), diff)
+			}
+		}
+	}
+	if graphs == 0 {
+		t.Fatal("no DynamoGraphDeployment among the compat manifests")
+	}
+}
+
+// The controllers' client unpacks what it reads, one object or a list, and
+// leaves an object that was never packed as it is.
+func TestUnpackingClientReadsWholeObjects(t *testing.T) {
+	graph := builders.MakeGraph("llm", "ns").Service("Worker", builders.MakeService().GPUs(1)).Obj()
+	comps, err := render.Components(graph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploy, err := render.Deployment(comps[0], nil, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := render.Service(comps[0]) // as read from the API server: never packed
+	want := []client.Object{graph.DeepCopy(), comps[0].DeepCopy(), deploy.DeepCopy(), plain.DeepCopy()}
+	var stored []client.Object
+	for _, obj := range []client.Object{graph, comps[0], deploy} {
+		out, err := trimForCache(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, out.(client.Object))
+	}
+	stored = append(stored, plain)
+	c := unpackingClient{cacheLike{objs: stored}}
+	ctx := context.Background()
+	for i, w := range want {
+		got := w.DeepCopyObject().(client.Object)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(w, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("object %d read through the client (-want +got):\n%s", i, diff)
+		}
+	}
+	var list v1alpha1.DynamoComponentDeploymentList
+	if err := c.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Annotations[packedAnnotation] != "" ||
+		!cmp.Equal(want[1].(*v1alpha1.DynamoComponentDeployment).Spec, list.Items[0].Spec, cmpopts.EquateEmpty()) {
+		t.Errorf("listed component not unpacked: %+v", list.Items)
+	}
+}
+
+// cacheLike hands out deep copies of what it holds, as the cache's reader
+// does: the real cache cannot be filled with packed objects through an API
+// server (the packed key is refused), and a fake client's JSON round trip
+// would mangle the packed protobuf bytes the cache keeps as they are.
+type cacheLike struct {
+	client.Client // nil: only Get and List are called
+	objs          []client.Object
+}
+
+func (c cacheLike) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	for _, o := range c.objs {
+		if client.ObjectKeyFromObject(o) == key && reflect.TypeOf(o) == reflect.TypeOf(obj) {
+			reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o.DeepCopyObject()).Elem())
+			return nil
+		}
+	}
+	return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+}
+
+func (c cacheLike) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	l, ok := list.(*v1alpha1.DynamoComponentDeploymentList)
+	if !ok {
+		return fmt.Errorf("cacheLike lists only components, not %T", list)
+	}
+	for _, o := range c.objs {
+		if d, ok := o.(*v1alpha1.DynamoComponentDeployment); ok {
+			l.Items = append(l.Items, *d.DeepCopy())
+		}
+	}
+	return nil
 }

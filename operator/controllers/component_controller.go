@@ -102,7 +102,7 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 // Reconcile brings one component's children in line with its spec.
 func (r *ComponentReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	res, err := quietWhenTerminating(r.reconcile(ctx, req))
-	r.Failing.set(req.NamespacedName, err != nil)
+	r.Failing.set(req.NamespacedName, err != nil, r.Clock.Now())
 	return res, err
 }
 

@@ -54,12 +54,48 @@ func TestFailingComponents(t *testing.T) {
 	if f.failing(key) {
 		t.Error("a component never reconciled counts as failing")
 	}
-	f.set(key, true)
+	t0 := time.Unix(1000, 0)
+	f.set(key, true, t0)
 	if !f.failing(key) {
 		t.Error("a component whose reconcile failed does not count as failing")
 	}
-	f.set(key, false)
+	if f.progressing(t0) {
+		t.Error("a failed reconcile counts as the component controller's progress")
+	}
+	f.set(key, false, t0)
 	if f.failing(key) {
 		t.Error("a component whose latest reconcile succeeded still counts as failing")
+	}
+}
+
+func TestComponentControllerProgress(t *testing.T) {
+	var nothing *Failing
+	t0 := time.Unix(1000, 0)
+	if nothing.progressing(t0) {
+		t.Error("without a record the component controller counts as progressing")
+	}
+	f := &Failing{}
+	if f.progressing(t0) {
+		t.Error("a component controller that never finished a reconcile counts as progressing")
+	}
+	key := types.NamespacedName{Namespace: "ns", Name: "g-worker"}
+	f.set(key, false, t0)
+	for _, step := range []struct {
+		at   time.Duration
+		want bool
+	}{
+		{0, true},
+		{queuedProgress - time.Second, true},
+		{queuedProgress, false},
+	} {
+		if got := f.progressing(t0.Add(step.at)); got != step.want {
+			t.Errorf("%s after its last reconcile: progressing %t, want %t", step.at, got, step.want)
+		}
+	}
+	// A reconcile that finished earlier than the latest (another worker's,
+	// timed before) does not move the progress back.
+	f.set(key, false, t0.Add(-time.Minute))
+	if !f.progressing(t0.Add(queuedProgress - time.Second)) {
+		t.Error("an earlier reconcile moved the progress back")
 	}
 }

@@ -48,8 +48,8 @@ type GraphReconciler struct {
 	// adoption.go for what it decides.
 	Renderer string
 	// Failing is the component controller's record of the components
-	// whose latest reconcile failed (holdFirstReport); nil counts every
-	// component as failing.
+	// whose latest reconcile failed and of its progress (holdFirstReport);
+	// nil counts every component as failing.
 	Failing *Failing
 
 	// indexed: Client reads from the manager's cache, which has the
@@ -439,7 +439,8 @@ func (c changeSet) emit(rec events.EventRecorder, obj client.Object) {
 // own spec yet: until then the graph could only say "not yet reconciled".
 // That wait lasts up to firstReportLimit when such a component's latest
 // reconcile failed, else up to queuedReportLimit (a burst of graphs queued
-// ahead of it), both from the graph's first look.
+// ahead of it), and up to queuedReportCap while the component controller
+// demonstrably drains that burst, all from the graph's first look.
 func (r *GraphReconciler) holdFirstReport(key types.NamespacedName, dgd *v1alpha1.DynamoGraphDeployment,
 	components []*v1alpha1.DynamoComponentDeployment, next *v1alpha1.DynamoGraphDeploymentStatus,
 	pending *imageWait, blockers string, now time.Time) time.Duration {
@@ -462,7 +463,11 @@ func (r *GraphReconciler) holdFirstReport(key types.NamespacedName, dgd *v1alpha
 	case failing:
 		return r.first.holdUpTo(key, dgd.Generation, now, firstReportLimit)
 	case waiting:
-		if wait := r.first.holdUpTo(key, dgd.Generation, now, queuedReportLimit); wait > 0 {
+		wait := r.first.holdUpTo(key, dgd.Generation, now, queuedReportLimit)
+		if wait == 0 && r.Failing.progressing(now) {
+			wait = r.first.holdUpTo(key, dgd.Generation, now, queuedReportCap)
+		}
+		if wait > 0 {
 			return min(wait, queuedRecheck)
 		}
 		return 0

@@ -35,10 +35,6 @@ func getOptional[T client.Object](ctx context.Context, c client.Client, key clie
 		}
 		return zero, err
 	}
-	// A copy from the cache has its large fields packed (cache_transform.go).
-	if err := unpack(obj); err != nil {
-		return zero, err
-	}
 	return obj, nil
 }
 

@@ -72,7 +72,9 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 	if err := registerIndexes(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("indexing the cache: %w", err)
 	}
-	c := mgr.GetClient()
+	// The cache packs large fields (cache_transform.go); every read
+	// unpacks them.
+	var c client.Client = unpackingClient{mgr.GetClient()}
 	recorder := o.Events
 	if o.Gate != nil {
 		// Every write, events included, asks the gate first, so work in

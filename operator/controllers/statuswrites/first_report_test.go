@@ -348,6 +348,9 @@ func TestGraphStatusWrites(t *testing.T) {
 		// fail: the component controller's reconciles of the components
 		// fail then (every write refused)
 		fail bool
+		// drain: the component controller finishes a reconcile of another
+		// graph's component then (it drains a backlog ahead of these)
+		drain bool
 		// the graph's state after a reconcile, "" for no status
 		want v1alpha1.GraphState
 	}
@@ -377,6 +380,19 @@ func TestGraphStatusWrites(t *testing.T) {
 		{name: "components queued, then available", queued: true, writes: 1, steps: []step{
 			{after: 2 * time.Minute},
 			{after: time.Second, components: "available", want: v1alpha1.GraphStateSuccessful}}},
+		// Behind a backlog the component controller is still draining, the
+		// graph waits past the limit, up to the cap.
+		{name: "components queued behind a draining backlog", queued: true, writes: 1, steps: []step{
+			{after: 4 * time.Minute, drain: true},
+			{after: 2 * time.Minute, drain: true},
+			{after: 20 * time.Second, drain: true, components: "available", want: v1alpha1.GraphStateSuccessful}}},
+		{name: "components queued after the backlog stopped draining", queued: true, writes: 1, steps: []step{
+			{after: 4 * time.Minute, drain: true},
+			{after: time.Minute, want: v1alpha1.GraphStatePending}}},
+		{name: "components queued past the cap", queued: true, writes: 1, steps: []step{
+			{after: 30 * time.Minute, drain: true},
+			{after: 29 * time.Minute, drain: true},
+			{after: time.Minute, drain: true, want: v1alpha1.GraphStatePending}}},
 		// A component that fails to reconcile is reported at the shorter
 		// limit.
 		{name: "components failing", queued: true, writes: 1, steps: []step{
@@ -400,6 +416,9 @@ func TestGraphStatusWrites(t *testing.T) {
 			cr := newComponentReconciler(refusingClient{env.Client}, clock)
 			cr.Applier.Client = refusingClient{env.Client}
 			cr.Failing = r.Failing
+			// The component controller at work on other graphs.
+			drain := newComponentReconciler(env.Client, clock)
+			drain.Failing = r.Failing
 
 			res := reconcileOnce(t, ctx, r, key)
 			components := []client.ObjectKey{{Namespace: ns, Name: render.ComponentName("g", "Frontend")},
@@ -416,6 +435,14 @@ func TestGraphStatusWrites(t *testing.T) {
 
 			for i, s := range tc.steps {
 				clock.Step(s.after)
+				if s.drain {
+					// Another graph's component, gone by the time the
+					// controller gets to it: a reconcile that finishes.
+					other := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: "other-worker"}}
+					if _, err := drain.Reconcile(ctx, other); err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
+				}
 				if s.fail {
 					for _, k := range components {
 						if _, err := cr.Reconcile(ctx, reconcile.Request{NamespacedName: k}); err == nil {

@@ -31,10 +31,9 @@ var replicasOnly = &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}
 // Service and not-ready pod, and managedFields alone are often as large as
 // the rest of an object. It keeps exactly what is read:
 //   - components: of managedFields, only whether another manager owns
-//     spec.replicas (replicasOwnedByOther, scaling.go); the spec packed
-//     (packedFields);
+//     spec.replicas (replicasOwnedByOther, scaling.go);
 //   - pods: metadata and what trimPod keeps of spec and status;
-//   - graphs: everything but kubectl's last-applied copy, the spec packed;
+//   - graphs: everything but kubectl's last-applied copy;
 //   - Deployments and Services: whole, but their pod template and spec
 //     packed (packedFields).
 //
@@ -53,9 +52,6 @@ func trimForCache(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *v1alpha1.DynamoComponentDeployment:
 		o.ManagedFields = replicasManagers(o.ManagedFields, FieldOwner)
-		if err := pack(o); err != nil {
-			return nil, err
-		}
 		return o, nil
 	case *v1alpha1.DynamoGraphDeployment:
 		if _, ok := o.Annotations[lastAppliedAnnotation]; ok {
@@ -120,29 +116,22 @@ func trimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus
 // rather than store the packed bytes and an empty field.
 const packedAnnotation = "nvidia.com/packed by the cache"
 
-// packedField is a field that marshals itself to bytes and back: every
-// Kubernetes API type does, to protobuf; our own kinds' specs go through
-// jsonField.
+// packedField is a field that marshals itself to bytes and back, as every
+// Kubernetes API type does (protobuf).
 type packedField interface {
 	Marshal() ([]byte, error)
 	Unmarshal([]byte) error
 }
 
-// jsonField packs a field of our own kinds, which have no protobuf
-// encoding, as JSON: the API server serves custom resources only as JSON,
-// so the round trip is the one every cached copy already went through.
-type jsonField struct{ v any }
-
-func (f jsonField) Marshal() ([]byte, error) { return json.Marshal(f.v) }
-func (f jsonField) Unmarshal(b []byte) error { return json.Unmarshal(b, f.v) }
-
 // packedFields are the large fields of cached objects that are read only
-// when their object is reconciled: the cache holds them as bytes, a third
-// of their size as Go structs or less, and unpackingClient unpacks them
+// when their object is reconciled: the cache holds them as protobuf bytes,
+// a third of their size as Go structs, and unpackingClient unpacks them
 // into the copy a Get or List returns. Each entry returns a pointer to the
 // field of obj, or nil when obj is of another kind; a new kind is one more
-// entry. At 500 graphs on the simulator the specs of components and graphs,
-// decoded, were a fifth of a 52 MB live heap.
+// entry. Our own kinds are not packed: custom resources have no protobuf,
+// and packing components' and graphs' specs as JSON took 6 MiB off the RSS
+// at 500 graphs for 15 s more of the operator's CPU (40%), a third of it
+// decoding them again on every read.
 var packedFields = []func(obj any) (field any, packed packedField){
 	// A Deployment's pod template is most of it and is read only to check
 	// for drift and to adopt a workload; at 500 graphs it was 8 MiB of a
@@ -157,20 +146,6 @@ var packedFields = []func(obj any) (field any, packed packedField){
 	func(obj any) (any, packedField) {
 		if s, ok := obj.(*corev1.Service); ok {
 			return &s.Spec, &s.Spec
-		}
-		return nil, nil
-	},
-	// A component's and a graph's spec are read when they are reconciled;
-	// events and indexes need only their metadata.
-	func(obj any) (any, packedField) {
-		if d, ok := obj.(*v1alpha1.DynamoComponentDeployment); ok {
-			return &d.Spec, jsonField{&d.Spec}
-		}
-		return nil, nil
-	},
-	func(obj any) (any, packedField) {
-		if d, ok := obj.(*v1alpha1.DynamoGraphDeployment); ok {
-			return &d.Spec, jsonField{&d.Spec}
 		}
 		return nil, nil
 	},
@@ -231,8 +206,9 @@ func unpack(obj metav1.Object) error {
 
 // unpackingClient is the controllers' client: every object it reads from
 // the cache comes back with what the cache packed (packedFields) unpacked,
-// so no reconcile, map function or webhook sees an emptied spec. Lists
-// unpack each item.
+// a Get's object and each item of a List, so no reconcile sees an emptied
+// spec. Map functions and predicates get the cached object itself and read
+// only its metadata.
 type unpackingClient struct{ client.Client }
 
 func (c unpackingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {

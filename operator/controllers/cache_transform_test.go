@@ -15,10 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
-	"github.com/dynamoctl/dynamo-operator/internal/compat"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
@@ -79,14 +77,8 @@ func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
 	if _, err := trimForCache(graph); err != nil {
 		t.Fatal(err)
 	}
-	if len(graph.Spec.Services) != 0 || graph.Annotations[packedAnnotation] == "" {
-		t.Errorf("the cached graph holds its spec unpacked: %+v", graph.Spec)
-	}
-	if err := unpack(graph); err != nil {
-		t.Fatal(err)
-	}
 	if diff := cmp.Diff(want, graph); diff != "" {
-		t.Errorf("trimmed graph, unpacked (-want +got):\n%s", diff)
+		t.Errorf("trimmed graph (-want +got):\n%s", diff)
 	}
 
 	for _, tc := range []struct {
@@ -214,61 +206,9 @@ func TestCachedChildrenKeepTheirLargeFieldsPacked(t *testing.T) {
 	}
 }
 
-// Every graph Dynamo's users run, and every component rendered from it, is
-// cached with its spec packed and read back as it was: the specs are the
-// largest of our kinds, and a field lost in the round trip would be a
-// field the operator silently stops rendering. Empty and absent lists and
-// maps are equal here as they are to the API server (both are omitted).
-func TestCachedGraphsAndComponentsReadBackWhole(t *testing.T) {
-	docs, err := compat.Documents("../../../shared/compat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	graphs := 0
-	for _, d := range docs {
-		if d.Kind != "DynamoGraphDeployment" {
-			continue
-		}
-		var dgd v1alpha1.DynamoGraphDeployment
-		if err := yaml.Unmarshal(d.Raw, &dgd); err != nil {
-			t.Fatalf("%s: %v", d.File, err)
-		}
-		graphs++
-		dgd.Namespace = "compat"
-		objs := []client.Object{&dgd}
-		if comps, err := render.Components(&dgd); err == nil {
-			for _, c := range comps {
-				objs = append(objs, c)
-			}
-		}
-		for _, obj := range objs {
-			want := obj.DeepCopyObject().(client.Object)
-			out, err := trimForCache(obj)
-			if err != nil {
-				t.Fatalf("%s: %s: %v", d.File, obj.GetName(), err)
-			}
-			cached := out.(client.Object)
-			if cached.GetAnnotations()[packedAnnotation] == "" {
-				t.Errorf("%s: %s is cached with its spec unpacked", d.File, obj.GetName())
-			}
-			read := cached.DeepCopyObject().(client.Object)
-			if err := unpack(read); err != nil {
-				t.Fatalf("%s: %s: %v", d.File, obj.GetName(), err)
-			}
-			want.SetManagedFields(nil)
-			read.SetManagedFields(nil)
-			if diff := cmp.Diff(want, read, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("%s: %s read back from the cache (-want +got):\n%s", d.File, obj.GetName(), diff)
-			}
-		}
-	}
-	if graphs == 0 {
-		t.Fatal("no DynamoGraphDeployment among the compat manifests")
-	}
-}
-
 // The controllers' client unpacks what it reads, one object or a list, and
-// leaves an object that was never packed as it is.
+// leaves an object that was never packed (our kinds, one read from the API
+// server) as it is.
 func TestUnpackingClientReadsWholeObjects(t *testing.T) {
 	graph := builders.MakeGraph("llm", "ns").Service("Worker", builders.MakeService().GPUs(1)).Obj()
 	comps, err := render.Components(graph)
@@ -301,13 +241,15 @@ func TestUnpackingClientReadsWholeObjects(t *testing.T) {
 			t.Errorf("object %d read through the client (-want +got):\n%s", i, diff)
 		}
 	}
-	var list v1alpha1.DynamoComponentDeploymentList
+	var list appsv1.DeploymentList
 	if err := c.List(ctx, &list); err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Items) != 1 || list.Items[0].Annotations[packedAnnotation] != "" ||
-		!cmp.Equal(want[1].(*v1alpha1.DynamoComponentDeployment).Spec, list.Items[0].Spec, cmpopts.EquateEmpty()) {
-		t.Errorf("listed component not unpacked: %+v", list.Items)
+	if len(list.Items) != 1 {
+		t.Fatalf("listed %d Deployments, want 1", len(list.Items))
+	}
+	if diff := cmp.Diff(want[2], &list.Items[0], cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("listed Deployment (-want +got):\n%s", diff)
 	}
 }
 
@@ -331,12 +273,12 @@ func (c cacheLike) Get(_ context.Context, key client.ObjectKey, obj client.Objec
 }
 
 func (c cacheLike) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
-	l, ok := list.(*v1alpha1.DynamoComponentDeploymentList)
+	l, ok := list.(*appsv1.DeploymentList)
 	if !ok {
-		return fmt.Errorf("cacheLike lists only components, not %T", list)
+		return fmt.Errorf("cacheLike lists only Deployments, not %T", list)
 	}
 	for _, o := range c.objs {
-		if d, ok := o.(*v1alpha1.DynamoComponentDeployment); ok {
+		if d, ok := o.(*appsv1.Deployment); ok {
 			l.Items = append(l.Items, *d.DeepCopy())
 		}
 	}

@@ -64,6 +64,14 @@ const queuedReportLimit = 5 * time.Minute
 // status writes per graph instead of 1.
 const queuedProgress = 30 * time.Second
 
+// queuedProgressRecheck is how often a graph held behind a draining
+// backlog is looked at again: a component of its that starts failing, or
+// the controller's progress stopping, is seen within it. Every 15 s
+// (queuedRecheck), 500 graphs held through a 12-minute burst were 500
+// reconciles a minute of the operator's CPU for nothing; a component's own
+// report enqueues its graph anyway.
+const queuedProgressRecheck = time.Minute
+
 // queuedReportCap bounds the wait behind a draining backlog all the same:
 // a component the controller never gets to while it works on others (a
 // bug of ours) is reported as not yet reconciled at the latest then.

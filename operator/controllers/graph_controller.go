@@ -463,12 +463,13 @@ func (r *GraphReconciler) holdFirstReport(key types.NamespacedName, dgd *v1alpha
 	case failing:
 		return r.first.holdUpTo(key, dgd.Generation, now, firstReportLimit)
 	case waiting:
-		wait := r.first.holdUpTo(key, dgd.Generation, now, queuedReportLimit)
-		if wait == 0 && r.Failing.progressing(now) {
-			wait = r.first.holdUpTo(key, dgd.Generation, now, queuedReportCap)
-		}
-		if wait > 0 {
+		if wait := r.first.holdUpTo(key, dgd.Generation, now, queuedReportLimit); wait > 0 {
 			return min(wait, queuedRecheck)
+		}
+		if r.Failing.progressing(now) {
+			if wait := r.first.holdUpTo(key, dgd.Generation, now, queuedReportCap); wait > 0 {
+				return min(wait, queuedProgressRecheck)
+			}
 		}
 		return 0
 	}

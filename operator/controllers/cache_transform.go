@@ -116,8 +116,8 @@ func trimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus
 // rather than store the packed bytes and an empty field.
 const packedAnnotation = "nvidia.com/packed by the cache"
 
-// packedField is a field that marshals itself to bytes and back, as every
-// Kubernetes API type does (protobuf).
+// packedField is a pointer to a field that marshals itself to protobuf and
+// back, as every Kubernetes API type does.
 type packedField interface {
 	Marshal() ([]byte, error)
 	Unmarshal([]byte) error
@@ -126,28 +126,28 @@ type packedField interface {
 // packedFields are the large fields of cached objects that are read only
 // when their object is reconciled: the cache holds them as protobuf bytes,
 // a third of their size as Go structs, and unpackingClient unpacks them
-// into the copy a Get or List returns. Each entry returns a pointer to the
-// field of obj, or nil when obj is of another kind; a new kind is one more
-// entry. Our own kinds are not packed: custom resources have no protobuf,
-// and packing components' and graphs' specs as JSON took 6 MiB off the RSS
-// at 500 graphs for 15 s more of the operator's CPU (40%), a third of it
-// decoding them again on every read.
-var packedFields = []func(obj any) (field any, packed packedField){
+// into the copy a Get or List returns. Each entry returns the field of obj,
+// or nil when obj is of another kind; a new kind is one more entry. Our own
+// kinds are not packed: custom resources have no protobuf, and packing
+// components' and graphs' specs as JSON took 6 MiB off the RSS at 500
+// graphs for 15 s more of the operator's CPU (40%), decoding them again on
+// every read.
+var packedFields = []func(obj any) packedField{
 	// A Deployment's pod template is most of it and is read only to check
 	// for drift and to adopt a workload; at 500 graphs it was 8 MiB of a
 	// 41 MiB live heap.
-	func(obj any) (any, packedField) {
+	func(obj any) packedField {
 		if d, ok := obj.(*appsv1.Deployment); ok {
-			return &d.Spec.Template, &d.Spec.Template
+			return &d.Spec.Template
 		}
-		return nil, nil
+		return nil
 	},
 	// A Service's spec is read only to check it for drift.
-	func(obj any) (any, packedField) {
+	func(obj any) packedField {
 		if s, ok := obj.(*corev1.Service); ok {
-			return &s.Spec, &s.Spec
+			return &s.Spec
 		}
-		return nil, nil
+		return nil
 	},
 }
 
@@ -161,11 +161,11 @@ func pack(obj metav1.Object) error {
 		return nil
 	}
 	for _, fieldOf := range packedFields {
-		field, packed := fieldOf(obj)
+		field := fieldOf(obj)
 		if field == nil {
 			continue
 		}
-		b, err := packed.Marshal()
+		b, err := field.Marshal()
 		if err != nil {
 			return fmt.Errorf("packing %s for the cache: %w", obj.GetName(), err)
 		}
@@ -189,8 +189,8 @@ func unpack(obj metav1.Object) error {
 		return nil
 	}
 	for _, fieldOf := range packedFields {
-		if field, p := fieldOf(obj); field != nil {
-			if err := p.Unmarshal([]byte(packed)); err != nil {
+		if field := fieldOf(obj); field != nil {
+			if err := field.Unmarshal([]byte(packed)); err != nil {
 				return fmt.Errorf("unpacking %s from the cache: %w", obj.GetName(), err)
 			}
 		}

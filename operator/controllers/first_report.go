@@ -67,9 +67,9 @@ const queuedProgress = 30 * time.Second
 // queuedProgressRecheck is how often a graph held behind a draining
 // backlog is looked at again: a component of its that starts failing, or
 // the controller's progress stopping, is seen within it. Every 15 s
-// (queuedRecheck), 500 graphs held through a 12-minute burst were 500
-// reconciles a minute of the operator's CPU for nothing; a component's own
-// report enqueues its graph anyway.
+// (queuedRecheck), 500 graphs held through a 12-minute burst are 2,000
+// reconciles a minute that find nothing new; a component's own report
+// enqueues its graph anyway.
 const queuedProgressRecheck = time.Minute
 
 // queuedReportCap bounds the wait behind a draining backlog all the same:

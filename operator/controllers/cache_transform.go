@@ -129,9 +129,9 @@ type packedField interface {
 // into the copy a Get or List returns. Each entry returns the field of obj,
 // or nil when obj is of another kind; a new kind is one more entry. Our own
 // kinds are not packed: custom resources have no protobuf, and packing
-// components' and graphs' specs as JSON took 6 MiB off the RSS at 500
-// graphs for 15 s more of the operator's CPU (40%), decoding them again on
-// every read.
+// components' and graphs' specs as JSON took 2-3 MiB off the RSS at 500
+// graphs for 3-4 s more of the operator's CPU, decoding them again on
+// every read (CONTRIBUTING, "Writes and memory at scale").
 var packedFields = []func(obj any) packedField{
 	// A Deployment's pod template is most of it and is read only to check
 	// for drift and to adopt a workload; at 500 graphs it was 8 MiB of a

@@ -138,15 +138,7 @@ func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
 // spec, and an unpacked copy has it back whole, without the packing
 // annotation.
 func TestCachedChildrenKeepTheirLargeFieldsPacked(t *testing.T) {
-	graph := builders.MakeGraph("llm", "ns").Service("Worker", builders.MakeService().GPUs(1)).Obj()
-	comps, err := render.Components(graph)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deploy, err := render.Deployment(comps[0], nil, render.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, comp, deploy := renderedWorker(t)
 	deploy.Annotations = map[string]string{"team": "a"}
 	want := deploy.DeepCopy()
 
@@ -184,7 +176,7 @@ func TestCachedChildrenKeepTheirLargeFieldsPacked(t *testing.T) {
 		t.Errorf("unpacked Deployment (-want +got):\n%s", diff)
 	}
 	// A Service's spec is packed the same way.
-	svc := render.Service(comps[0])
+	svc := render.Service(comp)
 	wantSvc := svc.DeepCopy()
 	if _, err := trimForCache(svc); err != nil {
 		t.Fatal(err)
@@ -210,19 +202,11 @@ func TestCachedChildrenKeepTheirLargeFieldsPacked(t *testing.T) {
 // leaves an object that was never packed (our kinds, one read from the API
 // server) as it is.
 func TestUnpackingClientReadsWholeObjects(t *testing.T) {
-	graph := builders.MakeGraph("llm", "ns").Service("Worker", builders.MakeService().GPUs(1)).Obj()
-	comps, err := render.Components(graph)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deploy, err := render.Deployment(comps[0], nil, render.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain := render.Service(comps[0]) // as read from the API server: never packed
-	want := []client.Object{graph.DeepCopy(), comps[0].DeepCopy(), deploy.DeepCopy(), plain.DeepCopy()}
+	graph, comp, deploy := renderedWorker(t)
+	plain := render.Service(comp) // as read from the API server: never packed
+	want := []client.Object{graph.DeepCopy(), comp.DeepCopy(), deploy.DeepCopy(), plain.DeepCopy()}
 	var stored []client.Object
-	for _, obj := range []client.Object{graph, comps[0], deploy} {
+	for _, obj := range []client.Object{graph, comp, deploy} {
 		out, err := trimForCache(obj)
 		if err != nil {
 			t.Fatal(err)
@@ -283,4 +267,20 @@ func (c cacheLike) List(_ context.Context, list client.ObjectList, _ ...client.L
 		}
 	}
 	return nil
+}
+
+// renderedWorker is graph "llm" of one one-GPU worker, its component and
+// the component's Deployment, as the operator renders them.
+func renderedWorker(t *testing.T) (*v1alpha1.DynamoGraphDeployment, *v1alpha1.DynamoComponentDeployment, *appsv1.Deployment) {
+	t.Helper()
+	graph := builders.MakeGraph("llm", "ns").Service("Worker", builders.MakeService().GPUs(1)).Obj()
+	comps, err := render.Components(graph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploy, err := render.Deployment(comps[0], nil, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return graph, comps[0], deploy
 }

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,10 +34,15 @@ var replicasOnly = &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}
 // the rest of an object. It keeps exactly what is read:
 //   - components: of managedFields, only whether another manager owns
 //     spec.replicas (replicasOwnedByOther, scaling.go);
-//   - pods: metadata and what trimPod keeps of spec and status;
+//   - pods: their name, namespace, labels and deletion, and what trimPod
+//     keeps of spec and status;
 //   - graphs: everything but kubectl's last-applied copy;
-//   - Deployments and Services: whole, but their pod template and spec
-//     packed (packedFields).
+//   - Deployments and Services: whole, but their spec packed
+//     (packedFields), and of a Deployment's conditions those that explain a
+//     stuck rollout.
+//
+// The strings every object shares with others (namespace, label keys and
+// values, owners) are then kept once for the whole cache (internMeta).
 //
 // The cache is never the source of a full-object write (status and
 // finalizer patches are computed as differences between two cached copies,
@@ -49,22 +56,141 @@ func trimForCache(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
+	managedFields := []metav1.ManagedFieldsEntry(nil)
 	switch o := obj.(type) {
 	case *v1alpha1.DynamoComponentDeployment:
-		o.ManagedFields = replicasManagers(o.ManagedFields, FieldOwner)
-		return o, nil
+		managedFields = replicasManagers(o.ManagedFields, FieldOwner)
 	case *v1alpha1.DynamoGraphDeployment:
 		if _, ok := o.Annotations[lastAppliedAnnotation]; ok {
 			delete(o.Annotations, lastAppliedAnnotation)
 		}
 	case *corev1.Pod:
 		trimPod(o)
+	case *appsv1.Deployment:
+		o.Status.Conditions = blockingDeploymentConditions(o.Status.Conditions)
 	}
-	m.SetManagedFields(nil)
+	m.SetManagedFields(managedFields)
 	if err := pack(m); err != nil {
 		return nil, err
 	}
+	internMeta(m)
+	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
+		for i, t := 0, v.Elem().Type(); i < t.NumField(); i++ {
+			if f := t.Field(i); !f.Anonymous && f.Name != "ObjectMeta" {
+				internStrings(v.Elem().Field(i))
+			}
+		}
+	}
 	return obj, nil
+}
+
+// blockingDeploymentConditions keeps, of a Deployment's conditions, the two
+// that explain a stuck rollout (stuck.go): ReplicaFailure while True, and
+// Progressing once False. A healthy Deployment's Available and Progressing
+// (two reasons, a sentence each and four times) are read by nothing here:
+// availability is read from the replica counts.
+func blockingDeploymentConditions(in []appsv1.DeploymentCondition) []appsv1.DeploymentCondition {
+	var out []appsv1.DeploymentCondition
+	for _, c := range in {
+		switch {
+		case c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue,
+			c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse:
+			out = append(out, appsv1.DeploymentCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+		}
+	}
+	return out
+}
+
+// internMeta makes the strings an object shares with other cached objects
+// one copy each (unique.Make): its namespace, the keys and values of its
+// labels, the keys of its annotations and its owners. Every one of 10,000
+// cached objects decoded its own copy of "nvidia.com/dynamo-graph-
+// deployment-name", of its namespace and of its graph's name. Pods keep their
+// own names, unique to each; other children share theirs with the component
+// they run. Annotation values are not interned: the packed ones are large
+// and each object's own.
+func internMeta(m metav1.Object) {
+	m.SetNamespace(intern(m.GetNamespace()))
+	if _, pod := m.(*corev1.Pod); !pod {
+		m.SetName(intern(m.GetName()))
+	}
+	if labels := m.GetLabels(); labels != nil {
+		interned := make(map[string]string, len(labels))
+		for k, v := range labels {
+			interned[intern(k)] = intern(v)
+		}
+		m.SetLabels(interned)
+	}
+	if annotations := m.GetAnnotations(); annotations != nil {
+		interned := make(map[string]string, len(annotations))
+		for k, v := range annotations {
+			interned[intern(k)] = v
+		}
+		m.SetAnnotations(interned)
+	}
+	owners := m.GetOwnerReferences()
+	for i := range owners {
+		o := &owners[i]
+		o.APIVersion, o.Kind, o.Name, o.UID = intern(o.APIVersion), intern(o.Kind), intern(o.Name), types.UID(intern(string(o.UID)))
+	}
+}
+
+func intern(s string) string { return unique.Make(s).Value() }
+
+// internedLength bounds the strings internStrings shares: image names,
+// commands, environment variables and condition reasons and messages are
+// shorter, and repeat across every component of every graph; longer ones
+// (a script, an inline config) are seldom shared and cost a second copy
+// in unique's table while decoded.
+const internedLength = 256
+
+// internStrings interns, in place, every string of v, a settable field of a
+// cached object besides its metadata (its spec, status, a Role's rules), and
+// the keys of its maps: decoded, each of 2,500 graphs and components held
+// its own copy of the image, the command, the resources' names and the
+// conditions' messages, each Deployment of its selector, each Role of its
+// verbs.
+// Unexported fields (a Quantity's, a Time's) are left alone: they cannot be
+// set, and hold no shared strings.
+func internStrings(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		if s := v.String(); len(s) <= internedLength && v.CanSet() {
+			v.SetString(intern(s))
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			internStrings(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if f := v.Field(i); f.CanSet() {
+				internStrings(f)
+			}
+		}
+	case reflect.Slice:
+		switch v.Type().Elem().Kind() {
+		case reflect.String, reflect.Struct, reflect.Pointer, reflect.Slice, reflect.Map:
+			for i := range v.Len() {
+				internStrings(v.Index(i))
+			}
+		}
+	case reflect.Map:
+		if v.IsNil() || v.Type().Key().Kind() != reflect.String || !v.CanSet() {
+			return
+		}
+		interned := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			key := reflect.New(v.Type().Key()).Elem()
+			key.Set(it.Key())
+			internStrings(key)
+			value := reflect.New(v.Type().Elem()).Elem()
+			value.Set(it.Value())
+			internStrings(value)
+			interned.SetMapIndex(key, value)
+		}
+		v.Set(interned)
+	}
 }
 
 // trimPod keeps of a pod's spec and status what is read: the phase, IP
@@ -75,6 +201,9 @@ func trimForCache(obj any) (any, error) {
 // many objects as its Deployments, and the rest (images, container IDs,
 // host IPs, start times, the whole pod spec) is read by nothing here.
 func trimPod(p *corev1.Pod) {
+	// Pods are found by their labels (podsOf, the model controller), not
+	// by their owner, and no annotation of theirs is read.
+	p.OwnerReferences, p.Annotations, p.GenerateName, p.Finalizers = nil, nil, "", nil
 	var containers []corev1.Container
 	for _, c := range p.Spec.Containers {
 		for _, port := range c.Ports {
@@ -87,10 +216,28 @@ func trimPod(p *corev1.Pod) {
 	p.Status = corev1.PodStatus{
 		Phase:                 p.Status.Phase,
 		PodIP:                 p.Status.PodIP,
-		Conditions:            p.Status.Conditions,
+		Conditions:            readPodConditions(p.Status.Conditions),
 		InitContainerStatuses: trimContainerStatuses(p.Status.InitContainerStatuses),
 		ContainerStatuses:     trimContainerStatuses(p.Status.ContainerStatuses),
 	}
+}
+
+// readPodConditions keeps the two pod conditions read: Ready, whose status
+// is the pod's readiness (podReady), and PodScheduled while False, whose
+// reason and message are the scheduler's verdict (unschedulable). The rest
+// (their times, and three more conditions on every running pod) is read by
+// nothing here.
+func readPodConditions(in []corev1.PodCondition) []corev1.PodCondition {
+	var out []corev1.PodCondition
+	for _, c := range in {
+		switch {
+		case c.Type == corev1.PodReady:
+			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status})
+		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse:
+			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+		}
+	}
+	return out
 }
 
 func trimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
@@ -133,12 +280,14 @@ type packedField interface {
 // graphs for 3-4 s more of the operator's CPU, decoding them again on
 // every read (CONTRIBUTING, "Writes and memory at scale").
 var packedFields = []func(obj any) packedField{
-	// A Deployment's pod template is most of it and is read only to check
-	// for drift and to adopt a workload; at 500 graphs it was 8 MiB of a
-	// 41 MiB live heap.
+	// A Deployment's spec, its pod template above all, is read only when
+	// its component is reconciled: to check for drift, adopt a workload and
+	// list its pods; at 500 graphs the templates were 8 MiB of a 41 MiB live
+	// heap, and the selector and strategy as Go structs are 400 bytes more
+	// for each Deployment than as protobuf.
 	func(obj any) packedField {
 		if d, ok := obj.(*appsv1.Deployment); ok {
-			return &d.Spec.Template
+			return &d.Spec
 		}
 		return nil
 	},

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -92,6 +94,21 @@ func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := tc.pod
 			pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+			// What the ReplicaSet controller and the API server set, and
+			// nothing reads: pods are found by their labels.
+			pod.GenerateName = "llm-worker-"
+			pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "llm-worker-5d8f", UID: "rs-uid"}}
+			pod.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-11-26T10:00:00Z"}
+			pod.Finalizers = []string{"example.com/keep"}
+			// The kubelet's other conditions and every condition's times.
+			at := metav1.Now()
+			for i := range pod.Status.Conditions {
+				pod.Status.Conditions[i].LastTransitionTime, pod.Status.Conditions[i].LastProbeTime = at, at
+			}
+			pod.Status.Conditions = append(pod.Status.Conditions,
+				corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: at},
+				corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady",
+					Message: "containers with unready status: [main]", LastTransitionTime: at})
 			// What the kubelet reports besides, and nothing reads.
 			pod.Status.HostIP, pod.Status.PodIP, pod.Status.Phase = "10.0.0.1", "10.1.0.7", corev1.PodRunning
 			pod.Status.PodIPs = []corev1.PodIP{{IP: "10.1.0.7"}}
@@ -108,6 +125,17 @@ func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
 			}
 			wantPod := pod.DeepCopy()
 			wantPod.ManagedFields = nil
+			wantPod.GenerateName, wantPod.OwnerReferences, wantPod.Annotations, wantPod.Finalizers = "", nil, nil, nil
+			wantPod.Status.Conditions = nil
+			for _, c := range pod.Status.Conditions {
+				switch {
+				case c.Type == corev1.PodReady:
+					wantPod.Status.Conditions = append(wantPod.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status})
+				case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse:
+					wantPod.Status.Conditions = append(wantPod.Status.Conditions,
+						corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+				}
+			}
 			wantPod.Spec = corev1.PodSpec{Containers: []corev1.Container{
 				{Name: "main", Ports: []corev1.ContainerPort{{Name: render.SystemPortName, ContainerPort: 9345}}}}}
 			wantPod.Status.HostIP, wantPod.Status.PodIPs, wantPod.Status.StartTime, wantPod.Status.QOSClass = "", nil, nil, ""
@@ -117,6 +145,8 @@ func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
 			}
 			// What stuck.go and the model controller read of it.
 			before, _, _ := crashLooping(pod)
+			_, verdict, _ := unschedulable(pod)
+			ready := podReady(pod)
 			address := systemAddress(pod)
 			if _, err := trimForCache(pod); err != nil {
 				t.Fatal(err)
@@ -127,6 +157,12 @@ func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
 			if after, _, _ := crashLooping(pod); after != before {
 				t.Errorf("crash loop seen before trimming: %q, after: %q", before, after)
 			}
+			if _, after, _ := unschedulable(pod); after != verdict {
+				t.Errorf("scheduler's verdict before trimming: %q, after: %q", verdict, after)
+			}
+			if after := podReady(pod); after != ready {
+				t.Errorf("pod ready before trimming: %v, after: %v", ready, after)
+			}
 			if got := systemAddress(pod); got != address || got != "http://10.1.0.7:9345" {
 				t.Errorf("system address %q after trimming, %q before, want http://10.1.0.7:9345", got, address)
 			}
@@ -134,7 +170,7 @@ func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
 	}
 }
 
-// A Deployment is cached with its pod template packed, a Service with its
+// A Deployment is cached with its spec packed, a Service with its
 // spec, and an unpacked copy has it back whole, without the packing
 // annotation.
 func TestCachedChildrenKeepTheirLargeFieldsPacked(t *testing.T) {
@@ -147,11 +183,11 @@ func TestCachedChildrenKeepTheirLargeFieldsPacked(t *testing.T) {
 		t.Fatal(err)
 	}
 	cached := out.(*appsv1.Deployment)
-	if diff := cmp.Diff(corev1.PodTemplateSpec{}, cached.Spec.Template); diff != "" {
-		t.Errorf("the cached copy still holds its template (-want +got):\n%s", diff)
+	if diff := cmp.Diff(appsv1.DeploymentSpec{}, cached.Spec); diff != "" {
+		t.Errorf("the cached copy still holds its spec (-want +got):\n%s", diff)
 	}
 	if len(cached.Annotations[packedAnnotation]) == 0 {
-		t.Fatalf("the cached copy has no packed template: %v", cached.Annotations)
+		t.Fatalf("the cached copy has no packed spec: %v", cached.Annotations)
 	}
 	// The key is not one the API server accepts, so a cached copy written
 	// back by mistake is refused.
@@ -271,7 +307,7 @@ func (c cacheLike) List(_ context.Context, list client.ObjectList, _ ...client.L
 
 // renderedWorker is graph "llm" of one one-GPU worker, its component and
 // the component's Deployment, as the operator renders them.
-func renderedWorker(t *testing.T) (*v1alpha1.DynamoGraphDeployment, *v1alpha1.DynamoComponentDeployment, *appsv1.Deployment) {
+func renderedWorker(t testing.TB) (*v1alpha1.DynamoGraphDeployment, *v1alpha1.DynamoComponentDeployment, *appsv1.Deployment) {
 	t.Helper()
 	graph := builders.MakeGraph("llm", "ns").Service("Worker", builders.MakeService().GPUs(1)).Obj()
 	comps, err := render.Components(graph)
@@ -283,4 +319,98 @@ func renderedWorker(t *testing.T) (*v1alpha1.DynamoGraphDeployment, *v1alpha1.Dy
 		t.Fatal(err)
 	}
 	return graph, comps[0], deploy
+}
+
+// A Deployment keeps of its conditions those that explain a stuck rollout,
+// so rolloutBlocker says the same before and after trimming, and drops a
+// healthy one's Available and Progressing.
+func TestTrimForCacheKeepsWhatExplainsARollout(t *testing.T) {
+	at := metav1.Now()
+	available := appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue,
+		Reason: "MinimumReplicasAvailable", Message: "Deployment has minimum availability."}
+	progressed := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue,
+		Reason: "NewReplicaSetAvailable", Message: `ReplicaSet "llm-worker-5d8f" has successfully progressed.`}
+	const quota = `pods "x" is forbidden: exceeded quota`
+	for _, tc := range []struct {
+		name       string
+		conditions []appsv1.DeploymentCondition
+		want       []appsv1.DeploymentCondition
+	}{
+		{"healthy", []appsv1.DeploymentCondition{available, progressed}, nil},
+		{"past its deadline", builders.DeploymentConditions{available}.DeadlineExceeded("llm-worker-5d8f"),
+			builders.DeploymentConditions{}.DeadlineExceeded("llm-worker-5d8f")},
+		{"cannot create pods", builders.DeploymentConditions{available, progressed}.ReplicaFailure(quota),
+			builders.DeploymentConditions{}.ReplicaFailure(quota)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, deploy := renderedWorker(t)
+			deploy.Status.Conditions = tc.conditions
+			for i := range deploy.Status.Conditions {
+				deploy.Status.Conditions[i].LastUpdateTime, deploy.Status.Conditions[i].LastTransitionTime = at, at
+			}
+			before := rolloutBlocker(deploy, nil)
+			if (before != nil) != (tc.want != nil) {
+				t.Fatalf("rollout blocker before trimming: %+v", before)
+			}
+			if _, err := trimForCache(deploy); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, deploy.Status.Conditions); diff != "" {
+				t.Errorf("cached conditions (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, rolloutBlocker(deploy, nil)); diff != "" {
+				t.Errorf("rollout blocker before and after trimming (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Two cached objects of one graph hold one copy of the strings they share
+// (namespace, label keys and values, owner), and read the same as before.
+func TestTrimForCacheSharesCommonStrings(t *testing.T) {
+	_, _, first := renderedWorker(t)
+	_, _, second := renderedWorker(t)
+	// Decoded objects own their strings; the builders' share constants.
+	for _, d := range []*appsv1.Deployment{first, second} {
+		d.Namespace = strings.Clone(d.Namespace)
+		labels := map[string]string{}
+		for k, v := range d.Labels {
+			labels[strings.Clone(k)] = strings.Clone(v)
+		}
+		d.Labels = labels
+		d.OwnerReferences = []metav1.OwnerReference{{APIVersion: strings.Clone("nvidia.com/v1alpha1"),
+			Kind: strings.Clone("DynamoComponentDeployment"), Name: strings.Clone(d.Name), UID: "c-uid"}}
+	}
+	want := first.DeepCopy()
+	for _, d := range []*appsv1.Deployment{first, second} {
+		if _, err := trimForCache(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+	if !same(first.Namespace, second.Namespace) {
+		t.Error("the namespace is held twice")
+	}
+	if len(first.Labels) == 0 {
+		t.Fatal("a rendered Deployment without labels")
+	}
+	for k, v := range first.Labels {
+		for k2, v2 := range second.Labels {
+			if k == k2 && (!same(k, k2) || !same(v, v2)) {
+				t.Errorf("label %s=%s is held twice", k, v)
+			}
+		}
+	}
+	o1, o2 := first.OwnerReferences[0], second.OwnerReferences[0]
+	if !same(o1.APIVersion, o2.APIVersion) || !same(o1.Kind, o2.Kind) || !same(o1.Name, o2.Name) {
+		t.Errorf("the owner is held twice: %+v", o1)
+	}
+	got := first.DeepCopy()
+	if err := unpack(got); err != nil {
+		t.Fatal(err)
+	}
+	want.Status.Conditions = nil
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the cached copy read back (-want +got):\n%s", diff)
+	}
 }

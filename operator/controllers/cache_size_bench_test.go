@@ -110,10 +110,12 @@ func BenchmarkCachedObjectSize(b *testing.B) {
 					objs[i] = kind.decode(i)
 				}
 				decoded := heapInUse()
-				for _, obj := range objs {
-					if _, err := trimForCache(obj); err != nil {
+				for i, obj := range objs {
+					cached, err := trimForCache(obj)
+					if err != nil {
 						b.Fatal(err)
 					}
+					objs[i] = cached
 				}
 				cached := heapInUse()
 				runtime.KeepAlive(objs)

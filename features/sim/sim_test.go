@@ -122,7 +122,6 @@ func helmBin() string {
 // README).
 func checkPodLogs(code int) int {
 	logs, _ := filepath.Glob(filepath.Join(stateDir, "logs", "pods", "*.log"))
-	removed := steps.UninstalledPods()
 	var bad, during []string
 	for _, l := range logs {
 		data, err := os.ReadFile(l)
@@ -130,14 +129,16 @@ func checkPodLogs(code int) int {
 			fmt.Fprintf(os.Stderr, "features/sim: %v\n", err)
 			return 1
 		}
-		_, pod, _ := strings.Cut(strings.TrimSuffix(filepath.Base(l), ".log"), "_")
-		for _, line := range strings.Split(string(data), "\n") {
+		ns, pod, _ := strings.Cut(strings.TrimSuffix(filepath.Base(l), ".log"), "_")
+		lines := strings.Split(string(data), "\n")
+		started := logTime(lines[0])
+		for _, line := range lines {
 			at := logcheck.RBACRefusal(line)
 			if at < 0 {
 				continue
 			}
 			entry := filepath.Base(l) + ": " + logcheck.Excerpt(line, at, 300)
-			if at, ok := removed[pod]; ok && !logTime(line).Before(at) {
+			if at, ok := steps.RemovedAt(ns, pod, started); ok && !logTime(line).Before(at) {
 				during = append(during, entry)
 				continue
 			}

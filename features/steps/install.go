@@ -145,31 +145,65 @@ func (w *world) upgradeRelease(ctx context.Context, name, sets string) error {
 	return err
 }
 
-// uninstalled records, for each operator pod a "helm uninstall" step (or
-// a scenario's clean-up) removed, when the removal began. helm deletes the Deployment and the
-// RBAC in one pass, so a pod shutting down may be refused its last requests
-// (releasing the leader Lease); the suite's log check reports those apart.
-var uninstalled sync.Map // pod name -> time.Time
+// removals records when a "helm uninstall" step (or a scenario's clean-up)
+// began removing a release's operator, by its Deployment: the prefix
+// "namespace/deployment-" of every pod it ran, a pod a rollout was still
+// terminating included (one the removal's own list of pods no longer
+// showed was refused its last Lease request while helm removed the RBAC).
+// helm deletes the Deployment and the RBAC in one pass, so a pod shutting
+// down may be refused its last requests (releasing the leader Lease); the
+// suite's log check reports those apart.
+var removals struct {
+	sync.Mutex
+	at map[string][]time.Time
+}
 
-// UninstalledPods lists the operator pods removed by a helm uninstall step
-// and when it began.
-func UninstalledPods() map[string]time.Time {
-	out := map[string]time.Time{}
-	uninstalled.Range(func(k, v any) bool {
-		out[k.(string)] = v.(time.Time)
-		return true
-	})
-	return out
+// recordRemoval notes that the removal of release's operator in ns begins.
+func recordRemoval(ctx context.Context, c client.Client, release, ns string) error {
+	var deps appsv1.DeploymentList
+	if err := c.List(ctx, &deps, client.InNamespace(ns), operatorSelector(release)); err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, d := range deps.Items {
+		noteRemoval(ns, d.Name, now)
+	}
+	return nil
+}
+
+func noteRemoval(ns, deployment string, at time.Time) {
+	removals.Lock()
+	defer removals.Unlock()
+	if removals.at == nil {
+		removals.at = map[string][]time.Time{}
+	}
+	key := ns + "/" + deployment + "-"
+	removals.at[key] = append(removals.at[key], at)
+}
+
+// RemovedAt says when a step began removing the operator pod namespace/pod,
+// which had started by started: the first removal of its Deployment after
+// that, so a later release of the same name does not excuse its pods.
+func RemovedAt(namespace, pod string, started time.Time) (time.Time, bool) {
+	removals.Lock()
+	defer removals.Unlock()
+	for prefix, times := range removals.at {
+		if !strings.HasPrefix(namespace+"/"+pod, prefix) {
+			continue
+		}
+		for _, at := range times {
+			if !at.Before(started) {
+				return at, true
+			}
+		}
+	}
+	return time.Time{}, false
 }
 
 func (w *world) uninstallRelease(ctx context.Context, name string) error {
 	ns := w.releaseNamespace(name)
-	pods, err := OperatorPods(ctx, w.cluster.Client, name, ns)
-	if err != nil {
+	if err := recordRemoval(ctx, w.cluster.Client, name, ns); err != nil {
 		return err
-	}
-	for _, p := range pods {
-		uninstalled.Store(p.Name, time.Now())
 	}
 	if _, err := w.runHelm(ctx, "uninstall", name, "--namespace", ns, "--wait", "--timeout", helmTimeout); err != nil {
 		return err
@@ -220,12 +254,8 @@ func (w *world) cleanUpReleases() error {
 func (w *world) stopOperator(ctx context.Context, release, ns string) error {
 	// A stopping pod drains its webhooks for a few seconds (--webhook-drain)
 	// while the scenario's namespace, RBAC included, may already be going.
-	pods, err := OperatorPods(ctx, w.cluster.Client, release, ns)
-	if err != nil {
+	if err := recordRemoval(ctx, w.cluster.Client, release, ns); err != nil {
 		return err
-	}
-	for _, p := range pods {
-		uninstalled.Store(p.Name, time.Now())
 	}
 	var deps appsv1.DeploymentList
 	if err := w.cluster.Client.List(ctx, &deps, client.InNamespace(ns), operatorSelector(release)); err != nil {

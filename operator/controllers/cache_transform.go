@@ -42,7 +42,8 @@ var replicasOnly = &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}
 //     stuck rollout.
 //
 // The strings every object shares with others (namespace, label keys and
-// values, owners) are then kept once for the whole cache (internMeta).
+// values, owners, short strings of its spec and status) are then kept once
+// for the whole cache (internMeta, internStrings).
 //
 // The cache is never the source of a full-object write (status and
 // finalizer patches are computed as differences between two cached copies,
@@ -194,7 +195,8 @@ func internStrings(v reflect.Value) {
 }
 
 // trimPod keeps of a pod's spec and status what is read: the phase, IP
-// and conditions, and of each container its name, readiness, restarts,
+// and the conditions readPodConditions keeps, and of each container its
+// name, readiness, restarts,
 // waiting state and last termination (stuck.go explains a rollout from
 // them, the model controller picks its endpoints), and the container port
 // named "system" (systemAddress). A simulated cluster's 2,000 pods are as

@@ -3,6 +3,7 @@ package controllers
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"runtime"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
@@ -28,13 +30,14 @@ func BenchmarkCachedObjectSize(b *testing.B) {
 	graph, comp, deploy := renderedWorker(b)
 	now := metav1.Now()
 	// What the API server adds to every object.
-	stored := func(m *metav1.ObjectMeta, i int) {
-		m.UID = types.UID(fmt.Sprintf("4f9a3c1e-7b2d-4e8f-9a6b-%012d", i))
-		m.ResourceVersion = fmt.Sprint(1000000 + i)
-		m.CreationTimestamp, m.Generation = now, 1
-		m.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationApply,
+	stored := func(m metav1.Object, i int) {
+		m.SetUID(types.UID(fmt.Sprintf("4f9a3c1e-7b2d-4e8f-9a6b-%012d", i)))
+		m.SetResourceVersion(fmt.Sprint(1000000 + i))
+		m.SetCreationTimestamp(now)
+		m.SetGeneration(1)
+		m.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationApply,
 			APIVersion: "v1", Time: &now, FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:a":{},"f:b":{}}},"f:spec":{"f:x":{}}}`)}}}
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:a":{},"f:b":{}}},"f:spec":{"f:x":{}}}`)}}})
 	}
 	ready := []metav1.Condition{
 		{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: now,
@@ -75,39 +78,38 @@ func BenchmarkCachedObjectSize(b *testing.B) {
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
 	}
 
+	// Each kind is decoded the way its informer decodes it: into a new
+	// object of its type, from JSON (ours) or protobuf (built-in kinds).
 	kinds := []struct {
-		name   string
-		decode func(i int) any
-	}{
-		{"component", func(i int) any {
-			c := comp.DeepCopy()
-			stored(&c.ObjectMeta, i)
-			return fromJSON(b, c, &v1alpha1.DynamoComponentDeployment{})
-		}},
-		{"graph", func(i int) any {
-			g := graph.DeepCopy()
-			stored(&g.ObjectMeta, i)
-			return fromJSON(b, g, &v1alpha1.DynamoGraphDeployment{})
-		}},
-		{"deployment", func(i int) any {
-			d := deploy.DeepCopy()
-			stored(&d.ObjectMeta, i)
-			return fromProtobuf(b, d, &appsv1.Deployment{})
-		}},
-		{"pod", func(i int) any {
-			p := pod.DeepCopy()
-			stored(&p.ObjectMeta, i)
-			return fromProtobuf(b, p, &corev1.Pod{})
-		}},
-	}
+		name string
+		obj  client.Object
+	}{{"component", comp}, {"graph", graph}, {"deployment", deploy}, {"pod", pod}}
 	for _, kind := range kinds {
 		b.Run(kind.name, func(b *testing.B) {
+			decode := func(i int) any {
+				obj := kind.obj.DeepCopyObject().(client.Object)
+				stored(obj, i)
+				into := reflect.New(reflect.TypeOf(obj).Elem()).Interface()
+				var raw []byte
+				var err error
+				if m, ok := obj.(protoMessage); ok {
+					if raw, err = m.Marshal(); err == nil {
+						err = into.(protoMessage).Unmarshal(raw)
+					}
+				} else if raw, err = json.Marshal(obj); err == nil {
+					err = kjson.UnmarshalCaseSensitivePreserveInts(raw, into)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				return into
+			}
 			var decodedBytes, cachedBytes uint64
 			for range b.N {
 				objs := make([]any, n)
 				base := heapInUse()
 				for i := range objs {
-					objs[i] = kind.decode(i)
+					objs[i] = decode(i)
 				}
 				decoded := heapInUse()
 				for i, obj := range objs {
@@ -139,27 +141,8 @@ func heapInUse() uint64 {
 	return m.HeapAlloc
 }
 
-func fromJSON(b *testing.B, obj, into any) any {
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, into); err != nil {
-		b.Fatal(err)
-	}
-	return into
-}
-
-func fromProtobuf(b *testing.B, obj, into interface {
+// protoMessage is what the built-in kinds' informers decode: protobuf.
+type protoMessage interface {
 	Marshal() ([]byte, error)
 	Unmarshal([]byte) error
-}) any {
-	raw, err := obj.Marshal()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := into.Unmarshal(raw); err != nil {
-		b.Fatal(err)
-	}
-	return into
 }

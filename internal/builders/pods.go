@@ -1,6 +1,8 @@
 package builders
 
 import (
+	"time"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,6 +56,19 @@ func (p *PodWrapper) Waiting(reason, message string) *PodWrapper {
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{
 		Name: "main", Image: "img",
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}},
+	}}
+	return p
+}
+
+// Started marks the pod scheduled and running, container main started at
+// at and not ready yet: its readiness probe has not passed.
+func (p *PodWrapper) Started(at time.Time) *PodWrapper {
+	p.condition(corev1.PodScheduled, corev1.ConditionTrue, "", "")
+	p.condition(corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", "")
+	p.Status.Phase = corev1.PodRunning
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+		Name: "main", Image: "img",
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}},
 	}}
 	return p
 }

@@ -198,7 +198,8 @@ func internStrings(v reflect.Value) {
 // and the conditions readPodConditions keeps, and of each container its
 // name, readiness, restarts,
 // waiting state and last termination (stuck.go explains a rollout from
-// them, the model controller picks its endpoints), and the container port
+// them, the model controller picks its endpoints), when it started running
+// (the first report's hold), and the container port
 // named "system" (systemAddress). A simulated cluster's 2,000 pods are as
 // many objects as its Deployments, and the rest (images, container IDs,
 // host IPs, start times, the whole pod spec) is read by nothing here.
@@ -252,7 +253,7 @@ func trimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus
 			Name:                 cs.Name,
 			Ready:                cs.Ready,
 			RestartCount:         cs.RestartCount,
-			State:                corev1.ContainerState{Waiting: cs.State.Waiting},
+			State:                corev1.ContainerState{Waiting: cs.State.Waiting, Running: cs.State.Running},
 			LastTerminationState: corev1.ContainerState{Terminated: cs.LastTerminationState.Terminated},
 		}
 	}

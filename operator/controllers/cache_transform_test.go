@@ -124,6 +124,13 @@ func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
 				cs.Image, cs.ImageID, cs.ContainerID = "worker:1", "sha256:abc", "containerd://abc"
 			}
 			wantPod := pod.DeepCopy()
+			// Of a running container, only when it started is read.
+			for i := range pod.Status.ContainerStatuses {
+				if cs := &pod.Status.ContainerStatuses[i]; cs.State.Waiting == nil {
+					cs.State.Running = &corev1.ContainerStateRunning{StartedAt: at}
+					wantPod.Status.ContainerStatuses[i].State.Running = &corev1.ContainerStateRunning{StartedAt: at}
+				}
+			}
 			wantPod.ManagedFields = nil
 			wantPod.GenerateName, wantPod.OwnerReferences, wantPod.Annotations, wantPod.Finalizers = "", nil, nil, nil
 			wantPod.Status.Conditions = nil

@@ -226,7 +226,7 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	changes.emit(r.Recorder, dcd)
 	logChanges(ctx, dcd, changes)
 
-	why, err := r.explain(ctx, deploy)
+	why, notOverBefore, err := r.explain(ctx, deploy)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -234,7 +234,7 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	now := r.Clock.Now()
 	next := componentStatus(dcd, deploy, why, metav1.NewTime(now))
 	setWorkloadPending(&next, pending)
-	if wait := r.holdFirstReport(req.NamespacedName, dcd, &next, now); wait > 0 {
+	if wait := r.holdFirstReport(req.NamespacedName, dcd, &next, notOverBefore, now); wait > 0 {
 		log := ctrl.LoggerFrom(ctx)
 		log.V(2).Info("rollout just started: its first status waits to see whether it is over at once",
 			"component", klog.KObj(dcd), "for", wait)
@@ -273,17 +273,18 @@ func afterComponentStatus(ctx context.Context, dcd *v1alpha1.DynamoComponentDepl
 
 // explain reads the workload's pods from the cache, only when the component
 // is not available, and says what blocks its rollout (nil when nothing
-// does, or when all is well: then nothing is read).
-func (r *ComponentReconciler) explain(ctx context.Context, deploy *appsv1.Deployment) (*blocker, error) {
+// does, or when all is well: then nothing is read) and when its rollout
+// can be over at the soonest (rolloutNotOverBefore).
+func (r *ComponentReconciler) explain(ctx context.Context, deploy *appsv1.Deployment) (*blocker, time.Time, error) {
 	if deploymentAvailability(deploy).Status == metav1.ConditionTrue || deploy.Spec.Selector == nil {
-		return nil, nil
+		return nil, time.Time{}, nil
 	}
 	var pods corev1.PodList
 	if err := r.Client.List(ctx, &pods, append(podsOf(r.indexed, deploy.Spec.Selector.MatchLabels),
 		client.InNamespace(deploy.Namespace))...); err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	return rolloutBlocker(deploy, pods.Items), nil
+	return rolloutBlocker(deploy, pods.Items), rolloutNotOverBefore(deploy, pods.Items), nil
 }
 
 // podsToComponent maps a pod that is not ready to its component, so that a
@@ -463,12 +464,13 @@ func (r *ComponentReconciler) failWith(ctx context.Context, dcd *v1alpha1.Dynamo
 }
 
 // holdFirstReport says how long the status next may wait before it is
-// written (firstReportDelay): only while the stored status does not yet
-// describe the component's current spec, claims no availability (Available
-// for an older spec, with old pods serving, is withdrawn at once), and next
-// merely reports a rollout under way, with nothing blocking it.
+// written (firstReportDelay, extended past notOverBefore): only while the
+// stored status does not yet describe the component's current spec, claims
+// no availability (Available for an older spec, with old pods serving, is
+// withdrawn at once), and next merely reports a rollout under way, with
+// nothing blocking it.
 func (r *ComponentReconciler) holdFirstReport(key types.NamespacedName, dcd *v1alpha1.DynamoComponentDeployment,
-	next *v1alpha1.DynamoComponentDeploymentStatus, now time.Time) time.Duration {
+	next *v1alpha1.DynamoComponentDeploymentStatus, notOverBefore, now time.Time) time.Duration {
 	if dcd.Status.ObservedGeneration == dcd.Generation ||
 		meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionAvailable) {
 		return 0
@@ -478,7 +480,7 @@ func (r *ComponentReconciler) holdFirstReport(key types.NamespacedName, dcd *v1a
 		meta.FindStatusCondition(next.Conditions, v1alpha1.ConditionStalled) != nil {
 		return 0
 	}
-	return r.first.hold(key, dcd.Generation, now)
+	return r.first.holdPast(key, dcd.Generation, now, notOverBefore)
 }
 
 // soonest is res, or a requeue after wait when that comes sooner.

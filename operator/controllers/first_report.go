@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -18,7 +20,8 @@ import (
 // kstatus included, takes as "in progress". Ready or Available claimed for
 // an older spec, a blocker (unschedulable, crash-looping, stalled) or an
 // invalid spec is never held back, and a rollout still going after the
-// delay is reported then.
+// delay is reported then: later only while its pods cannot be Ready yet
+// (rolloutNotOverBefore), and at most firstReportLimit after the first look.
 const firstReportDelay = 5 * time.Second
 
 // firstReports remembers when this process first computed a status for
@@ -86,6 +89,58 @@ const queuedRecheck = 15 * time.Second
 // zero means write now.
 func (f *firstReports) hold(key types.NamespacedName, generation int64, now time.Time) time.Duration {
 	return f.holdUpTo(key, generation, now, firstReportDelay)
+}
+
+// holdPast is hold, extended to firstReportDelay past notOverBefore (the
+// soonest the rollout can be over, rolloutNotOverBefore; zero when
+// unknown), and never beyond firstReportLimit from the first look.
+func (f *firstReports) holdPast(key types.NamespacedName, generation int64, now, notOverBefore time.Time) time.Duration {
+	w := f.hold(key, generation, now)
+	if notOverBefore.IsZero() {
+		return w
+	}
+	f.mu.Lock()
+	first := f.m[key].at
+	f.mu.Unlock()
+	w = max(w, notOverBefore.Add(firstReportDelay).Sub(now))
+	return max(0, min(w, first.Add(firstReportLimit).Sub(now)))
+}
+
+// rolloutNotOverBefore is the soonest deploy's rollout can be over, as far
+// as its pods tell: a container does not pass its readiness probe before
+// initialDelaySeconds have passed since it started, so a pod not yet Ready
+// whose container started at t is not Ready before t plus the longest
+// readiness delay of the pod template (a frontend's is 10 s). A report
+// before then could only say "not ready yet", which an absent status says
+// already; at scale, every frontend that started moments after the 5 s
+// hold wrote it, then Available. Zero when no pod tells: none has started,
+// or the template has no readiness delay.
+func rolloutNotOverBefore(deploy *appsv1.Deployment, pods []corev1.Pod) time.Time {
+	var delay int32
+	for _, c := range deploy.Spec.Template.Spec.Containers {
+		if p := c.ReadinessProbe; p != nil {
+			delay = max(delay, p.InitialDelaySeconds)
+		}
+	}
+	if delay <= 0 {
+		return time.Time{}
+	}
+	var started time.Time
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil || podReady(p) {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if run := cs.State.Running; run != nil && run.StartedAt.After(started) {
+				started = run.StartedAt.Time
+			}
+		}
+	}
+	if started.IsZero() {
+		return started
+	}
+	return started.Add(time.Duration(delay) * time.Second)
 }
 
 // holdUpTo is hold with another limit.

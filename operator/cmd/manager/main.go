@@ -57,7 +57,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stderr io.Writer)
 	// format and one level for everything.
 	klog.SetLogger(logger)
 	log := logger.WithName("setup")
-	memory := tuneMemory(lookupEnv, log)
+	memory := tuneMemory(lookupEnv, o.PprofBindAddress != "0" && o.PprofBindAddress != "", log)
 
 	restConfig, err := ctrl.GetConfig()
 	if err != nil {

@@ -242,6 +242,61 @@ func TestComponentSlowRolloutIsReportedAfterTheDelay(t *testing.T) {
 	}
 }
 
+// A frontend cannot be Ready before its readiness probe's initial delay
+// (10 s) has passed since its container started: its first report waits
+// for that, so a frontend that is Available soon after gets one status
+// write, not "rolling out" at the end of the usual 5 s and then Available.
+func TestComponentHeldUntilItsPodsCanBeReady(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, t.Name())
+	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	dcd := builders.MakeComponent("c", ns, builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).Obj()
+	if err := env.Client.Create(ctx, dcd); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(dcd)
+	c := &countingClient{Client: env.Client}
+	r := newComponentReconciler(c, clock)
+
+	reconcileOnce(t, ctx, r, key)
+	deploy := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, key, deploy); err != nil {
+		t.Fatalf("the first reconcile did not create the Deployment: %v", err)
+	}
+	// Its pod starts a second later, as the kubelet reports it.
+	pod := builders.MakePod("c-0", ns).Labels(deploy.Spec.Selector.MatchLabels).Started(clock.Now().Add(time.Second)).Obj()
+	status := pod.Status
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = status
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	deploymentStatus(t, ctx, key, 0)
+
+	// Past the usual delay, the pod cannot be Ready yet (1 s + 10 s).
+	clock.Step(6 * time.Second)
+	res := reconcileOnce(t, ctx, r, key)
+	if n := c.statusWrites.Load(); n != 0 {
+		t.Fatalf("a status was written before the pod could be Ready: %d writes", n)
+	}
+	if want := 10 * time.Second; res.RequeueAfter != want {
+		t.Fatalf("held until %s past the soonest Ready, looked at again after %s", want, res.RequeueAfter)
+	}
+
+	clock.Step(6 * time.Second)
+	deploymentStatus(t, ctx, key, 1)
+	reconcileOnce(t, ctx, r, key)
+	cond := meta.FindStatusCondition(component(t, ctx, key).Status.Conditions, v1alpha1.ConditionAvailable)
+	if cond == nil || cond.Status != metav1.ConditionTrue {
+		t.Fatalf("the component is not Available once its Deployment is: %+v", cond)
+	}
+	if n := c.statusWrites.Load(); n != 1 {
+		t.Fatalf("status writes: got %d, want 1 (Available)", n)
+	}
+}
+
 // Available claimed for an older spec is withdrawn at once when the spec
 // changes: old pods serve meanwhile, and the component is not what its spec
 // says.

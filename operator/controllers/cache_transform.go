@@ -202,7 +202,7 @@ func internStrings(v reflect.Value) {
 // (the first report's hold), and the container port
 // named "system" (systemAddress). A simulated cluster's 2,000 pods are as
 // many objects as its Deployments, and the rest (images, container IDs,
-// host IPs, start times, the whole pod spec) is read by nothing here.
+// host IPs, the pod's start time, the whole pod spec) is read by nothing here.
 func trimPod(p *corev1.Pod) {
 	// Pods are found by their labels (podsOf, the model controller), not
 	// by their owner, and no annotation of theirs is read.

@@ -112,8 +112,8 @@ func (f *firstReports) holdPast(key types.NamespacedName, generation int64, now,
 // whose container started at t is not Ready before t plus the longest
 // readiness delay of the pod template (a frontend's is 10 s). A report
 // before then could only say "not ready yet", which an absent status says
-// already; at scale, every frontend that started moments after the 5 s
-// hold wrote it, then Available. Zero when no pod tells: none has started,
+// already; at 500 graphs the first graphs' frontends each wrote it at the
+// end of the 5 s hold, then Available. Zero when no pod tells: none has started,
 // or the template has no readiness delay.
 func rolloutNotOverBefore(deploy *appsv1.Deployment, pods []corev1.Pod) time.Time {
 	var delay int32

@@ -95,15 +95,12 @@ func (f *firstReports) hold(key types.NamespacedName, generation int64, now time
 // soonest the rollout can be over, rolloutNotOverBefore; zero when
 // unknown), and never beyond firstReportLimit from the first look.
 func (f *firstReports) holdPast(key types.NamespacedName, generation int64, now, notOverBefore time.Time) time.Duration {
-	w := f.hold(key, generation, now)
-	if notOverBefore.IsZero() {
-		return w
+	since := now.Sub(f.firstLook(key, generation, now))
+	w := firstReportDelay - since
+	if !notOverBefore.IsZero() {
+		w = min(max(w, notOverBefore.Add(firstReportDelay).Sub(now)), firstReportLimit-since)
 	}
-	f.mu.Lock()
-	first := f.m[key].at
-	f.mu.Unlock()
-	w = max(w, notOverBefore.Add(firstReportDelay).Sub(now))
-	return max(0, min(w, first.Add(firstReportLimit).Sub(now)))
+	return max(0, w)
 }
 
 // rolloutNotOverBefore is the soonest deploy's rollout can be over, as far
@@ -145,6 +142,12 @@ func rolloutNotOverBefore(deploy *appsv1.Deployment, pods []corev1.Pod) time.Tim
 
 // holdUpTo is hold with another limit.
 func (f *firstReports) holdUpTo(key types.NamespacedName, generation int64, now time.Time, limit time.Duration) time.Duration {
+	return max(0, limit-now.Sub(f.firstLook(key, generation, now)))
+}
+
+// firstLook is when this process first looked at generation of key,
+// recording now if it never did.
+func (f *firstReports) firstLook(key types.NamespacedName, generation int64, now time.Time) time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.m == nil {
@@ -155,10 +158,7 @@ func (f *firstReports) holdUpTo(key types.NamespacedName, generation int64, now 
 		seen = firstSeen{generation: generation, at: now}
 		f.m[key] = seen
 	}
-	if w := limit - now.Sub(seen.at); w > 0 {
-		return w
-	}
-	return 0
+	return seen.at
 }
 
 // reported forgets key: its current generation has a status, or it is gone.

@@ -133,7 +133,7 @@ func TestRolloutNotOverBefore(t *testing.T) {
 		{"the latest start, the longest delay", withDelay(10, 15),
 			[]corev1.Pod{started("a", time.Second), started("b", 3*time.Second)}, t0.Add(18 * time.Second)},
 		{"ready and terminating pods tell nothing", withDelay(10),
-			[]corev1.Pod{started("a", time.Second), *builders.MakePod("b", "ns").Ready().Obj(),
+			[]corev1.Pod{started("a", time.Second), *builders.MakePod("b", "ns").Started(t0.Add(time.Minute)).Ready().Obj(),
 				*builders.MakePod("c", "ns").Started(t0.Add(time.Minute)).Terminating().Obj()}, t0.Add(11 * time.Second)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,16 +18,19 @@ func TestTuneMemory(t *testing.T) {
 		wantGCPercent int
 		wantProfiling bool
 	}{
-		{name: "defaults", env: map[string]string{"AUTOMEMLIMIT": "off"},
-			wantGCPercent: defaultGCPercent},
-		{name: "pprof served keeps heap profiling", env: map[string]string{"AUTOMEMLIMIT": "off"}, profiling: true,
+		{name: "defaults", wantGCPercent: defaultGCPercent},
+		{name: "pprof served keeps heap profiling", profiling: true,
 			wantGCPercent: defaultGCPercent, wantProfiling: true},
 		{name: "the environment's GOGC and profile rate win",
-			env:           map[string]string{"AUTOMEMLIMIT": "off", "GOGC": "90", "GODEBUG": "madvdontneed=1,memprofilerate=4096"},
+			env:           map[string]string{"GOGC": "90", "GODEBUG": "madvdontneed=1,memprofilerate=4096"},
 			wantGCPercent: 90, wantProfiling: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// automemlimit reads the process environment, not lookupEnv:
+			// without this, a test run in a container with a memory limit
+			// would set the test process's GOMEMLIMIT.
+			t.Setenv("AUTOMEMLIMIT", "off")
 			// The environment's GOGC is read by the runtime at start, not
 			// by tuneMemory: stand in for it.
 			gcPercent := debug.SetGCPercent(90)

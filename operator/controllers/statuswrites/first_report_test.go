@@ -146,6 +146,38 @@ func createGraph(t *testing.T, ctx context.Context, ns string) *v1alpha1.DynamoG
 	return dgd
 }
 
+// createFrontend creates component "c", a frontend, in a namespace of its
+// own, and returns it with a fake clock for its reconciler.
+func createFrontend(t *testing.T, ctx context.Context) (client.ObjectKey, *clocktesting.FakeClock) {
+	t.Helper()
+	dcd := builders.MakeComponent("c", env.Namespace(t, t.Name()),
+		builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).Obj()
+	if err := env.Client.Create(ctx, dcd); err != nil {
+		t.Fatal(err)
+	}
+	return client.ObjectKeyFromObject(dcd), clocktesting.NewFakeClock(time.Unix(1000, 0))
+}
+
+// createPod creates pod with the selector labels of component key's
+// Deployment, then writes its status as the scheduler or kubelet would
+// (envtest runs neither).
+func createPod(t *testing.T, ctx context.Context, key client.ObjectKey, pod *builders.PodWrapper) {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, key, d); err != nil {
+		t.Fatalf("the component's Deployment: %v", err)
+	}
+	p := pod.Labels(d.Spec.Selector.MatchLabels).Obj()
+	status := p.Status
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status = status
+	if err := env.Client.Status().Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func reconcileOnce(t *testing.T, ctx context.Context, r reconcile.Reconciler, key client.ObjectKey) reconcile.Result {
 	t.Helper()
 	res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key})
@@ -162,13 +194,7 @@ func reconcileOnce(t *testing.T, ctx context.Context, r reconcile.Reconciler, ke
 // the delay ends.
 func TestComponentAvailableAtOnceGetsOneStatusWrite(t *testing.T) {
 	ctx := context.Background()
-	ns := env.Namespace(t, t.Name())
-	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	dcd := builders.MakeComponent("c", ns, builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).Obj()
-	if err := env.Client.Create(ctx, dcd); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(dcd)
+	key, clock := createFrontend(t, ctx)
 	c := &countingClient{Client: env.Client}
 	r := newComponentReconciler(c, clock)
 
@@ -204,13 +230,7 @@ func TestComponentAvailableAtOnceGetsOneStatusWrite(t *testing.T) {
 // once more: two writes for two states a user could read.
 func TestComponentSlowRolloutIsReportedAfterTheDelay(t *testing.T) {
 	ctx := context.Background()
-	ns := env.Namespace(t, t.Name())
-	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	dcd := builders.MakeComponent("c", ns, builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).Obj()
-	if err := env.Client.Create(ctx, dcd); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(dcd)
+	key, clock := createFrontend(t, ctx)
 	c := &countingClient{Client: env.Client}
 	r := newComponentReconciler(c, clock)
 
@@ -248,31 +268,13 @@ func TestComponentSlowRolloutIsReportedAfterTheDelay(t *testing.T) {
 // write, not "rolling out" at the end of the usual 5 s and then Available.
 func TestComponentHeldUntilItsPodsCanBeReady(t *testing.T) {
 	ctx := context.Background()
-	ns := env.Namespace(t, t.Name())
-	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	dcd := builders.MakeComponent("c", ns, builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).Obj()
-	if err := env.Client.Create(ctx, dcd); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(dcd)
+	key, clock := createFrontend(t, ctx)
 	c := &countingClient{Client: env.Client}
 	r := newComponentReconciler(c, clock)
 
 	reconcileOnce(t, ctx, r, key)
-	deploy := &appsv1.Deployment{}
-	if err := env.Client.Get(ctx, key, deploy); err != nil {
-		t.Fatalf("the first reconcile did not create the Deployment: %v", err)
-	}
 	// Its pod starts a second later, as the kubelet reports it.
-	pod := builders.MakePod("c-0", ns).Labels(deploy.Spec.Selector.MatchLabels).Started(clock.Now().Add(time.Second)).Obj()
-	status := pod.Status
-	if err := env.Client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	pod.Status = status
-	if err := env.Client.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	createPod(t, ctx, key, builders.MakePod("c-0", key.Namespace).Started(clock.Now().Add(time.Second)))
 	deploymentStatus(t, ctx, key, 0)
 
 	// Past the usual delay, the pod cannot be Ready yet (1 s + 10 s).
@@ -302,13 +304,7 @@ func TestComponentHeldUntilItsPodsCanBeReady(t *testing.T) {
 // says.
 func TestComponentAvailableForAnOlderSpecIsWithdrawnAtOnce(t *testing.T) {
 	ctx := context.Background()
-	ns := env.Namespace(t, t.Name())
-	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	dcd := builders.MakeComponent("c", ns, builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).Obj()
-	if err := env.Client.Create(ctx, dcd); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(dcd)
+	key, clock := createFrontend(t, ctx)
 	r := newComponentReconciler(env.Client, clock)
 	reconcileOnce(t, ctx, r, key)
 	deploymentStatus(t, ctx, key, 1)
@@ -331,28 +327,10 @@ func TestComponentAvailableForAnOlderSpecIsWithdrawnAtOnce(t *testing.T) {
 // What blocks a rollout is news: it is written at once, delay or not.
 func TestComponentBlockedRolloutIsReportedAtOnce(t *testing.T) {
 	ctx := context.Background()
-	ns := env.Namespace(t, t.Name())
-	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	dcd := builders.MakeComponent("c", ns, builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("frontend:1")).Obj()
-	if err := env.Client.Create(ctx, dcd); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(dcd)
+	key, clock := createFrontend(t, ctx)
 	r := newComponentReconciler(env.Client, clock)
 	reconcileOnce(t, ctx, r, key)
-
-	d := &appsv1.Deployment{}
-	if err := env.Client.Get(ctx, key, d); err != nil {
-		t.Fatal(err)
-	}
-	pod := builders.MakePod("c-0", ns).Labels(d.Spec.Selector.MatchLabels).Obj()
-	if err := env.Client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	pod.Status = builders.MakePod("c-0", ns).Unschedulable("0/4 nodes are available: 4 Insufficient nvidia.com/gpu").Obj().Status
-	if err := env.Client.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	createPod(t, ctx, key, builders.MakePod("c-0", key.Namespace).Unschedulable("0/4 nodes are available: 4 Insufficient nvidia.com/gpu"))
 	deploymentStatus(t, ctx, key, 0)
 	reconcileOnce(t, ctx, r, key) // the clock has not moved: within the delay
 	cond := meta.FindStatusCondition(component(t, ctx, key).Status.Conditions, v1alpha1.ConditionAvailable)

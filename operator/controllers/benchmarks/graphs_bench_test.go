@@ -102,6 +102,10 @@ func BenchmarkGraphs(b *testing.B) {
 	created := time.Since(start)
 	waitFor(ctx, b, "children", func() (bool, error) { return childrenExist(ctx, w) })
 	children := time.Since(start)
+	svcRate, err := serviceRate(ctx, w, start)
+	if err != nil {
+		b.Fatal(err)
+	}
 	waitFor(ctx, b, "children and status", func() (bool, error) { return childrenAndStatusCurrent(ctx, w) })
 	elapsed := time.Since(start)
 	waitFor(ctx, b, "every graph Ready", func() (bool, error) { return allReady(ctx, w) })
@@ -129,6 +133,8 @@ func BenchmarkGraphs(b *testing.B) {
 	b.ReportMetric(elapsed.Seconds(), "s-to-converge")
 	b.ReportMetric(ready.Seconds(), "s-to-ready")
 	b.ReportMetric(floor.children.Seconds(), "s-floor")
+	b.ReportMetric(floor.services, "svc/s-floor")
+	b.ReportMetric(svcRate, "svc/s-operator")
 	b.ReportMetric(x(elapsed, floor.children), "x-floor")
 	b.ReportMetric(x(ready, floor.available), "x-available-floor")
 	b.ReportMetric(float64(converged.writes-converged.events)/n, "writes/graph")
@@ -143,6 +149,9 @@ func BenchmarkGraphs(b *testing.B) {
 		"raw children all available: %s", *writers, floor.objects, floor.children.Round(time.Millisecond),
 		floor.withStatus.Round(time.Millisecond), floor.available.Round(time.Millisecond))
 	b.Logf("operator: every child existing after %s (%.2fx the raw-write floor)", children.Round(time.Millisecond), x(children, floor.children))
+	b.Logf("Services created per second: floor %.2f, operator %.2f (the API server allocates ClusterIPs one at a time: "+
+		"Kubernetes 1.36's allocator holds its lock across each IPAddress write, so Services pace both runs)",
+		floor.services, svcRate)
 	b.Logf("operator: every child existing and every status current after %s (%.2fx the raw-write floor, %.2fx the floor with status); "+
 		"every graph Ready after %s (%.2fx the raw children's availability)",
 		elapsed.Round(time.Millisecond), x(elapsed, floor.children), x(elapsed, floor.withStatus),
@@ -165,6 +174,8 @@ type floorTimes struct {
 	// write per component and per graph; available: from the first write
 	// until every raw Deployment is available.
 	children, withStatus, available time.Duration
+	// services: Services created per second (serviceRate).
+	services float64
 }
 
 // measureFloor creates, with parallel writers and the operator's client
@@ -233,6 +244,9 @@ func measureFloor(ctx context.Context, b *testing.B, env *benchCluster) floorTim
 		b.Fatal(err)
 	}
 	t := floorTimes{objects: len(objs), children: time.Since(start)}
+	if t.services, err = serviceRate(ctx, w, start); err != nil {
+		b.Fatal(err)
+	}
 	status := make([]client.Object, 0, len(dcds)+len(dgds))
 	for _, dcd := range dcds {
 		dcd.Status.ObservedGeneration = dcd.Generation
@@ -354,6 +368,32 @@ func childrenExist(ctx context.Context, w *watcher) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// serviceRate is how many Services per second were created from start to
+// the last one. Each Service waits for its ClusterIP, which Kubernetes 1.36
+// allocates one at a time (ipallocator.MetaAllocator.AllocateNextService
+// holds its lock across the write of the address's IPAddress object), so
+// on a loaded API server Services, not the other children, set how fast
+// any writer can create a graph's children: the floor's 64 writers and the
+// operator alike.
+func serviceRate(ctx context.Context, w *watcher, start time.Time) (float64, error) {
+	var list corev1.ServiceList
+	if err := w.list(ctx, &list); err != nil {
+		return 0, err
+	}
+	var last time.Time
+	for i := range list.Items {
+		if c := list.Items[i].CreationTimestamp.Time; c.After(last) {
+			last = c
+		}
+	}
+	// creationTimestamp has whole seconds: the last second counts whole.
+	elapsed := last.Add(time.Second).Sub(start).Seconds()
+	if len(list.Items) == 0 || elapsed <= 0 {
+		return 0, nil
+	}
+	return float64(len(list.Items)) / elapsed, nil
 }
 
 // childrenAndStatusCurrent: every child exists and every graph's status

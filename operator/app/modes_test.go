@@ -253,6 +253,16 @@ func TestHybridHandover(t *testing.T) {
 		t.Errorf("the cluster-wide operator wrote in %s while the lease lived (%s to %s):\n%s%s",
 			a, owned.Format(time.RFC3339Nano), expiry.Format(time.RFC3339Nano), strings.Join(w, "\n"), lapsed)
 	}
+	// The other half of "never interleave": the holder writes nothing but
+	// its Lease before it has settled, the span in which the cluster-wide
+	// operator may still write (scope.HeldSpans).
+	for _, ev := range writesBy(t, scopedUser, a) {
+		if ev.ObjectRef.Resource != "leases" && ev.StageTimestamp.Time.Before(owned.Add(scope.MinSettle)) {
+			t.Errorf("the scoped operator wrote %s %s/%s at %s, %v after acquiring its lease: before it settled",
+				ev.Verb, ev.ObjectRef.Resource, ev.ObjectRef.Name, ev.StageTimestamp.Format(time.RFC3339Nano),
+				ev.StageTimestamp.Sub(owned))
+		}
+	}
 	first, ok := firstWriteAfter(clusterA, expiry)
 	if !ok {
 		t.Fatal("no resumed write by the cluster-wide operator in the audit log")

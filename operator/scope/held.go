@@ -16,12 +16,16 @@ const MinSettle = ConfirmTTL * 3 / 2
 // acquired at acquired held its namespace, given when it was renewed: a
 // renewal holds it for duration; a renewal that comes after the Lease
 // expired ends a lapse, in which the cluster-wide operator rightly takes the
-// namespace back, and the holder owns it again once it has settled. The
+// namespace back. Each span starts once the holder has settled, after the
+// acquisition as after a lapse: until then a cluster-wide operator that
+// confirmed the namespace free a moment before the Lease was written may
+// still write (ConfirmTTL), and the holder does not, so the two never
+// interleave; CI once saw such a write 498 ms after the acquisition. The
 // lapses are returned too. On a starved machine a holder does renew late:
 // tests that prove a cluster-wide operator wrote nothing while a Lease was
 // held count its writes in the held spans only.
 func HeldSpans(acquired, until time.Time, renewals []time.Time, duration, settle time.Duration) (held, lapses []Span) {
-	start, last := acquired, acquired
+	start, last := acquired.Add(settle), acquired
 	for _, r := range renewals {
 		if !r.After(last) || !r.Before(until) {
 			continue

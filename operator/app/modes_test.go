@@ -157,6 +157,22 @@ func writesWhileHeld(evs []testenv.AuditEvent, holder *testenv.Operator, ns stri
 	return writes, lapsed
 }
 
+// holderSettled proves the other half of "never interleave": user, which
+// acquired ns's marker Lease at acquired, wrote nothing there but its Lease
+// before it had settled, the span in which a cluster-wide operator may
+// still write (scope.HeldSpans). Writes from an earlier Lease of user's, if
+// any, are before acquired and not counted.
+func holderSettled(t *testing.T, user, ns string, acquired time.Time) {
+	t.Helper()
+	for _, ev := range writesBy(t, user, ns) {
+		at := ev.StageTimestamp.Time
+		if ev.ObjectRef.Resource != "leases" && !at.Before(acquired) && at.Before(acquired.Add(scope.MinSettle)) {
+			t.Errorf("%s wrote %s %s/%s at %s, %v after acquiring its lease: before it settled", user,
+				ev.Verb, ev.ObjectRef.Resource, ev.ObjectRef.Name, at.Format(time.RFC3339Nano), at.Sub(acquired))
+		}
+	}
+}
+
 func firstWriteAfter(evs []testenv.AuditEvent, t time.Time) (time.Time, bool) {
 	for _, ev := range evs {
 		if !ev.StageTimestamp.Time.Before(t) {
@@ -253,16 +269,7 @@ func TestHybridHandover(t *testing.T) {
 		t.Errorf("the cluster-wide operator wrote in %s while the lease lived (%s to %s):\n%s%s",
 			a, owned.Format(time.RFC3339Nano), expiry.Format(time.RFC3339Nano), strings.Join(w, "\n"), lapsed)
 	}
-	// The other half of "never interleave": the holder writes nothing but
-	// its Lease before it has settled, the span in which the cluster-wide
-	// operator may still write (scope.HeldSpans).
-	for _, ev := range writesBy(t, scopedUser, a) {
-		if ev.ObjectRef.Resource != "leases" && ev.StageTimestamp.Time.Before(owned.Add(scope.MinSettle)) {
-			t.Errorf("the scoped operator wrote %s %s/%s at %s, %v after acquiring its lease: before it settled",
-				ev.Verb, ev.ObjectRef.Resource, ev.ObjectRef.Name, ev.StageTimestamp.Format(time.RFC3339Nano),
-				ev.StageTimestamp.Sub(owned))
-		}
-	}
+	holderSettled(t, scopedUser, a, owned)
 	first, ok := firstWriteAfter(clusterA, expiry)
 	if !ok {
 		t.Fatal("no resumed write by the cluster-wide operator in the audit log")
@@ -309,6 +316,7 @@ func TestHybridHandover(t *testing.T) {
 	if w, lapsed := writesWhileHeld(clusterA, scoped, a, ownedAgain, released); len(w) > 0 {
 		t.Errorf("the cluster-wide operator wrote in %s while the second lease lived:\n%s%s", a, strings.Join(w, "\n"), lapsed)
 	}
+	holderSettled(t, scopedUser, a, ownedAgain)
 	if scopedAfter := writesBetween(writesBy(t, scopedUser, a), released.Add(time.Nanosecond), time.Now()); len(scopedAfter) > 0 {
 		t.Errorf("the scoped operator wrote after deleting its lease:\n%s", strings.Join(scopedAfter, "\n"))
 	}

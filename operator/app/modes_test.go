@@ -164,12 +164,15 @@ func writesWhileHeld(evs []testenv.AuditEvent, holder *testenv.Operator, ns stri
 // any, are before acquired and not counted.
 func holderSettled(t *testing.T, user, ns string, acquired time.Time) {
 	t.Helper()
+	var notLease []testenv.AuditEvent
 	for _, ev := range writesBy(t, user, ns) {
-		at := ev.StageTimestamp.Time
-		if ev.ObjectRef.Resource != "leases" && !at.Before(acquired) && at.Before(acquired.Add(scope.MinSettle)) {
-			t.Errorf("%s wrote %s %s/%s at %s, %v after acquiring its lease: before it settled", user,
-				ev.Verb, ev.ObjectRef.Resource, ev.ObjectRef.Name, at.Format(time.RFC3339Nano), at.Sub(acquired))
+		if ev.ObjectRef.Resource != "leases" {
+			notLease = append(notLease, ev)
 		}
+	}
+	if w := writesBetween(notLease, acquired, acquired.Add(scope.MinSettle)); len(w) > 0 {
+		t.Errorf("%s wrote in %s within %v of acquiring its lease at %s, before it settled:\n%s",
+			user, ns, scope.MinSettle, acquired.Format(time.RFC3339Nano), strings.Join(w, "\n"))
 	}
 }
 

@@ -20,7 +20,9 @@ build() { # build <module dir> <package> <binary name> <version ldflag>
   if [ -x "$out/$name" ]; then return 0; fi
   echo "build-k8s: building $name ($pkg)..." >&2
   local start=$SECONDS
-  (cd "$root/tools/$dir" && go build -mod=readonly -ldflags "-s -w $ldflags" -o "$out/$name.tmp" "$pkg")
+  # Static and -trimpath, as the Makefile builds every binary (GOBUILD):
+  # the dependencies they share compile once (tools/align.sh).
+  (cd "$root/tools/$dir" && CGO_ENABLED=0 go build -trimpath -mod=readonly -ldflags "-s -w $ldflags" -o "$out/$name.tmp" "$pkg")
   mv "$out/$name.tmp" "$out/$name"
   echo "build-k8s: built $name in $((SECONDS - start))s" >&2
 }

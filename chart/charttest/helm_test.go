@@ -57,7 +57,8 @@ func helmBinary(t *testing.T) string {
 		if _, err := os.Stat(helmPath); err == nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", helmPath, "helm.sh/helm/v3/cmd/helm")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", helmPath, "helm.sh/helm/v3/cmd/helm") // as make helm builds it
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		cmd.Dir = filepath.Join(root, "tools", "helm")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			helmErr = fmt.Errorf("building the pinned helm: %v\n%s", err, out)

@@ -21,7 +21,10 @@ if [ -x "$bin" ] && [ "$bin" -nt "$here/build.sh" ] && [ "$bin" -nt "$here/go.mo
   exit 0
 fi
 cd "$here"
-${GO:-go} build -o "$bin.tmp" sigs.k8s.io/lws/cmd
+# Built as the Kubernetes binaries are (tools/build-k8s.sh), whose
+# dependency versions tools/align.sh gives this module where it can: the
+# packages they share are compiled once.
+CGO_ENABLED=0 ${GO:-go} build -trimpath -o "$bin.tmp" sigs.k8s.io/lws/cmd
 rm -rf "$crds.tmp" && mkdir -p "$crds.tmp"
 cp "$(${GO:-go} list -m -f '{{.Dir}}' sigs.k8s.io/lws)"/config/crd/bases/*.yaml "$crds.tmp/"
 chmod u+w "$crds.tmp"/*.yaml

@@ -15,8 +15,9 @@ LDFLAGS   := -X github.com/dynamoctl/dynamo-operator/operator/config.Version=$(V
 # Every binary is built as its image's is: static and -trimpath. The Go
 # cache keys compiled packages by these flags, so one compiled copy of the
 # dependencies serves the operator, the simulator, the image, the scenarios'
-# releases and (with tools/align.sh) helm, controller-gen and the Kubernetes
-# binaries: on a fresh machine each variant is minutes of compiling.
+# releases and (with tools/align.sh) helm and controller-gen; the Kubernetes
+# binaries and the LeaderWorkerSet controller share another. On a fresh
+# machine each copy is minutes of compiling (CONTRIBUTING, "A fresh machine").
 GOBUILD   := CGO_ENABLED=0 $(GO) build -trimpath
 # -race in CI and by default; RACE= turns it off for a quicker local loop.
 # -w: no DWARF in test binaries, a quarter less linking for each of about 45
@@ -107,7 +108,7 @@ golden: ## Rewrite operator/render/testdata/*.golden.yaml and testdata/buildjobs
 
 .PHONY: steps-doc
 steps-doc: ## Rewrite features/STEPS.md, the catalogue of feature steps, from the steps registered in features/steps.
-	$(GO) test ./features/steps -run TestStepCatalogue -count=1 -update
+	$(GOTEST) ./features/steps -run TestStepCatalogue -update
 
 .PHONY: verify-align
 verify-align: ## Fail when a tool module could share more compiled dependencies than its go.mod says (tools/align.sh).

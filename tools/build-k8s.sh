@@ -21,7 +21,8 @@ build() { # build <module dir> <package> <binary name> <version ldflag>
   echo "build-k8s: building $name ($pkg)..." >&2
   local start=$SECONDS
   # Static and -trimpath, as the Makefile builds every binary (GOBUILD):
-  # the dependencies they share compile once (tools/align.sh).
+  # the LeaderWorkerSet controller, at these dependency versions where it can
+  # be (tools/align.sh), reuses what this build compiled.
   (cd "$root/tools/$dir" && CGO_ENABLED=0 go build -trimpath -mod=readonly -ldflags "-s -w $ldflags" -o "$out/$name.tmp" "$pkg")
   mv "$out/$name.tmp" "$out/$name"
   echo "build-k8s: built $name in $((SECONDS - start))s" >&2

@@ -98,9 +98,9 @@ func built(dir string) (map[string]string, error) {
 	if mod, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(mod), "\ntool ") {
 		patterns = append(patterns, "tool")
 	}
-	if matches, _ := filepath.Glob(filepath.Join(dir, "*.go")); len(matches) > 0 {
-		patterns = append(patterns, "./...")
-	} else if dirs, _ := filepath.Glob(filepath.Join(dir, "*", "*.go")); len(dirs) > 0 {
+	top, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	sub, _ := filepath.Glob(filepath.Join(dir, "*", "*.go"))
+	if len(top)+len(sub) > 0 { // the module has packages of its own
 		patterns = append(patterns, "./...")
 	}
 	return list(dir, append([]string{"-deps", "-f",

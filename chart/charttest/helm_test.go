@@ -11,6 +11,7 @@ package charttest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -57,9 +58,7 @@ func helmBinary(t *testing.T) string {
 		if _, err := os.Stat(helmPath); err == nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-trimpath", "-o", helmPath, "helm.sh/helm/v3/cmd/helm") // as make helm builds it
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		cmd.Dir = filepath.Join(root, "tools", "helm")
+		cmd := testenv.GoBuild(context.Background(), filepath.Join(root, "tools", "helm"), helmPath, "helm.sh/helm/v3/cmd/helm", "")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			helmErr = fmt.Errorf("building the pinned helm: %v\n%s", err, out)
 		}

@@ -14,6 +14,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 )
 
 // ImageRepository is the operator image's repository, as the chart names it.
@@ -158,11 +160,9 @@ func (b *Builder) make(ctx context.Context, r *Release, out string, force bool) 
 	r.CRDs = filepath.Join(r.Source, "crds")
 	if force || !exists(r.Binary) {
 		b.logf("release %s: building the operator (%s)", r.Tag, r.Source)
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath",
-			"-ldflags", "-s -w -X github.com/dynamoctl/dynamo-operator/operator/config.Version="+r.Tag,
-			"-o", r.Binary, "./operator/cmd/manager")
-		cmd.Dir = r.Source
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+		cmd := testenv.GoBuild(ctx, r.Source, r.Binary, "./operator/cmd/manager",
+			"-s -w -X github.com/dynamoctl/dynamo-operator/operator/config.Version="+r.Tag)
+		cmd.Env = append(cmd.Env, "GOOS=linux", "GOARCH="+runtime.GOARCH)
 		if err := run(cmd); err != nil {
 			return fmt.Errorf("release %s: building the operator: %w", r.Tag, err)
 		}

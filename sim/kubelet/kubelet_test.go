@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
 	"github.com/dynamoctl/dynamo-operator/sim/probes"
@@ -130,10 +130,7 @@ func buildOperator(t *testing.T) string {
 	tmp := t.TempDir()
 	passable(t, tmp)
 	out := filepath.Join(tmp, "dynamo-operator")
-	// Built as make build builds it (GOBUILD): its compiled dependencies
-	// are already in the Go cache.
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "github.com/dynamoctl/dynamo-operator/operator/cmd/manager")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd := testenv.GoBuild(context.Background(), "", out, "github.com/dynamoctl/dynamo-operator/operator/cmd/manager", "")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the operator: %v\n%s", err, b)
 	}

@@ -550,10 +550,8 @@ func startOperator(ctx context.Context, b *testing.B, env *benchCluster) *operat
 	}
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "dynamo-operator")
-	// The binary make build makes (GOBUILD), as users run it.
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./operator/cmd/manager")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	// The binary make build makes, as users run it.
+	build := testenv.GoBuild(ctx, root, bin, "./operator/cmd/manager", "")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("building the operator: %v\n%s", err, out)
 	}

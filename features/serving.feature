@@ -46,8 +46,9 @@ Feature: Ready means serving, a stuck rollout is explained, scaling holds
     And the dgd "llm" has ".status.services.VllmWorker.readyReplicas" equal to "2"
     And kstatus reads the dcd "llm-vllmworker" as Current
 
-  Scenario: kstatus-based tools read a component as its conditions say
-    Then the dgd "llm" eventually has ".status.state" equal to "successful"
+  Scenario: kstatus-based tools read a graph as in progress until it serves, a component as its conditions say
+    Then kstatus reads the dgd "llm" as InProgress until it is Ready, then as Current
+    And the dgd "llm" eventually has ".status.state" equal to "successful"
     And the dcd "llm-vllmworker" has ".status.conditions[?(@.type=="Ready")].status" equal to "True"
     And kstatus reads the dcd "llm-vllmworker" as Current
     And kstatus reads the dgd "llm" as Current

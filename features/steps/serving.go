@@ -34,6 +34,7 @@ func (w *world) registerServingSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^pod `+quoted+` is deleted$`, unquote1(w.deletePod))
 	sc.Step(`^the (\S+) `+quoted+` eventually has `+anything+` containing `+anything+`$`, unquote4(w.fieldEventuallyContains))
 	sc.Step(`^kstatus reads the (\S+) `+quoted+` as (\w+)$`, w.kstatusReads)
+	sc.Step(`^kstatus reads the (\S+) `+quoted+` as InProgress until it is Ready, then as Current$`, unquote2(w.kstatusInProgressUntilReady))
 	sc.Step(`^the (\S+) `+quoted+` keeps (\d+) replicas while I patch the (\S+) `+quoted+` with:$`, w.keepsReplicasWhilePatching)
 	sc.Step(`^the dgd `+quoted+` becomes Ready no sooner than (\d+) seconds after it was applied$`, w.readyNoSooner)
 	w.registerRolloutSteps(sc)
@@ -113,6 +114,62 @@ func (w *world) kstatusReads(ctx context.Context, kind, name, want string) error
 		}
 		return nil
 	})
+}
+
+// kstatusInProgressUntilReady reads the object every 100 ms from now until
+// its Ready condition is True, and computes its status with kstatus each
+// time, as Flux and kpt do: it must be InProgress at every read before
+// Ready, then Current. An object that was Ready at the first read proves
+// nothing and fails the step. A Ready object kstatus reads otherwise is
+// looked at again until the scenario's timeout.
+func (w *world) kstatusInProgressUntilReady(ctx context.Context, kind, name string) error {
+	obj, err := w.object(kind, name)
+	if err != nil {
+		return err
+	}
+	var early error
+	notReady := 0
+	err = w.eventually(ctx, func() error {
+		if err := w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		res, err := status.Compute(obj)
+		if err != nil {
+			return err
+		}
+		switch ready := readyTrue(obj); {
+		case !ready && res.Status != status.InProgressStatus:
+			early = fmt.Errorf("kstatus read %s %q as %s (%s) before it was Ready", kind, name, res.Status, res.Message)
+			return nil
+		case !ready:
+			notReady++
+			return fmt.Errorf("%s %q is not Ready yet", kind, name)
+		case notReady == 0:
+			early = fmt.Errorf("%s %q was Ready at the first read: the step saw no time before Ready", kind, name)
+			return nil
+		case res.Status != status.CurrentStatus:
+			return fmt.Errorf("%s %q is Ready, but kstatus reads it as %s (%s)", kind, name, res.Status, res.Message)
+		}
+		return nil
+	})
+	if early != nil {
+		return early
+	}
+	if err == nil {
+		fmt.Printf("    kstatus read %s %s as InProgress %d times before it was Ready\n", kind, name, notReady)
+	}
+	return err
+}
+
+// readyTrue: the object's Ready condition is True.
+func readyTrue(obj *unstructured.Unstructured) bool {
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conditions {
+		if c, ok := c.(map[string]any); ok && c["type"] == "Ready" {
+			return c["status"] == "True"
+		}
+	}
+	return false
 }
 
 // keepsReplicasWhilePatching watches the object's spec.replicas from now

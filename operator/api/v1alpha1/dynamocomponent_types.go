@@ -51,6 +51,7 @@ const (
 // DynamoComponentStatus is the observed state of an artifact.
 type DynamoComponentStatus struct {
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// +optional
 	// +listType=map
@@ -74,7 +75,10 @@ type DynamoComponent struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   DynamoComponentSpec   `json:"spec,omitempty"`
+	Spec DynamoComponentSpec `json:"spec,omitempty"`
+	// Status is written by the operator. Until its first report it reads
+	// {observedGeneration: 0}, which kstatus-based tools take as in progress.
+	// +kubebuilder:default={}
 	Status DynamoComponentStatus `json:"status,omitempty"`
 }
 

@@ -138,6 +138,7 @@ const (
 type DynamoComponentDeploymentStatus struct {
 	// ObservedGeneration is the generation the status was computed for.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions, with type Available.
 	// +optional
@@ -185,7 +186,10 @@ type DynamoComponentDeployment struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   DynamoComponentDeploymentSpec   `json:"spec,omitempty"`
+	Spec DynamoComponentDeploymentSpec `json:"spec,omitempty"`
+	// Status is written by the operator. Until its first report it reads
+	// {observedGeneration: 0}, which kstatus-based tools take as in progress.
+	// +kubebuilder:default={}
 	Status DynamoComponentDeploymentStatus `json:"status,omitempty"`
 }
 

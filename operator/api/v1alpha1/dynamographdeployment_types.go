@@ -88,6 +88,7 @@ const (
 type DynamoGraphDeploymentStatus struct {
 	// ObservedGeneration is the generation the status was computed for.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// State summarises the graph.
 	// +optional
@@ -118,7 +119,10 @@ type DynamoGraphDeployment struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   DynamoGraphDeploymentSpec   `json:"spec,omitempty"`
+	Spec DynamoGraphDeploymentSpec `json:"spec,omitempty"`
+	// Status is written by the operator. Until its first report it reads
+	// {observedGeneration: 0}, which kstatus-based tools take as in progress.
+	// +kubebuilder:default={}
 	Status DynamoGraphDeploymentStatus `json:"status,omitempty"`
 }
 

@@ -54,6 +54,7 @@ type ModelEndpoint struct {
 // DynamoModelStatus is the observed state of a model.
 type DynamoModelStatus struct {
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// +optional
 	Endpoints []ModelEndpoint `json:"endpoints,omitempty"`
@@ -83,7 +84,10 @@ type DynamoModel struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   DynamoModelSpec   `json:"spec,omitempty"`
+	Spec DynamoModelSpec `json:"spec,omitempty"`
+	// Status is written by the operator. Until its first report it reads
+	// {observedGeneration: 0}, which kstatus-based tools take as in progress.
+	// +kubebuilder:default={}
 	Status DynamoModelStatus `json:"status,omitempty"`
 }
 

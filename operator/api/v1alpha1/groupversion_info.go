@@ -2,6 +2,19 @@
 // DynamoComponentDeployment, DynamoModel, DynamoComponent and DynamoWorkerMetadata. Field names and
 // semantics follow Dynamo's documentation so users' manifests keep working.
 //
+// # A status nobody has written yet
+//
+// The status of every kind the operator reports on defaults, in the CRD, to
+// {observedGeneration: 0}, which the API server fills in whenever it returns
+// an object whose status was never written. kstatus (Flux, kpt, cli-utils'
+// wait) reads an object with no status at all and no conditions as Current,
+// that is done; with observedGeneration 0 behind metadata.generation it reads
+// it as InProgress, LatestGenerationNotObserved. The operator holds back the
+// first report of a graph or component that is merely rolling out (a few
+// seconds, longer behind a burst) to save writes; the default makes that
+// window read as in progress, not as done, at no write at all. Go clients
+// see nothing: 0 is the zero value omitempty drops.
+//
 // +kubebuilder:object:generate=true
 // +groupName=nvidia.com
 package v1alpha1

@@ -17,9 +17,9 @@ import (
 // writes and every graph two, where one each says all a user needs. The
 // hold applies only while the stored status says nothing false: it is
 // absent, or not Ready/Available, for an older spec, which every reader,
-// kstatus included, takes as "in progress" (an absent status only because
-// the CRDs default it to observedGeneration 0: without that kstatus would
-// read a new graph as Current; package v1alpha1). Ready or Available claimed for
+// kstatus included, takes as "in progress" (for an absent status, only
+// because the CRDs default it to observedGeneration 0: kstatus reads a new
+// object with no status as Current; package v1alpha1). Ready or Available claimed for
 // an older spec, a blocker (unschedulable, crash-looping, stalled) or an
 // invalid spec is never held back, and a rollout still going after the
 // delay is reported then: later only while its pods cannot be Ready yet

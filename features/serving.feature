@@ -1,6 +1,7 @@
 @serving
 Feature: Ready means serving, a stuck rollout is explained, scaling holds
-  A graph is Ready only when every worker serves. When a rollout cannot progress, the component and the
+  A graph is Ready only when every worker serves; until then kstatus-based tools (Flux, kpt) read it as in
+  progress, never as done, its first status written or not. When a rollout cannot progress, the component and the
   graph's Ready message name the service, the pod and the cause Kubernetes reported. A component scaled
   through its scale subresource (kubectl scale dcd, a HorizontalPodAutoscaler) keeps its replicas.
 

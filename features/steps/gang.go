@@ -12,7 +12,6 @@ import (
 	"github.com/cucumber/godog"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -145,14 +144,7 @@ func (w *world) podGroupScheduled(ctx context.Context, name string) (*metav1.Con
 	if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: name}, pg); err != nil {
 		return nil, err
 	}
-	raw, _, _ := unstructured.NestedSlice(pg.Object, "status", "conditions")
-	var conds []metav1.Condition
-	for _, r := range raw {
-		m, _ := r.(map[string]any)
-		conds = append(conds, metav1.Condition{Type: fmt.Sprint(m["type"]), Status: metav1.ConditionStatus(fmt.Sprint(m["status"])),
-			Reason: fmt.Sprint(m["reason"]), Message: fmt.Sprint(m["message"])})
-	}
-	return meta.FindStatusCondition(conds, "PodGroupScheduled"), nil
+	return condition(pg, "PodGroupScheduled"), nil
 }
 
 func bound(pods []corev1.Pod) (n int) {

@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/util/jsonpath"
@@ -77,4 +79,23 @@ func JSONPathValue(obj map[string]any, path string) (string, error) {
 		return "", fmt.Errorf("field %s: %w", path, err)
 	}
 	return buf.String(), nil
+}
+
+// condition is the condition of type condType in obj's status.conditions,
+// nil when it has none (or it does not parse): the one reading of an
+// unstructured object's conditions for the steps.
+func condition(obj *unstructured.Unstructured, condType string) *metav1.Condition {
+	raw, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, r := range raw {
+		m, ok := r.(map[string]any)
+		if !ok || m["type"] != condType {
+			continue
+		}
+		c := &metav1.Condition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, c); err != nil {
+			return nil
+		}
+		return c
+	}
+	return nil
 }

@@ -3,6 +3,10 @@ package steps
 import (
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestParseManifestsSkipsEmptyDocumentsAndNeedsKind(t *testing.T) {
@@ -38,5 +42,22 @@ func TestJSONPathValue(t *testing.T) {
 	}
 	if _, err := JSONPathValue(obj, ".spec.missing"); err == nil {
 		t.Errorf("a path that matches nothing must be an error")
+	}
+}
+
+func TestCondition(t *testing.T) {
+	obj := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{
+		map[string]any{"type": "Other", "status": "False"},
+		map[string]any{"type": "Ready", "status": "True", "reason": "Available", "message": "2 of 2"},
+	}}}}
+	want := &metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Available", Message: "2 of 2"}
+	if diff := cmp.Diff(want, condition(obj, "Ready")); diff != "" {
+		t.Errorf("Ready (-want +got):\n%s", diff)
+	}
+	if c := condition(obj, "Stalled"); c != nil {
+		t.Errorf("a condition the object does not have: got %+v, want nil", c)
+	}
+	if c := condition(&unstructured.Unstructured{Object: map[string]any{}}, "Ready"); c != nil {
+		t.Errorf("no status: got %+v, want nil", c)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cucumber/godog"
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -137,7 +138,8 @@ func (w *world) kstatusInProgressUntilReady(ctx context.Context, kind, name stri
 		if err != nil {
 			return err
 		}
-		switch ready := readyTrue(obj); {
+		c := condition(obj, "Ready")
+		switch ready := c != nil && c.Status == metav1.ConditionTrue; {
 		case !ready && res.Status != status.InProgressStatus:
 			early = fmt.Errorf("kstatus read %s %q as %s (%s) before it was Ready", kind, name, res.Status, res.Message)
 			return nil
@@ -159,17 +161,6 @@ func (w *world) kstatusInProgressUntilReady(ctx context.Context, kind, name stri
 		fmt.Printf("    kstatus read %s %s as InProgress %d times before it was Ready\n", kind, name, notReady)
 	}
 	return err
-}
-
-// readyTrue: the object's Ready condition is True.
-func readyTrue(obj *unstructured.Unstructured) bool {
-	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conditions {
-		if c, ok := c.(map[string]any); ok && c["type"] == "Ready" {
-			return c["status"] == "True"
-		}
-	}
-	return false
 }
 
 // keepsReplicasWhilePatching watches the object's spec.replicas from now

@@ -226,7 +226,7 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	changes.emit(r.Recorder, dcd)
 	logChanges(ctx, dcd, changes)
 
-	why, notOverBefore, err := r.explain(ctx, deploy)
+	why, started, notOverBefore, err := r.explain(ctx, deploy)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -234,7 +234,7 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	now := r.Clock.Now()
 	next := componentStatus(dcd, deploy, why, metav1.NewTime(now))
 	setWorkloadPending(&next, pending)
-	if wait := r.holdFirstReport(req.NamespacedName, dcd, &next, notOverBefore, now); wait > 0 {
+	if wait := r.holdFirstReport(req.NamespacedName, dcd, &next, started, notOverBefore, now); wait > 0 {
 		log := ctrl.LoggerFrom(ctx)
 		log.V(2).Info("rollout just started: its first status waits to see whether it is over at once",
 			"component", klog.KObj(dcd), "for", wait)
@@ -243,6 +243,9 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) { c.Status = next })
 	if wrote && err == nil {
 		r.written.record(req.NamespacedName, dcd.ResourceVersion, now)
+		if available, _ := componentCurrent(dcd); available {
+			r.first.rolloutOver(now)
+		}
 	}
 	if err == nil {
 		r.first.reported(req.NamespacedName)
@@ -273,18 +276,19 @@ func afterComponentStatus(ctx context.Context, dcd *v1alpha1.DynamoComponentDepl
 
 // explain reads the workload's pods from the cache, only when the component
 // is not available, and says what blocks its rollout (nil when nothing
-// does, or when all is well: then nothing is read) and when its rollout
-// can be over at the soonest (rolloutNotOverBefore).
-func (r *ComponentReconciler) explain(ctx context.Context, deploy *appsv1.Deployment) (*blocker, time.Time, error) {
+// does, or when all is well: then nothing is read), when its pods started
+// and when its rollout can be over at the soonest (rolloutStarted).
+func (r *ComponentReconciler) explain(ctx context.Context, deploy *appsv1.Deployment) (why *blocker, started, notOverBefore time.Time, err error) {
 	if deploymentAvailability(deploy).Status == metav1.ConditionTrue || deploy.Spec.Selector == nil {
-		return nil, time.Time{}, nil
+		return nil, started, notOverBefore, nil
 	}
 	var pods corev1.PodList
 	if err := r.Client.List(ctx, &pods, append(podsOf(r.indexed, deploy.Spec.Selector.MatchLabels),
 		client.InNamespace(deploy.Namespace))...); err != nil {
-		return nil, time.Time{}, err
+		return nil, started, notOverBefore, err
 	}
-	return rolloutBlocker(deploy, pods.Items), rolloutNotOverBefore(deploy, pods.Items), nil
+	started, notOverBefore = rolloutStarted(deploy, pods.Items)
+	return rolloutBlocker(deploy, pods.Items), started, notOverBefore, nil
 }
 
 // podsToComponent maps a pod that is not ready to its component, so that a
@@ -464,13 +468,15 @@ func (r *ComponentReconciler) failWith(ctx context.Context, dcd *v1alpha1.Dynamo
 }
 
 // holdFirstReport says how long the status next may wait before it is
-// written (firstReportDelay, extended past notOverBefore): only while the
+// written (firstReports.holdPast: for a component never reported on, while
+// its pods have not started or behind a backlog of ours; firstReportDelay
+// after they did, extended past notOverBefore): only while the
 // stored status does not yet describe the component's current spec, claims
 // no availability (Available for an older spec, with old pods serving, is
 // withdrawn at once), and next merely reports a rollout under way, with
 // nothing blocking it.
 func (r *ComponentReconciler) holdFirstReport(key types.NamespacedName, dcd *v1alpha1.DynamoComponentDeployment,
-	next *v1alpha1.DynamoComponentDeploymentStatus, notOverBefore, now time.Time) time.Duration {
+	next *v1alpha1.DynamoComponentDeploymentStatus, started, notOverBefore, now time.Time) time.Duration {
 	if dcd.Status.ObservedGeneration == dcd.Generation ||
 		meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionAvailable) {
 		return 0
@@ -480,7 +486,8 @@ func (r *ComponentReconciler) holdFirstReport(key types.NamespacedName, dcd *v1a
 		meta.FindStatusCondition(next.Conditions, v1alpha1.ConditionStalled) != nil {
 		return 0
 	}
-	return r.first.holdPast(key, dcd.Generation, now, notOverBefore)
+	fresh := dcd.Status.ObservedGeneration == 0 && len(dcd.Status.Conditions) == 0
+	return r.first.holdPast(key, dcd.Generation, now, started, notOverBefore, fresh)
 }
 
 // soonest is res, or a requeue after wait when that comes sooner.

@@ -147,7 +147,7 @@ func (r *ComponentReconciler) reconcileMultinode(ctx context.Context, dcd *v1alp
 	// for GPUs holds its group back), not only in the leaders.
 	all := view.DeepCopy()
 	all.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{render.LabelComponent: dcd.Name}}
-	why, _, err := r.explain(ctx, all)
+	why, _, _, err := r.explain(ctx, all)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

@@ -35,7 +35,9 @@ var inventoried = []struct {
 }
 
 // graphState is the graph's status.state (initializing, pending,
-// successful, failed), "unknown" before the operator first wrote it.
+// successful, failed): initializing before the operator first wrote it, the
+// CRD's default; "unknown" only without a state (a CRD older than the
+// default).
 func graphState(obj client.Object) string {
 	if s := obj.(*v1alpha1.DynamoGraphDeployment).Status.State; s != "" {
 		return string(s)
@@ -60,8 +62,8 @@ func componentState(obj client.Object) string {
 
 var resourcesDesc = prometheus.NewDesc("dynamo_operator_resources_total",
 	"Objects the operator manages now, by resource_type (DynamoGraphDeployment, DynamoComponentDeployment), "+
-		"namespace and state (graphs: initializing, pending, successful, failed; components: ready, not_ready; "+
-		"unknown before the operator wrote a status). Namespaces another operator owns are not counted.",
+		"namespace and state (graphs: initializing before the operator's first report, pending, successful, failed; "+
+		"components: ready, not_ready, unknown before the operator's first report). Namespaces another operator owns are not counted.",
 	[]string{"resource_type", "namespace", "state"}, nil)
 
 // Inventory counts the managed objects by kind, namespace and state from

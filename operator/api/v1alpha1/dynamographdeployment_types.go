@@ -66,7 +66,11 @@ type DynamoGraphDeploymentSpec struct {
 type GraphState string
 
 const (
-	// GraphStateInitializing: the operator has not yet acted on the spec.
+	// GraphStateInitializing: no status has been written yet. The operator
+	// never writes it: the CRD defaults status.state to it, so that a graph
+	// the operator has not reported on yet reads "initializing" in kubectl's
+	// State column rather than nothing (its first report waits while the
+	// graph merely rolls out; package doc).
 	GraphStateInitializing GraphState = "initializing"
 	// GraphStatePending: children exist but not all are available for the
 	// current spec.
@@ -90,8 +94,10 @@ type DynamoGraphDeploymentStatus struct {
 	// +optional
 	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// State summarises the graph.
+	// State summarises the graph; "initializing" until the operator's first
+	// report.
 	// +optional
+	// +kubebuilder:default=initializing
 	State GraphState `json:"state,omitempty"`
 	// Conditions, with type Ready.
 	// +optional

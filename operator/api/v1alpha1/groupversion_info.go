@@ -11,9 +11,12 @@
 // that is done; with observedGeneration 0 behind metadata.generation it reads
 // it as InProgress, LatestGenerationNotObserved. The operator holds back the
 // first report of a graph or component that is merely rolling out (a few
-// seconds, longer behind a burst) to save writes; the default makes that
+// seconds after its pods start, up to 2 minutes while they wait for the
+// cluster, longer behind a burst) to save writes; the default makes that
 // window read as in progress, not as done, at no write at all. Go clients
-// see nothing: 0 is the zero value omitempty drops.
+// see nothing: 0 is the zero value omitempty drops. A graph's status.state
+// defaults to "initializing" as well, so that kubectl's State column says
+// something meanwhile.
 //
 // +kubebuilder:object:generate=true
 // +groupName=nvidia.com

@@ -27,6 +27,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -76,7 +77,8 @@ func BenchmarkGraphs(b *testing.B) {
 	floor := measureFloor(ctx, b, env)
 
 	ns := mustNamespace(ctx, b, env, "bench-operator")
-	w, err := watchNamespace(ctx, env, ns)
+	statuses := newTrail()
+	w, err := watchNamespace(ctx, env, ns, statuses)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -111,6 +113,9 @@ func BenchmarkGraphs(b *testing.B) {
 	waitFor(ctx, b, "every graph Ready", func() (bool, error) { return allReady(ctx, w) })
 	ready := time.Since(start)
 	cpuReady := op.cpu()
+	statusesReady := statuses.summary(func(kind string, key types.NamespacedName) time.Time {
+		return w.created(ctx, kind, key)
+	})
 	if prof != nil {
 		prof.stop()
 	}
@@ -159,6 +164,9 @@ func BenchmarkGraphs(b *testing.B) {
 		converged.writes-converged.events, float64(converged.writes-converged.events)/n, converged.events,
 		float64(converged.events)/n, converged.conflicts)
 	b.Logf("writes per graph by kind: %s", converged.perGraph(n))
+	// Printed, not logged: the testing package keeps ten lines of a
+	// benchmark's log.
+	fmt.Printf("statuses seen until every graph was Ready, and for objects given more than one, what each said and when (since the graph's creation, or the component's Deployment's):\n%s\n", statusesReady)
 	b.Logf("operator CPU until every graph was Ready: %s", cpuReady.Round(10*time.Millisecond))
 	b.Logf("steady-state writes by kind: %s", after.minus(converged).byResource())
 	b.Logf("steady state: %d writes in %s; RSS %.0f MiB (peak %.0f MiB, %.0f KiB per graph above the idle %.0f MiB); log output %d bytes",
@@ -220,7 +228,7 @@ func measureFloor(ctx context.Context, b *testing.B, env *benchCluster) floorTim
 		}
 	}
 	// The floor is watched as the operator's run is.
-	w, err := watchNamespace(ctx, env, ns)
+	w, err := watchNamespace(ctx, env, ns, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

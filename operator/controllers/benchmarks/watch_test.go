@@ -13,7 +13,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,7 +31,9 @@ type watcher struct {
 	cancel context.CancelFunc
 }
 
-func watchNamespace(ctx context.Context, env *benchCluster, ns string) (*watcher, error) {
+// watchNamespace watches ns; t, when not nil, records the statuses of its
+// components and graphs.
+func watchNamespace(ctx context.Context, env *benchCluster, ns string, t *trail) (*watcher, error) {
 	c, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme,
 		DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	if err != nil {
@@ -40,7 +44,24 @@ func watchNamespace(ctx context.Context, env *benchCluster, ns string) (*watcher
 	// Ask for every informer before the cache starts, so it syncs them all.
 	for _, obj := range []client.Object{&v1alpha1.DynamoGraphDeployment{}, &v1alpha1.DynamoComponentDeployment{},
 		&appsv1.Deployment{}, &corev1.Service{}} {
-		if _, err := c.GetInformer(ctx, obj); err != nil {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		if t == nil {
+			continue
+		}
+		var h toolscache.ResourceEventHandler
+		switch obj.(type) {
+		case *v1alpha1.DynamoComponentDeployment:
+			h = t.handler(componentStatus)
+		case *v1alpha1.DynamoGraphDeployment:
+			h = t.handler(graphStatus)
+		default:
+			continue
+		}
+		if _, err := inf.AddEventHandler(h); err != nil {
 			cancel()
 			return nil, err
 		}
@@ -54,6 +75,19 @@ func watchNamespace(ctx context.Context, env *benchCluster, ns string) (*watcher
 }
 
 func (w *watcher) stop() { w.cancel() }
+
+// created is when the watched graph (kind "graph") or Deployment (any
+// other kind) key was created; zero when it is not in the cache.
+func (w *watcher) created(ctx context.Context, kind string, key types.NamespacedName) time.Time {
+	var obj client.Object = &appsv1.Deployment{}
+	if kind == "graph" {
+		obj = &v1alpha1.DynamoGraphDeployment{}
+	}
+	if err := w.cache.Get(ctx, key, obj); err != nil {
+		return time.Time{}
+	}
+	return obj.GetCreationTimestamp().Time
+}
 
 // list reads the watched objects without copying them: the checks only read.
 func (w *watcher) list(ctx context.Context, list client.ObjectList) error {

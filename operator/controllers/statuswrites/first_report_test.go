@@ -178,6 +178,19 @@ func createPod(t *testing.T, ctx context.Context, key client.ObjectKey, pod *bui
 	}
 }
 
+// wantAvailable fails unless component key is Available and writes status
+// writes went through c in all.
+func wantAvailable(t *testing.T, ctx context.Context, key client.ObjectKey, c *countingClient, writes int32) {
+	t.Helper()
+	cond := meta.FindStatusCondition(component(t, ctx, key).Status.Conditions, v1alpha1.ConditionAvailable)
+	if cond == nil || cond.Status != metav1.ConditionTrue {
+		t.Fatalf("the component is not Available once its Deployment is: %+v", cond)
+	}
+	if n := c.statusWrites.Load(); n != writes {
+		t.Fatalf("status writes: got %d, want %d", n, writes)
+	}
+}
+
 func reconcileOnce(t *testing.T, ctx context.Context, r reconcile.Reconciler, key client.ObjectKey) reconcile.Result {
 	t.Helper()
 	res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key})
@@ -190,8 +203,9 @@ func reconcileOnce(t *testing.T, ctx context.Context, r reconcile.Reconciler, ke
 // A component whose Deployment becomes available moments after it was
 // created gets one status write, Available: the "not yet observed" state
 // in between is not written, yet the component says nothing false
-// meanwhile (no status for its generation) and is looked at again before
-// the delay ends.
+// meanwhile (no status for its generation) and is looked at again when the
+// hold ends at the latest: no pod has started, so 2 minutes (its
+// Deployment's and pods' changes wake it sooner).
 func TestComponentAvailableAtOnceGetsOneStatusWrite(t *testing.T) {
 	ctx := context.Background()
 	key, clock := createFrontend(t, ctx)
@@ -209,8 +223,8 @@ func TestComponentAvailableAtOnceGetsOneStatusWrite(t *testing.T) {
 	if got := component(t, ctx, key); got.Status.ObservedGeneration != 0 || len(got.Status.Conditions) != 0 {
 		t.Fatalf("the component reports before its first status write: %+v", got.Status)
 	}
-	if res.RequeueAfter <= 0 || res.RequeueAfter > 5*time.Second {
-		t.Fatalf("a held status is not looked at again within the delay: %+v", res)
+	if res.RequeueAfter != 2*time.Minute {
+		t.Fatalf("a held status is not looked at again when the hold ends: %+v", res)
 	}
 
 	clock.Step(time.Second)
@@ -227,7 +241,9 @@ func TestComponentAvailableAtOnceGetsOneStatusWrite(t *testing.T) {
 }
 
 // A rollout still under way after the delay is reported then, and its end
-// once more: two writes for two states a user could read.
+// once more: two writes for two states a user could read. The delay counts
+// from the pod's start: a frontend (readiness delay 10 s) started at once
+// is reported 5 s past the soonest it could be Ready.
 func TestComponentSlowRolloutIsReportedAfterTheDelay(t *testing.T) {
 	ctx := context.Background()
 	key, clock := createFrontend(t, ctx)
@@ -235,14 +251,15 @@ func TestComponentSlowRolloutIsReportedAfterTheDelay(t *testing.T) {
 	r := newComponentReconciler(c, clock)
 
 	reconcileOnce(t, ctx, r, key)
-	deploymentStatus(t, ctx, key, 0) // pods starting
-	clock.Step(2 * time.Second)
+	createPod(t, ctx, key, builders.MakePod("c-0", key.Namespace).Started(clock.Now()))
+	deploymentStatus(t, ctx, key, 0)
+	clock.Step(14 * time.Second)
 	reconcileOnce(t, ctx, r, key)
 	if n := c.statusWrites.Load(); n != 0 {
 		t.Fatalf("a status was written within the delay: %d writes", n)
 	}
 
-	clock.Step(3 * time.Second)
+	clock.Step(time.Second)
 	reconcileOnce(t, ctx, r, key)
 	got := component(t, ctx, key)
 	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAvailable)
@@ -260,6 +277,71 @@ func TestComponentSlowRolloutIsReportedAfterTheDelay(t *testing.T) {
 	if n := c.statusWrites.Load(); n != 2 {
 		t.Fatalf("status writes: got %d, want 2 (in progress, available)", n)
 	}
+}
+
+// While none of its pods has started, a rollout waits for the cluster (a
+// loaded scheduler, an image pull): its first report waits up to 2 minutes
+// from the first look, and the wait does not count once a pod starts. A pod
+// that starts after a minute and a half and is Ready 11 s later costs one
+// status write, Available; one that never starts is reported at 2 minutes.
+func TestComponentWaitingForItsPodsToStart(t *testing.T) {
+	ctx := context.Background()
+	t.Run("starts late", func(t *testing.T) {
+		key, clock := createFrontend(t, ctx)
+		c := &countingClient{Client: env.Client}
+		r := newComponentReconciler(c, clock)
+		reconcileOnce(t, ctx, r, key)
+		createPod(t, ctx, key, builders.MakePod("c-0", key.Namespace)) // pending
+		deploymentStatus(t, ctx, key, 0)
+		clock.Step(90 * time.Second)
+		res := reconcileOnce(t, ctx, r, key)
+		if n := c.statusWrites.Load(); n != 0 {
+			t.Fatalf("a status was written while the pod waited to start: %d writes", n)
+		}
+		if want := 30 * time.Second; res.RequeueAfter != want {
+			t.Fatalf("held until 2 minutes after the first look, looked at again after %s, want %s", res.RequeueAfter, want)
+		}
+		// The pod starts: 10 s of readiness delay and 5 s more from now,
+		// as if it had started at the first look.
+		pod := &corev1.Pod{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: "c-0"}, pod); err != nil {
+			t.Fatal(err)
+		}
+		pod.Status = builders.MakePod("c-0", key.Namespace).Started(clock.Now()).Obj().Status
+		if err := env.Client.Status().Update(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		res = reconcileOnce(t, ctx, r, key)
+		if want := 15 * time.Second; res.RequeueAfter != want || c.statusWrites.Load() != 0 {
+			t.Fatalf("a pod started late: looked at again after %s (want %s), %d status writes (want 0)",
+				res.RequeueAfter, want, c.statusWrites.Load())
+		}
+		clock.Step(11 * time.Second)
+		deploymentStatus(t, ctx, key, 1)
+		reconcileOnce(t, ctx, r, key)
+		wantAvailable(t, ctx, key, c, 1)
+	})
+	t.Run("never starts", func(t *testing.T) {
+		key, clock := createFrontend(t, ctx)
+		c := &countingClient{Client: env.Client}
+		r := newComponentReconciler(c, clock)
+		reconcileOnce(t, ctx, r, key)
+		createPod(t, ctx, key, builders.MakePod("c-0", key.Namespace))
+		deploymentStatus(t, ctx, key, 0)
+		clock.Step(2*time.Minute - time.Second)
+		if reconcileOnce(t, ctx, r, key); c.statusWrites.Load() != 0 {
+			t.Fatal("a status was written before 2 minutes")
+		}
+		clock.Step(time.Second)
+		reconcileOnce(t, ctx, r, key)
+		got := component(t, ctx, key)
+		cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAvailable)
+		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != controllers.ReasonRolloutInProgress ||
+			got.Status.ObservedGeneration != got.Generation || c.statusWrites.Load() != 1 {
+			t.Fatalf("a rollout whose pod has not started after 2 minutes is not reported in one write (%d): %+v",
+				c.statusWrites.Load(), got.Status)
+		}
+	})
 }
 
 // A frontend cannot be Ready before its readiness probe's initial delay
@@ -290,13 +372,7 @@ func TestComponentHeldUntilItsPodsCanBeReady(t *testing.T) {
 	clock.Step(6 * time.Second)
 	deploymentStatus(t, ctx, key, 1)
 	reconcileOnce(t, ctx, r, key)
-	cond := meta.FindStatusCondition(component(t, ctx, key).Status.Conditions, v1alpha1.ConditionAvailable)
-	if cond == nil || cond.Status != metav1.ConditionTrue {
-		t.Fatalf("the component is not Available once its Deployment is: %+v", cond)
-	}
-	if n := c.statusWrites.Load(); n != 1 {
-		t.Fatalf("status writes: got %d, want 1 (Available)", n)
-	}
+	wantAvailable(t, ctx, key, c, 1)
 }
 
 // Available claimed for an older spec is withdrawn at once when the spec
@@ -492,6 +568,10 @@ func TestGraphStatusWrites(t *testing.T) {
 				elapsed += s.after
 				res := reconcileOnce(t, ctx, r, key)
 				got := graph(t, ctx, key)
+				if got.Status.State == v1alpha1.GraphStateInitializing {
+					// The CRD's default: nothing reported yet ("" below).
+					got.Status.State = ""
+				}
 				// Within 30 s, and, held past 5 minutes behind a draining
 				// backlog, within a minute.
 				recheck := 30 * time.Second

@@ -16,7 +16,8 @@ import (
 
 // TestUnreportedStatusReadsInProgress: a graph, component, model or
 // artifact whose status nobody has written yet comes back from the API
-// server with status {observedGeneration: 0} (the CRDs' default), which
+// server with status {observedGeneration: 0} (the CRDs' default; a graph's
+// with state "initializing" too, for kubectl's State column), which
 // kstatus, as Flux and kpt run it, reads as InProgress. Without the default
 // the object has no status and no conditions, which kstatus reads as
 // Current: a graph applied through GitOps would count as healthy during the
@@ -26,12 +27,18 @@ func TestUnreportedStatusReadsInProgress(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ns := env.Namespace(t, "unreported")
-	for _, obj := range []client.Object{
-		builders.MakeGraph("llm", ns).Service("Worker", builders.MakeService().GPUs(1)).Obj(),
-		builders.MakeComponent("llm-worker", ns, builders.MakeService().GPUs(1)).Obj(),
-		builders.MakeModel("qwen", ns, "Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B").Obj(),
-		builders.MakeDynamoComponent("artifact", ns, "llm:v1").Obj(),
+	unreported := map[string]any{"observedGeneration": int64(0)}
+	for _, tc := range []struct {
+		obj  client.Object
+		want map[string]any
+	}{
+		{builders.MakeGraph("llm", ns).Service("Worker", builders.MakeService().GPUs(1)).Obj(),
+			map[string]any{"observedGeneration": int64(0), "state": "initializing"}},
+		{builders.MakeComponent("llm-worker", ns, builders.MakeService().GPUs(1)).Obj(), unreported},
+		{builders.MakeModel("qwen", ns, "Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B").Obj(), unreported},
+		{builders.MakeDynamoComponent("artifact", ns, "llm:v1").Obj(), unreported},
 	} {
+		obj := tc.obj
 		kind := obj.GetObjectKind().GroupVersionKind().Kind
 		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		if err != nil {
@@ -44,7 +51,7 @@ func TestUnreportedStatusReadsInProgress(t *testing.T) {
 		check := func(what string, got *unstructured.Unstructured) {
 			t.Helper()
 			st, _, _ := unstructured.NestedFieldNoCopy(got.Object, "status")
-			if diff := cmp.Diff(map[string]any{"observedGeneration": int64(0)}, st); diff != "" {
+			if diff := cmp.Diff(tc.want, st); diff != "" {
 				t.Errorf("%s, %s: status (-want +got):\n%s", kind, what, diff)
 			}
 			res, err := status.Compute(got)

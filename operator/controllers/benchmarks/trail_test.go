@@ -19,8 +19,9 @@ import (
 )
 
 // trail records, from the benchmark's watches, every status each component
-// and graph was given and how long after its creation: where the writes
-// beyond one per object went, and what they said.
+// and graph was given, and when: where the writes beyond one per object
+// went, what they said and how long after the graph's creation or the
+// component's Deployment's (its rollout's start) they came.
 type trail struct {
 	mu sync.Mutex
 	m  map[trailKey][]step
@@ -162,6 +163,7 @@ func (t *trail) summary(created func(kind string, key types.NamespacedName) time
 	return strings.Join(out, "\n")
 }
 
+// bucket rounds an age up to a few steps, so that trails group.
 func bucket(d time.Duration) string {
 	for _, b := range []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 30 * time.Second,
 		time.Minute, 2 * time.Minute, 5 * time.Minute} {

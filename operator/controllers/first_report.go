@@ -53,9 +53,10 @@ const firstReportLimit = 30 * time.Second
 
 // queuedReportLimit bounds how long a graph's first report of a spec waits
 // for its components' own first reports while none of them is failing. A
-// component reports within firstReportDelay of being reconciled, so a
-// longer wait means only that the operator's own queue is long: a burst of
-// graphs. Until then the graph could only say "not yet reconciled", which
+// new component reports within unstartedReportLimit of being reconciled
+// unless the cluster works through a backlog of ours (backlogReportCap),
+// so a longer wait means only a burst of graphs: the operator's own queue
+// is long, or the cluster's. Until then the graph could only say "not yet reconciled", which
 // its absent status (observedGeneration behind, kstatus InProgress) says
 // already, and writing it for every graph of the burst made the burst
 // longer: waiting at most firstReportLimit, each of 500 graphs created at

@@ -141,7 +141,9 @@ func (w *world) kstatusInProgressUntilReady(ctx context.Context, kind, name stri
 		c := condition(obj, "Ready")
 		switch ready := c != nil && c.Status == metav1.ConditionTrue; {
 		case !ready && res.Status != status.InProgressStatus:
-			early = fmt.Errorf("kstatus read %s %q as %s (%s) before it was Ready", kind, name, res.Status, res.Message)
+			st, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "status")
+			early = fmt.Errorf("kstatus read %s %q as %s (%s) before it was Ready; generation %d, status %v",
+				kind, name, res.Status, res.Message, obj.GetGeneration(), st)
 			return nil
 		case !ready:
 			notReady++

@@ -178,6 +178,34 @@ func createPod(t *testing.T, ctx context.Context, key client.ObjectKey, pod *bui
 	}
 }
 
+// podStatus writes the status of pod, created before, as the scheduler or
+// kubelet would.
+func podStatus(t *testing.T, ctx context.Context, pod *builders.PodWrapper) {
+	t.Helper()
+	want := pod.Obj()
+	got := &corev1.Pod{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil {
+		t.Fatal(err)
+	}
+	got.Status = want.Status
+	if err := env.Client.Status().Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantHeld fails when a status was written through c, or the reconcile
+// that gave res (of a component whose first report is held, what) does not
+// look at it again after requeue.
+func wantHeld(t *testing.T, what string, c *countingClient, res reconcile.Result, requeue time.Duration) {
+	t.Helper()
+	if n := c.statusWrites.Load(); n != 0 {
+		t.Fatalf("%s: %d status writes, want none", what, n)
+	}
+	if res.RequeueAfter != requeue {
+		t.Fatalf("%s: looked at again after %s, want %s", what, res.RequeueAfter, requeue)
+	}
+}
+
 // wantAvailable fails unless component key is Available and writes status
 // writes went through c in all.
 func wantAvailable(t *testing.T, ctx context.Context, key client.ObjectKey, c *countingClient, writes int32) {
@@ -217,14 +245,9 @@ func TestComponentAvailableAtOnceGetsOneStatusWrite(t *testing.T) {
 	if err := env.Client.Get(ctx, key, &appsv1.Deployment{}); err != nil {
 		t.Fatalf("the first reconcile did not create the Deployment: %v", err)
 	}
-	if n := c.statusWrites.Load(); n != 0 {
-		t.Fatalf("a status was written for a rollout that started moments ago: %d writes", n)
-	}
+	wantHeld(t, "a rollout that started moments ago", c, res, 2*time.Minute)
 	if got := component(t, ctx, key); got.Status.ObservedGeneration != 0 || len(got.Status.Conditions) != 0 {
 		t.Fatalf("the component reports before its first status write: %+v", got.Status)
-	}
-	if res.RequeueAfter != 2*time.Minute {
-		t.Fatalf("a held status is not looked at again when the hold ends: %+v", res)
 	}
 
 	clock.Step(time.Second)
@@ -294,28 +317,12 @@ func TestComponentWaitingForItsPodsToStart(t *testing.T) {
 		createPod(t, ctx, key, builders.MakePod("c-0", key.Namespace)) // pending
 		deploymentStatus(t, ctx, key, 0)
 		clock.Step(90 * time.Second)
-		res := reconcileOnce(t, ctx, r, key)
-		if n := c.statusWrites.Load(); n != 0 {
-			t.Fatalf("a status was written while the pod waited to start: %d writes", n)
-		}
-		if want := 30 * time.Second; res.RequeueAfter != want {
-			t.Fatalf("held until 2 minutes after the first look, looked at again after %s, want %s", res.RequeueAfter, want)
-		}
+		// Held until 2 minutes after the first look.
+		wantHeld(t, "a pod waiting to start", c, reconcileOnce(t, ctx, r, key), 30*time.Second)
 		// The pod starts: 10 s of readiness delay and 5 s more from now,
 		// as if it had started at the first look.
-		pod := &corev1.Pod{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: "c-0"}, pod); err != nil {
-			t.Fatal(err)
-		}
-		pod.Status = builders.MakePod("c-0", key.Namespace).Started(clock.Now()).Obj().Status
-		if err := env.Client.Status().Update(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
-		res = reconcileOnce(t, ctx, r, key)
-		if want := 15 * time.Second; res.RequeueAfter != want || c.statusWrites.Load() != 0 {
-			t.Fatalf("a pod started late: looked at again after %s (want %s), %d status writes (want 0)",
-				res.RequeueAfter, want, c.statusWrites.Load())
-		}
+		podStatus(t, ctx, builders.MakePod("c-0", key.Namespace).Started(clock.Now()))
+		wantHeld(t, "a pod started late", c, reconcileOnce(t, ctx, r, key), 15*time.Second)
 		clock.Step(11 * time.Second)
 		deploymentStatus(t, ctx, key, 1)
 		reconcileOnce(t, ctx, r, key)
@@ -361,13 +368,8 @@ func TestComponentHeldUntilItsPodsCanBeReady(t *testing.T) {
 
 	// Past the usual delay, the pod cannot be Ready yet (1 s + 10 s).
 	clock.Step(6 * time.Second)
-	res := reconcileOnce(t, ctx, r, key)
-	if n := c.statusWrites.Load(); n != 0 {
-		t.Fatalf("a status was written before the pod could be Ready: %d writes", n)
-	}
-	if want := 10 * time.Second; res.RequeueAfter != want {
-		t.Fatalf("held until %s past the soonest Ready, looked at again after %s", want, res.RequeueAfter)
-	}
+	// Held until 5 s past the soonest Ready.
+	wantHeld(t, "a pod that cannot be Ready yet", c, reconcileOnce(t, ctx, r, key), 10*time.Second)
 
 	clock.Step(6 * time.Second)
 	deploymentStatus(t, ctx, key, 1)

@@ -148,31 +148,36 @@ func BenchmarkGraphs(b *testing.B) {
 	b.ReportMetric(float64(after.writes-converged.writes), "steady-writes")
 	b.ReportMetric(float64(rss)/(1<<20), "MiB-RSS")
 	b.ReportMetric(float64(peak)/(1<<20), "MiB-peak-RSS")
-	b.Logf("%d graphs x %d services, operator flags %v; %d parallel clients create the graphs (took %s)",
+	b.ReportMetric(float64(rss-idleRSS)/1024/n, "KiB/graph")
+	b.ReportMetric(cpuReady.Seconds(), "s-cpu-to-ready")
+	// The report is printed, not logged: the testing package keeps ten
+	// lines of a benchmark's log, and cut the figures at the end (memory
+	// growth per graph, steady-state writes by kind) once the simulator's
+	// own line came first.
+	report := func(format string, args ...any) { fmt.Printf("    "+format+"\n", args...) }
+	report("%d graphs x %d services, operator flags %v; %d parallel clients create the graphs (took %s)",
 		*graphs, *services, op.flags, *writers, created.Round(time.Millisecond))
-	b.Logf("raw-write floor, %d writers, %d children: %s; with the minimal status writes (one per component, one per graph): %s; "+
+	report("raw-write floor, %d writers, %d children: %s; with the minimal status writes (one per component, one per graph): %s; "+
 		"raw children all available: %s", *writers, floor.objects, floor.children.Round(time.Millisecond),
 		floor.withStatus.Round(time.Millisecond), floor.available.Round(time.Millisecond))
-	b.Logf("operator: every child existing after %s (%.2fx the raw-write floor)", children.Round(time.Millisecond), x(children, floor.children))
-	b.Logf("Services created per second, from the first write to the last Service: floor %.2f, operator %.2f "+
+	report("operator: every child existing after %s (%.2fx the raw-write floor)", children.Round(time.Millisecond), x(children, floor.children))
+	report("Services created per second, from the first write to the last Service: floor %.2f, operator %.2f "+
 		"(the API server allocates their ClusterIPs one at a time: serviceRate)", floor.services, svcRate)
-	b.Logf("operator: every child existing and every status current after %s (%.2fx the raw-write floor, %.2fx the floor with status); "+
+	report("operator: every child existing and every status current after %s (%.2fx the raw-write floor, %.2fx the floor with status); "+
 		"every graph Ready after %s (%.2fx the raw children's availability)",
 		elapsed.Round(time.Millisecond), x(elapsed, floor.children), x(elapsed, floor.withStatus),
 		ready.Round(time.Millisecond), x(ready, floor.available))
-	b.Logf("operator writes until every graph was Ready: %d (%.1f per graph, not counting events), events %d (%.1f per graph), conflicts %d",
+	report("operator writes until every graph was Ready: %d (%.1f per graph, not counting events), events %d (%.1f per graph), conflicts %d",
 		converged.writes-converged.events, float64(converged.writes-converged.events)/n, converged.events,
 		float64(converged.events)/n, converged.conflicts)
-	b.Logf("writes per graph by kind: %s", converged.perGraph(n))
-	// Printed, not logged: the testing package keeps ten lines of a
-	// benchmark's log.
-	fmt.Printf("statuses seen until every graph was Ready, and for objects given more than one, what each said and when (since the graph's creation, or the component's Deployment's):\n%s\n", statusesReady)
-	b.Logf("operator CPU until every graph was Ready: %s", cpuReady.Round(10*time.Millisecond))
-	b.Logf("steady-state writes by kind: %s", after.minus(converged).byResource())
-	b.Logf("steady state: %d writes in %s; RSS %.0f MiB (peak %.0f MiB, %.0f KiB per graph above the idle %.0f MiB); log output %d bytes",
+	report("writes per graph by kind: %s", converged.perGraph(n))
+	report("statuses seen until every graph was Ready, and for objects given more than one, what each said and when (since the graph's creation, or the component's Deployment's):\n%s", statusesReady)
+	report("operator CPU until every graph was Ready: %s", cpuReady.Round(10*time.Millisecond))
+	report("steady-state writes by kind: %s", after.minus(converged).byResource())
+	report("steady state: %d writes in %s; RSS %.0f MiB (peak %.0f MiB, %.0f KiB per graph above the idle %.0f MiB); log output %d bytes",
 		after.writes-converged.writes, *steady, float64(rss)/(1<<20), float64(peak)/(1<<20),
 		float64(rss-idleRSS)/1024/n, float64(idleRSS)/(1<<20), op.logBytes())
-	b.Logf("RSS by kind: %.0f MiB the process's own (heap, stacks), %.0f MiB mapping the binary", float64(anon)/(1<<20), float64(file)/(1<<20))
+	report("RSS by kind: %.0f MiB the process's own (heap, stacks), %.0f MiB mapping the binary", float64(anon)/(1<<20), float64(file)/(1<<20))
 }
 
 type floorTimes struct {

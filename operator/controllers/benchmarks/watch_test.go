@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,27 +40,26 @@ func watchNamespace(ctx context.Context, env *benchCluster, ns string, t *trail)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watcher{cache: c, cancel: cancel}
-	// Ask for every informer before the cache starts, so it syncs them all.
-	for _, obj := range []client.Object{&v1alpha1.DynamoGraphDeployment{}, &v1alpha1.DynamoComponentDeployment{},
-		&appsv1.Deployment{}, &corev1.Service{}} {
-		inf, err := c.GetInformer(ctx, obj)
+	// Ask for every informer before the cache starts, so it syncs them all;
+	// status, when set, is what the trail records of the kind.
+	for _, watched := range []struct {
+		obj    client.Object
+		status statusOf
+	}{
+		{&v1alpha1.DynamoGraphDeployment{}, graphStatus},
+		{&v1alpha1.DynamoComponentDeployment{}, componentStatus},
+		{&appsv1.Deployment{}, nil},
+		{&corev1.Service{}, nil},
+	} {
+		inf, err := c.GetInformer(ctx, watched.obj)
 		if err != nil {
 			cancel()
 			return nil, err
 		}
-		if t == nil {
+		if t == nil || watched.status == nil {
 			continue
 		}
-		var h toolscache.ResourceEventHandler
-		switch obj.(type) {
-		case *v1alpha1.DynamoComponentDeployment:
-			h = t.handler(componentStatus)
-		case *v1alpha1.DynamoGraphDeployment:
-			h = t.handler(graphStatus)
-		default:
-			continue
-		}
-		if _, err := inf.AddEventHandler(h); err != nil {
+		if _, err := inf.AddEventHandler(t.handler(watched.status)); err != nil {
 			cancel()
 			return nil, err
 		}

@@ -42,6 +42,10 @@ var embeddedKubernetesFields = map[string]bool{
 	"claims":                         true,
 	"configMapRef":                   true,
 	"conditions":                     true,
+	// nvidia.com/v1beta1: a component's (and a role's) pod template and a
+	// graph's env.
+	"podTemplate": true,
+	"env":         true,
 }
 
 // mergedFields hold a Kubernetes object meant to be merged into one the

@@ -48,7 +48,9 @@ func TestStaleAnnotations(t *testing.T) {
 			alpha: alphaGraph1(func(s *alphaService) {
 				s.SharedMemory = &v1alpha1.SharedMemorySpec{Disabled: true, Size: ptr.To(resource.MustParse("1Gi"))}
 			}),
-			edit: func(b *DynamoGraphDeployment) { b.Spec.Components[0].SharedMemorySize = ptr.To(resource.MustParse("4Gi")) },
+			edit: func(b *DynamoGraphDeployment) {
+				b.Spec.Components[0].SharedMemorySize = ptr.To(resource.MustParse("4Gi"))
+			},
 			want: func(a *v1alpha1.DynamoGraphDeployment) {
 				a.Spec.Services["worker"].SharedMemory = &v1alpha1.SharedMemorySpec{Size: ptr.To(resource.MustParse("4Gi"))}
 			},

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+	"sigs.k8s.io/yaml"
 
 	dynamov1alpha1 "github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	dynamov1beta1 "github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
@@ -89,14 +91,16 @@ func StartWith(o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	crds, err := ReadCRDs(filepath.Join(root, "crds"))
+	if err != nil {
+		return nil, err
+	}
 	scheme := NewScheme()
 	te := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "crds")},
-		ErrorIfCRDPathMissing: true,
 		// envtest's 10 s for the CRDs to be served is too short on a
 		// loaded 2-core machine.
-		CRDInstallOptions:        envtest.CRDInstallOptions{MaxTime: crdWait},
+		CRDInstallOptions:        envtest.CRDInstallOptions{CRDs: WithoutConversionWebhook(crds), MaxTime: crdWait},
 		Scheme:                   scheme,
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
@@ -157,6 +161,54 @@ func StartWith(o Options) (*Env, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// ReadCRDs reads the CRDs of dir (every *.yaml, one CRD each), as the
+// project generates them into crds/.
+func ReadCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("testenv: no CRDs in %s", dir)
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			return nil, fmt.Errorf("testenv: %s: %w", f, err)
+		}
+		out = append(out, crd)
+	}
+	return out, nil
+}
+
+// WithoutConversionWebhook returns crds as a test API server installs them:
+// converted by None rather than by the operator's webhook.
+// DynamoGraphDeployment and DynamoComponentDeployment are served in
+// v1alpha1 (stored) and v1beta1, and converted by the webhook, whose Service
+// a test cluster does not have. Discovery prefers v1beta1, so the garbage
+// collector lists and watches those kinds in v1beta1; once the API server's
+// resources change (a CRD installed or updated), it stops collecting in
+// every namespace until all its watches sync, which they never do while
+// each conversion fails, and foreground deletions and cascades hang.
+// Conversion None only relabels the stored object, which is all the garbage
+// collector and the namespace controller need (they read metadata); a test
+// of v1beta1 itself points the CRDs at a webhook that converts.
+func WithoutConversionWebhook(crds []*apiextensionsv1.CustomResourceDefinition) []*apiextensionsv1.CustomResourceDefinition {
+	out := make([]*apiextensionsv1.CustomResourceDefinition, len(crds))
+	for i, crd := range crds {
+		out[i] = crd.DeepCopy()
+		if c := crd.Spec.Conversion; c != nil && c.Strategy == apiextensionsv1.WebhookConverter {
+			out[i].Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+		}
+	}
+	return out
 }
 
 // Stop ends the control plane and removes its data directories.

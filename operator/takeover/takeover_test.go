@@ -70,6 +70,8 @@ func TestMain(m *testing.M) {
 			}
 			ourCRDs = append(ourCRDs, crds...)
 		}
+		// No conversion webhook runs here (testenv.WithoutConversionWebhook).
+		ourCRDs = testenv.WithoutConversionWebhook(ourCRDs)
 	}))
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -46,7 +47,9 @@ type Deps struct {
 }
 
 // NewScheme returns the types the operator reads and writes: the built-in
-// Kubernetes kinds and the nvidia.com/v1alpha1 kinds.
+// Kubernetes kinds, the nvidia.com kinds and CustomResourceDefinitions
+// (the webhook certificate manager injects its CA into the conversion
+// webhook of the CRDs it serves).
 func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -54,6 +57,9 @@ func NewScheme() (*runtime.Scheme, error) {
 	}
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("registering %s types: %w", v1alpha1.GroupVersion, err)
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("registering %s types: %w", apiextensionsv1.SchemeGroupVersion, err)
 	}
 	// Multinode components' workloads; the API itself may be installed
 	// later (see controllers/multinode.go).

@@ -15,6 +15,14 @@
 //     --server-side`) refuses a null for a field whose schema is not
 //     nullable, so the same manifest would work one way and not the other.
 //     Markers cannot reach the fields of embedded Kubernetes types, hence here.
+//   - A kind served in more than one version (DynamoGraphDeployment and
+//     DynamoComponentDeployment: v1alpha1, stored, and v1beta1) is converted
+//     by the operator's conversion webhook. controller-gen cannot say so, so
+//     spec.conversion is added here, pointing at the webhook Service of the
+//     chart's default release (dynamo-system/dynamo-operator-webhook,
+//     /convert). It is a placeholder: whoever installs the CRDs rewrites the
+//     Service and adds the CA bundle. Until then requests in the stored
+//     version need no conversion and keep working.
 //
 // Usage: crdfix FILE...  (rewrites each file in place)
 package main
@@ -42,6 +50,10 @@ var embeddedKubernetesFields = map[string]bool{
 	"claims":                         true,
 	"configMapRef":                   true,
 	"conditions":                     true,
+	// nvidia.com/v1beta1: a component's (and a role's) pod template and a
+	// graph's env.
+	"podTemplate": true,
+	"env":         true,
 }
 
 // mergedFields hold a Kubernetes object meant to be merged into one the
@@ -70,6 +82,7 @@ func fixFile(path string) error {
 	if err := yaml.UnmarshalStrict(raw, &crd); err != nil {
 		return err
 	}
+	addConversion(&crd)
 	for i := range crd.Spec.Versions {
 		if s := crd.Spec.Versions[i].Schema; s != nil && s.OpenAPIV3Schema != nil {
 			walk(s.OpenAPIV3Schema, false)
@@ -84,6 +97,39 @@ func fixFile(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append([]byte("---\n"), out...), 0o644)
+}
+
+// Where the conversion webhook is until the installer says otherwise: the
+// webhook Service of the chart's default release.
+const (
+	conversionNamespace = "dynamo-system"
+	conversionService   = "dynamo-operator-webhook"
+	conversionPath      = "/convert"
+	conversionPort      = 443
+)
+
+// addConversion points a CRD with more than one version at the conversion
+// webhook; a CRD with one version needs none and keeps the default.
+func addConversion(crd *apiextensionsv1.CustomResourceDefinition) {
+	if len(crd.Spec.Versions) < 2 {
+		return
+	}
+	path := conversionPath
+	port := int32(conversionPort)
+	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+		Strategy: apiextensionsv1.WebhookConverter,
+		Webhook: &apiextensionsv1.WebhookConversion{
+			ConversionReviewVersions: []string{"v1"},
+			ClientConfig: &apiextensionsv1.WebhookClientConfig{
+				Service: &apiextensionsv1.ServiceReference{
+					Namespace: conversionNamespace,
+					Name:      conversionService,
+					Path:      &path,
+					Port:      &port,
+				},
+			},
+		},
+	}
 }
 
 // walk visits every schema below s; inForeign is true under an embedded
@@ -112,14 +158,18 @@ func walk(s *apiextensionsv1.JSONSchemaProps, inForeign bool) {
 // nullable. Required properties stay non-nullable: null would not satisfy
 // the rule they state. Properties with a default stay as they are too: the
 // API server does not default a null on a nullable field, and list-map keys
-// (a container port's protocol) must keep their default.
+// (a container port's protocol) must keep their default. Enums stay
+// non-nullable as well: the API server checks a null it keeps against the
+// enum, which no enum value (not even null) satisfies, whereas the null of a
+// non-nullable field is dropped before validation, so `backendFramework:
+// null` is accepted as if left out.
 func nullableOptional(s *apiextensionsv1.JSONSchemaProps) {
 	required := map[string]bool{}
 	for _, r := range s.Required {
 		required[r] = true
 	}
 	for name, prop := range s.Properties {
-		if !required[name] && prop.Default == nil {
+		if !required[name] && prop.Default == nil && len(prop.Enum) == 0 {
 			prop.Nullable = true
 		}
 		nullableOptional(&prop)

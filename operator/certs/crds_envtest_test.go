@@ -55,9 +55,7 @@ func storedCA(t *testing.T, secret string) []byte {
 // one's certificates.
 func startAuto(t *testing.T, secret string) (*testenv.Operator, string) {
 	t.Helper()
-	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.OperatorNamespace, Name: secret}})
-	})
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), secretObject(secret)) })
 	return startInMode(t, "auto", secret)
 }
 

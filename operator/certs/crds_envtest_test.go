@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
@@ -210,5 +212,40 @@ func TestInstallerLeavesTheInjectedBundle(t *testing.T) {
 	apply(crdinstall.Conversion{URL: own.URL, CABundle: external})
 	if got := crdBundle(t, name); !bytes.Equal(got, external) {
 		t.Errorf("external mode: the bundle is %q, want the installer's", got)
+	}
+}
+
+// A CRD whose conversion Service another field manager set (kubectl, a
+// replace) is switched to a URL, and back, without an invalid state.
+func TestInstallerSwitchesAnotherManagersEndpoint(t *testing.T) {
+	name := convertedCRDs(t)[0]
+	t.Cleanup(func() {
+		if err := env.ApplyCRDs(context.Background(), env.Conversion()); err != nil {
+			t.Error(err)
+		}
+	})
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
+		t.Fatal(err)
+	}
+	port := int32(443)
+	crd.Spec.Conversion.Webhook.ClientConfig = &apiextensionsv1.WebhookClientConfig{
+		Service: &apiextensionsv1.ServiceReference{Namespace: "elsewhere", Name: "someone", Port: &port}}
+	if err := env.Client.Update(context.Background(), crd, client.FieldOwner("kubectl")); err != nil {
+		t.Fatal(err)
+	}
+	for _, conv := range []crdinstall.Conversion{{URL: "https://127.0.0.1:1"}, {ServiceNamespace: "dynamo-system", ServiceName: "dp-webhook"}} {
+		if err := env.ApplyCRDs(context.Background(), conv); err != nil {
+			t.Fatalf("applying %+v over another manager's endpoint: %v", conv, err)
+		}
+		want, _ := conv.ClientConfig()
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
+			t.Fatal(err)
+		}
+		got := crd.Spec.Conversion.Webhook.ClientConfig
+		got.CABundle = nil
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("clientConfig (-want +got):\n%s", d)
+		}
 	}
 }

@@ -93,6 +93,9 @@ func ApplyCRDs(ctx context.Context, c client.Client, all []*unstructured.Unstruc
 		if err := conv.rewrite(u); err != nil {
 			return fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
 		}
+		if err := switchEndpoint(ctx, c, u); err != nil {
+			return fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
+		}
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 			client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying CustomResourceDefinition %s: %w", u.GetName(), err)

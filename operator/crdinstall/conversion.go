@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -120,8 +122,14 @@ func ConvertsByWebhook(u *unstructured.Unstructured) bool {
 
 // ConvertedNames are the names of the embedded CRDs that convert by
 // webhook: those whose conversion webhook the operator that installs them
-// serves and, in the auto cert mode, keeps its CA injected into.
+// serves and, in the auto cert mode, keeps its CA injected into. Parsed
+// once: every operator a test process starts asks.
 func ConvertedNames() ([]string, error) {
+	names, err := convertedNames()
+	return slices.Clone(names), err
+}
+
+var convertedNames = sync.OnceValues(func() ([]string, error) {
 	all, err := Load()
 	if err != nil {
 		return nil, err
@@ -133,7 +141,7 @@ func ConvertedNames() ([]string, error) {
 		}
 	}
 	return names, nil
-}
+})
 
 // switchEndpoint clears the live CRD's conversion Service when u names a
 // URL, or its URL when u names a Service, if another field manager set it

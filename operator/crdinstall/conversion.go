@@ -144,10 +144,10 @@ var convertedNames = sync.OnceValues(func() ([]string, error) {
 })
 
 // switchEndpoint clears the live CRD's conversion Service when u names a
-// URL, or its URL when u names a Service, if another field manager set it
-// (kubectl, a replace): server-side apply cannot remove another manager's
-// field, and a clientConfig with both is invalid. One merge patch sets the
-// new endpoint and clears the old, so no state between is invalid.
+// URL, or its URL when u names a Service: when another field manager set
+// it (kubectl, a replace), server-side apply cannot remove it, and a
+// clientConfig with both is invalid. One merge patch sets the new endpoint
+// and clears the old, so no state between is invalid.
 func switchEndpoint(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
 	want, ok, _ := unstructured.NestedMap(u.Object, "spec", "conversion", "webhook", "clientConfig")
 	if !ok {

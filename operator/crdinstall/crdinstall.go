@@ -21,6 +21,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,11 +94,16 @@ func ApplyCRDs(ctx context.Context, c client.Client, all []*unstructured.Unstruc
 		if err := conv.rewrite(u); err != nil {
 			return fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
 		}
-		if err := switchEndpoint(ctx, c, u); err != nil {
-			return fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
+		err := apply(ctx, c, u)
+		if apierrors.IsInvalid(err) && ConvertsByWebhook(u) {
+			// Likely a Service and a URL at once: the one another field
+			// manager set is cleared first (switchEndpoint).
+			if err := switchEndpoint(ctx, c, u); err != nil {
+				return fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
+			}
+			err = apply(ctx, c, u)
 		}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-			client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		if err != nil {
 			return fmt.Errorf("applying CustomResourceDefinition %s: %w", u.GetName(), err)
 		}
 	}
@@ -113,6 +119,10 @@ func ApplyCRDs(ctx context.Context, c client.Client, all []*unstructured.Unstruc
 		}
 		return true, nil
 	})
+}
+
+func apply(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner(FieldOwner), client.ForceOwnership)
 }
 
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {

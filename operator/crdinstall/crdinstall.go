@@ -2,8 +2,8 @@
 // binary (package crds) and waits until the API server serves them. The
 // chart runs it as the operator pod's init container (dynamo-operator
 // --apply-crds): Helm never upgrades CRDs it installed from a chart's crds/
-// directory, and templating them would put ~750 kB of schema into every
-// release Secret, close to its 1 MiB limit.
+// directory, and templating them would put ~2 MB of schema (DGD and DCD in
+// two versions each) into every release Secret, twice its 1 MiB limit.
 //
 // The CRDs that convert by webhook name the operator that installs them as
 // their conversion webhook (Conversion): the generated files carry a

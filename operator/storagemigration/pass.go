@@ -29,6 +29,9 @@ func (r retryable) Unwrap() error { return r.error }
 type counts map[string]int
 
 func (c counts) String() string {
+	if len(c) == 0 {
+		return "no objects"
+	}
 	parts := make([]string, 0, len(c))
 	for _, k := range slices.Sorted(maps.Keys(c)) {
 		parts = append(parts, fmt.Sprintf("%d %s", c[k], k))

@@ -75,7 +75,9 @@ func testCRD(plural, storage string) *apiextensionsv1.CustomResourceDefinition {
 	return crd
 }
 
-func kindOf(plural string) string { return strings.ToUpper(plural[:1]) + strings.TrimSuffix(plural[1:], "s") }
+func kindOf(plural string) string {
+	return strings.ToUpper(plural[:1]) + strings.TrimSuffix(plural[1:], "s")
+}
 
 func ptrTo[T any](v T) *T { return &v }
 

@@ -84,13 +84,22 @@ $(CRDFIX): tools/go.mod tools/go.sum $(wildcard tools/crdfix/*.go)
 # when its content changes: a clean tree is never touched, so suites that
 # compile the embedded CRDs can run while CI checks for drift (.ci/run).
 GEN_OUT := .cache/generate
+# Each API version's package gets its own deepcopy file. allowDangerousTypes:
+# v1beta1 has Dynamo's float fields (a KV-transfer weight, a placement
+# score), which controller-gen refuses by default.
+API_VERSIONS := v1alpha1 v1beta1
 generate: $(CONTROLLER_GEN) $(CRDFIX) ## Regenerate deepcopy code and the CRDs in crds/.
-	rm -rf $(GEN_OUT) && mkdir -p $(GEN_OUT)/object $(GEN_OUT)/crds
-	$(CONTROLLER_GEN) object paths=./operator/api/... output:object:dir=$(GEN_OUT)/object
-	$(CONTROLLER_GEN) crd paths=./operator/api/... output:crd:dir=$(GEN_OUT)/crds
+	rm -rf $(GEN_OUT) && mkdir -p $(GEN_OUT)/crds
+	@for v in $(API_VERSIONS); do \
+	  echo "$(CONTROLLER_GEN) object paths=./operator/api/$$v output:object:dir=$(GEN_OUT)/object/$$v"; \
+	  $(CONTROLLER_GEN) object paths=./operator/api/$$v output:object:dir=$(GEN_OUT)/object/$$v; \
+	done
+	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./operator/api/... output:crd:dir=$(GEN_OUT)/crds
 	$(CRDFIX) $(GEN_OUT)/crds/*.yaml
-	@cmp -s $(GEN_OUT)/object/zz_generated.deepcopy.go operator/api/v1alpha1/zz_generated.deepcopy.go || \
-	  cp $(GEN_OUT)/object/zz_generated.deepcopy.go operator/api/v1alpha1/zz_generated.deepcopy.go
+	@for v in $(API_VERSIONS); do \
+	  cmp -s $(GEN_OUT)/object/$$v/zz_generated.deepcopy.go operator/api/$$v/zz_generated.deepcopy.go || \
+	    cp $(GEN_OUT)/object/$$v/zz_generated.deepcopy.go operator/api/$$v/zz_generated.deepcopy.go; \
+	done
 	@for f in $(GEN_OUT)/crds/*.yaml; do cmp -s $$f crds/$${f##*/} || cp $$f crds/; done
 	@for f in crds/*.yaml; do [ -e $(GEN_OUT)/crds/$${f##*/} ] || rm -f $$f; done
 

@@ -27,6 +27,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	dynamov1alpha1 "github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	dynamov1beta1 "github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 )
 
 // Env is a running API server with the project's CRDs installed.
@@ -36,7 +37,8 @@ type Env struct {
 	// Client uses Scheme and strict field validation, as kubectl does, so
 	// unknown fields are rejected rather than silently pruned.
 	Client client.Client
-	// Scheme knows the built-in kinds and the nvidia.com/v1alpha1 kinds.
+	// Scheme knows the built-in kinds and the nvidia.com/v1alpha1 and
+	// v1beta1 kinds.
 	Scheme *runtime.Scheme
 
 	env      *envtest.Environment
@@ -61,6 +63,9 @@ func NewScheme() *runtime.Scheme {
 		panic(err)
 	}
 	if err := dynamov1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := dynamov1beta1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	if err := lwsv1.AddToScheme(s); err != nil {

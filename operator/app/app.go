@@ -23,6 +23,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 	"github.com/dynamoctl/dynamo-operator/operator/certs"
 	"github.com/dynamoctl/dynamo-operator/operator/config"
 	"github.com/dynamoctl/dynamo-operator/operator/controllers"
@@ -46,7 +47,9 @@ type Deps struct {
 }
 
 // NewScheme returns the types the operator reads and writes: the built-in
-// Kubernetes kinds and the nvidia.com/v1alpha1 kinds.
+// Kubernetes kinds and the nvidia.com/v1alpha1 kinds, and the
+// nvidia.com/v1beta1 kinds its conversion webhook converts them to and from
+// (the operator itself never reads or writes v1beta1).
 func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -54,6 +57,9 @@ func NewScheme() (*runtime.Scheme, error) {
 	}
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("registering %s types: %w", v1alpha1.GroupVersion, err)
+	}
+	if err := v1beta1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("registering %s types: %w", v1beta1.GroupVersion, err)
 	}
 	// Multinode components' workloads; the API itself may be installed
 	// later (see controllers/multinode.go).

@@ -15,6 +15,14 @@
 //     --server-side`) refuses a null for a field whose schema is not
 //     nullable, so the same manifest would work one way and not the other.
 //     Markers cannot reach the fields of embedded Kubernetes types, hence here.
+//   - A kind served in more than one version (DynamoGraphDeployment and
+//     DynamoComponentDeployment: v1alpha1, stored, and v1beta1) is converted
+//     by the operator's conversion webhook. controller-gen cannot say so, so
+//     spec.conversion is added here, pointing at the webhook Service of the
+//     chart's default release (dynamo-system/dynamo-operator-webhook,
+//     /convert). It is a placeholder: whoever installs the CRDs rewrites the
+//     Service and adds the CA bundle. Until then requests in the stored
+//     version need no conversion and keep working.
 //
 // Usage: crdfix FILE...  (rewrites each file in place)
 package main
@@ -42,6 +50,10 @@ var embeddedKubernetesFields = map[string]bool{
 	"claims":                         true,
 	"configMapRef":                   true,
 	"conditions":                     true,
+	// nvidia.com/v1beta1: a component's (and a role's) pod template and a
+	// graph's env.
+	"podTemplate": true,
+	"env":         true,
 }
 
 // mergedFields hold a Kubernetes object meant to be merged into one the
@@ -70,6 +82,7 @@ func fixFile(path string) error {
 	if err := yaml.UnmarshalStrict(raw, &crd); err != nil {
 		return err
 	}
+	addConversion(&crd)
 	for i := range crd.Spec.Versions {
 		if s := crd.Spec.Versions[i].Schema; s != nil && s.OpenAPIV3Schema != nil {
 			walk(s.OpenAPIV3Schema, false)
@@ -84,6 +97,39 @@ func fixFile(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append([]byte("---\n"), out...), 0o644)
+}
+
+// Where the conversion webhook is until the installer says otherwise: the
+// webhook Service of the chart's default release.
+const (
+	conversionNamespace = "dynamo-system"
+	conversionService   = "dynamo-operator-webhook"
+	conversionPath      = "/convert"
+	conversionPort      = 443
+)
+
+// addConversion points a CRD with more than one version at the conversion
+// webhook; a CRD with one version needs none and keeps the default.
+func addConversion(crd *apiextensionsv1.CustomResourceDefinition) {
+	if len(crd.Spec.Versions) < 2 {
+		return
+	}
+	path := conversionPath
+	port := int32(conversionPort)
+	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+		Strategy: apiextensionsv1.WebhookConverter,
+		Webhook: &apiextensionsv1.WebhookConversion{
+			ConversionReviewVersions: []string{"v1"},
+			ClientConfig: &apiextensionsv1.WebhookClientConfig{
+				Service: &apiextensionsv1.ServiceReference{
+					Namespace: conversionNamespace,
+					Name:      conversionService,
+					Path:      &path,
+					Port:      &port,
+				},
+			},
+		},
+	}
 }
 
 // walk visits every schema below s; inForeign is true under an embedded

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
 )
 
 func TestWalkRelaxesMergedFieldsAndDropsForeignDescriptions(t *testing.T) {
@@ -81,5 +82,45 @@ func TestNullableOptionalMarksOnlyOptionalFieldsWithoutDefault(t *testing.T) {
 	item := containers.Items.Schema
 	if item.Properties["name"].Nullable || item.Properties["protocol"].Nullable {
 		t.Errorf("required fields and fields with a default must stay non-nullable: %+v", item.Properties)
+	}
+}
+
+func TestAddConversionOnlyForKindsWithSeveralVersions(t *testing.T) {
+	path, port := "/convert", int32(443)
+	webhook := &apiextensionsv1.CustomResourceConversion{
+		Strategy: apiextensionsv1.WebhookConverter,
+		Webhook: &apiextensionsv1.WebhookConversion{
+			ConversionReviewVersions: []string{"v1"},
+			ClientConfig: &apiextensionsv1.WebhookClientConfig{
+				Service: &apiextensionsv1.ServiceReference{
+					Namespace: "dynamo-system",
+					Name:      "dynamo-operator-webhook",
+					Path:      &path,
+					Port:      &port,
+				},
+			},
+		},
+	}
+	tests := map[string]struct {
+		versions []string
+		want     *apiextensionsv1.CustomResourceConversion
+	}{
+		"one version keeps the default (no conversion)": {versions: []string{"v1alpha1"}},
+		"two versions are converted by the webhook":     {versions: []string{"v1alpha1", "v1beta1"}, want: webhook},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			for _, v := range tc.versions {
+				crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v})
+			}
+			addConversion(crd)
+			// The tools module has no go-cmp; YAML shows a difference as well.
+			if !reflect.DeepEqual(tc.want, crd.Spec.Conversion) {
+				want, _ := yaml.Marshal(tc.want)
+				got, _ := yaml.Marshal(crd.Spec.Conversion)
+				t.Errorf("spec.conversion:\nwant:\n%s\ngot:\n%s", want, got)
+			}
+		})
 	}
 }

@@ -174,6 +174,7 @@ type DynamoComponentDeploymentStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=dcd,categories=dynamo
+// +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.componentType`

@@ -115,6 +115,7 @@ type DynamoGraphDeploymentStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=dgd,categories=dynamo
+// +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`

@@ -39,7 +39,8 @@ func TestValueCombinations(t *testing.T) {
 				"Role": 1, "RoleBinding": 1, "Service": 2, "Secret": 1, "Lease": 1,
 				"ValidatingWebhookConfiguration": 1, "MutatingWebhookConfiguration": 1})
 			wantArgs(t, args, "--leader-elect=true", "--leader-election-id=dynamo-operator-leader", "--webhook-cert-mode=auto",
-				"--webhook-manage-configurations=false", "--leader-election-create-lease=false", "--enable-webhooks=true")
+				"--webhook-manage-configurations=false", "--leader-election-create-lease=false", "--enable-webhooks=true",
+				"--migrate-storage")
 			if find(objs, "ValidatingWebhookConfiguration", "dynamo-operator-validating") == nil ||
 				find(objs, "MutatingWebhookConfiguration", "dynamo-operator-mutating") == nil {
 				t.Error("webhook configurations not named dynamo-operator-validating/-mutating")
@@ -66,6 +67,16 @@ func TestValueCombinations(t *testing.T) {
 				if hasInitContainer(objs) {
 					t.Error("a namespace-scoped install must not change cluster-wide CRDs by default")
 				}
+			}},
+		{name: "namespace-scoped installing the CRDs", set: []string{"dynamo-operator.namespaceRestriction.enabled=true",
+			"dynamo-operator.crds.install=true"},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				// It applies the CRDs but cannot migrate their storage (config
+				// refuses --migrate-storage with --restrict-namespace).
+				if !hasInitContainer(objs) || slices.Contains(args, "--migrate-storage") {
+					t.Errorf("init container %v, args %v", hasInitContainer(objs), args)
+				}
+				checkCRDRights(t, objs)
 			}},
 		{name: "hybrid second release from the seeds", set: []string{"dynamo-operator.namespaceRestriction.enabled=true",
 			"dynamo-operator.controllerManager.manager.image.tag=v2.0.0-beta"},
@@ -329,7 +340,8 @@ func dryRun(t *testing.T, objs []*unstructured.Unstructured) {
 }
 
 // checkCRDRights: the init container applies every CRD the operator embeds
-// (crds/), so the chart's get/patch-by-name rule must name each of them.
+// (crds/), so the chart's get/patch-by-name rule must name each of them;
+// the storage migration (--migrate-storage) patches the status of each.
 func checkCRDRights(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
 	files, err := fs.Glob(crds.FS, "*.yaml")
@@ -351,6 +363,24 @@ func checkCRDRights(t *testing.T, objs []*unstructured.Unstructured) {
 		want = append(want, crd.Metadata.Name)
 	}
 	slices.Sort(want)
+	args := containerArgs(t, objs)
+	for resource, needed := range map[string]bool{
+		"customresourcedefinitions":        true,
+		"customresourcedefinitions/status": slices.Contains(args, "--migrate-storage"),
+	} {
+		names, found := crdRuleNames(objs, resource)
+		switch {
+		case found != needed:
+			t.Errorf("a rule on %s by name: %v, want %v (args %v)", resource, found, needed, args)
+		case found && !slices.Equal(names, want):
+			t.Errorf("%s by name: %v; the operator embeds %v", resource, names, want)
+		}
+	}
+}
+
+// crdRuleNames are the sorted resourceNames of the ClusterRole rule on
+// resource (of apiextensions.k8s.io) that has some.
+func crdRuleNames(objs []*unstructured.Unstructured, resource string) ([]string, bool) {
 	for _, o := range objs {
 		if o.GetKind() != "ClusterRole" {
 			continue
@@ -359,14 +389,11 @@ func checkCRDRights(t *testing.T, objs []*unstructured.Unstructured) {
 		for _, r := range rules {
 			res, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
 			names, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resourceNames")
-			if slices.Contains(res, "customresourcedefinitions") && len(names) > 0 {
+			if slices.Contains(res, resource) && len(names) > 0 {
 				slices.Sort(names)
-				if !slices.Equal(names, want) {
-					t.Errorf("ClusterRole %s may patch the CRDs %v; the operator applies %v", o.GetName(), names, want)
-				}
-				return
+				return names, true
 			}
 		}
 	}
-	t.Error("no ClusterRole rule lets the init container patch the CRDs by name")
+	return nil, false
 }

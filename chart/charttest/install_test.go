@@ -31,6 +31,7 @@ import (
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
+	"github.com/dynamoctl/dynamo-operator/operator/config"
 	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 )
 
@@ -384,11 +385,17 @@ func storageMigratedAsChart(t *testing.T, log *requestLog, graph *v1alpha1.Dynam
 }
 
 // applyCRDsAsChart runs what the apply-crds init container runs
-// (dynamo-operator --apply-crds) as the chart's ServiceAccount.
+// (dynamo-operator --apply-crds with its flags and environment) as the
+// chart's ServiceAccount.
 func applyCRDsAsChart(t *testing.T, objs []*unstructured.Unstructured, ns string, log *requestLog) {
 	t.Helper()
-	if !hasInitContainer(objs) {
+	init := applyCRDsContainer(objs)
+	if init == nil {
 		t.Fatal("no apply-crds init container")
+	}
+	o, err := config.Parse(argsOf(init), envOf(init, ns))
+	if err != nil {
+		t.Fatalf("the operator refuses the init container's flags: %v", err)
 	}
 	scheme := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
@@ -399,7 +406,7 @@ func applyCRDsAsChart(t *testing.T, objs []*unstructured.Unstructured, ns string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := crdinstall.Apply(context.Background(), c, 30*time.Second); err != nil {
+	if err := crdinstall.Apply(context.Background(), c, 30*time.Second, crdinstall.ConversionFor(o)); err != nil {
 		t.Fatalf("applying the CRDs with the chart's RBAC: %v", err)
 	}
 	// One server-side apply per CRD the binary embeds, none refused.

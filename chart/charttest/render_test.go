@@ -246,23 +246,34 @@ func wantArgs(t *testing.T, args []string, want ...string) {
 }
 
 func hasInitContainer(objs []*unstructured.Unstructured) bool {
+	return applyCRDsContainer(objs) != nil
+}
+
+// applyCRDsContainer is the init container that applies the CRDs
+// (dynamo-operator --apply-crds ...), or nil.
+func applyCRDsContainer(objs []*unstructured.Unstructured) map[string]any {
 	ics, _, _ := unstructured.NestedSlice(find(objs, "Deployment", "").Object, "spec", "template", "spec", "initContainers")
 	for _, c := range ics {
 		m := c.(map[string]any)
 		if m["name"] == "apply-crds" && slices.Equal(m["command"].([]any), []any{"/dynamo-operator"}) &&
-			slices.Equal(m["args"].([]any), []any{"--apply-crds"}) {
-			return true
+			slices.Contains(argsOf(m), "--apply-crds") {
+			return m
 		}
 	}
-	return false
+	return nil
 }
 
 // containerEnv resolves the manager's environment as the kubelet would
 // (POD_NAMESPACE from the pod's namespace).
 func containerEnv(t *testing.T, objs []*unstructured.Unstructured, ns string) func(string) (string, bool) {
 	t.Helper()
+	return envOf(managerContainer(t, objs), ns)
+}
+
+// envOf resolves container c's environment in namespace ns.
+func envOf(c map[string]any, ns string) func(string) (string, bool) {
 	vars := map[string]string{}
-	envs, _ := managerContainer(t, objs)["env"].([]any)
+	envs, _ := c["env"].([]any)
 	for _, e := range envs {
 		m := e.(map[string]any)
 		if v, ok := m["value"].(string); ok {

@@ -26,20 +26,24 @@ import (
 const FieldOwner = "dynamo-operator-crds"
 
 // Load returns the embedded CRDs, sorted by name.
-func Load() ([]*unstructured.Unstructured, error) {
-	files, err := fs.Glob(crds.FS, "*.yaml")
+func Load() ([]*unstructured.Unstructured, error) { return LoadFS(crds.FS) }
+
+// LoadFS returns the CRDs of the *.yaml files at the top of fsys, sorted by
+// name.
+func LoadFS(fsys fs.FS) ([]*unstructured.Unstructured, error) {
+	files, err := fs.Glob(fsys, "*.yaml")
 	if err != nil {
 		return nil, err
 	}
 	var out []*unstructured.Unstructured
 	for _, f := range files {
-		data, err := crds.FS.ReadFile(f)
+		data, err := fs.ReadFile(fsys, f)
 		if err != nil {
 			return nil, err
 		}
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(data, &u.Object); err != nil {
-			return nil, fmt.Errorf("parsing embedded %s: %w", f, err)
+			return nil, fmt.Errorf("parsing %s: %w", f, err)
 		}
 		out = append(out, u)
 	}
@@ -62,15 +66,27 @@ func Names() ([]string, error) {
 }
 
 // Apply server-side applies every embedded CRD, forcing ownership of the
-// fields (an older operator or `kubectl apply` may hold them), and waits up
-// to timeout until each is Established. c must know apiextensions/v1.
-func Apply(ctx context.Context, c client.Client, timeout time.Duration) error {
+// fields (an older operator or `kubectl apply` may hold them), with the
+// conversion webhook of those that convert by webhook pointed at conv, and
+// waits up to timeout until each is Established. c must know
+// apiextensions/v1.
+func Apply(ctx context.Context, c client.Client, timeout time.Duration, conv Conversion) error {
 	all, err := Load()
 	if err != nil {
 		return err
 	}
-	for _, u := range all {
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()),
+	return ApplyCRDs(ctx, c, all, timeout, conv)
+}
+
+// ApplyCRDs is Apply with the given CRDs (e.g. read from a directory with
+// LoadFS) instead of the embedded ones.
+func ApplyCRDs(ctx context.Context, c client.Client, all []*unstructured.Unstructured, timeout time.Duration, conv Conversion) error {
+	for _, crd := range all {
+		u := crd.DeepCopy()
+		if err := conv.rewrite(u); err != nil {
+			return fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
+		}
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 			client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying CustomResourceDefinition %s: %w", u.GetName(), err)
 		}

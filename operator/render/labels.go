@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"maps"
 	"strings"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 )
 
 // Labels and names the operator puts on the objects it renders.
@@ -75,12 +77,14 @@ func BaseModelHash(baseModelName string) string {
 
 // propagated returns the entries of the given maps, later maps winning, that
 // may be copied from a parent object to a child: without kubectl's
-// bookkeeping and the operator's own keys. It returns nil when none remain.
+// bookkeeping, the operator's own keys and the conversion's (what a graph
+// written in v1beta1 keeps of that version describes the graph, not its
+// components). It returns nil when none remain.
 func propagated(sources ...map[string]string) map[string]string {
 	var out map[string]string
 	for _, src := range sources {
 		for k, v := range src {
-			if operatorKeys[k] || strings.HasPrefix(k, kubectlPrefix) {
+			if operatorKeys[k] || strings.HasPrefix(k, kubectlPrefix) || v1beta1.IsConversionAnnotation(k) {
 				continue
 			}
 			if out == nil {
@@ -94,11 +98,12 @@ func propagated(sources ...map[string]string) map[string]string {
 
 // inheritedAnnotations returns a parent's annotations as a child rendered
 // from it carries them: without the keys that describe the parent object
-// itself (kubectl's, the applier's hash). It returns nil when none remain.
+// itself (kubectl's, the applier's hash, the conversion's). It returns nil when none remain.
 func inheritedAnnotations(parent map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range parent {
-		if k == lastAppliedHashAnnotation || k == AnnotationGraphReplicas || strings.HasPrefix(k, kubectlPrefix) {
+		if k == lastAppliedHashAnnotation || k == AnnotationGraphReplicas || strings.HasPrefix(k, kubectlPrefix) ||
+			v1beta1.IsConversionAnnotation(k) {
 			continue
 		}
 		if out == nil {

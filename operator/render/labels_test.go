@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
 )
 
@@ -42,7 +43,9 @@ func TestPropagated(t *testing.T) {
 		{name: "nothing", want: nil},
 		{name: "only excluded keys", sources: []map[string]string{{
 			"kubectl.kubernetes.io/last-applied-configuration": "{}",
-			LabelManagedBy: "someone-else",
+			LabelManagedBy:              "someone-else",
+			v1beta1.AnnotationBetaSpec:  "{}",
+			v1beta1.AnnotationAlphaSpec: "{}",
 		}}, want: nil},
 		{
 			name: "user keys kept, later source wins, operator and kubectl keys dropped",
@@ -67,6 +70,8 @@ func TestInheritedAnnotations(t *testing.T) {
 		"kubectl.kubernetes.io/last-applied-configuration": "{}",
 		"nvidia.com/last-applied-hash":                     "abc",
 		AnnotationGraphReplicas:                            "2",
+		v1beta1.AnnotationBetaSpec:                         "{}",
+		v1beta1.AnnotationBetaStatus:                       "{}",
 		"owner":                                            "team-a",
 		LabelGraphName:                                     "kept: only the applier's own keys are object-specific",
 	})
@@ -84,6 +89,15 @@ func TestInheritedAnnotations(t *testing.T) {
 func TestHashAnnotationMirrorsApplier(t *testing.T) {
 	if lastAppliedHashAnnotation != apply.HashAnnotation {
 		t.Fatalf("lastAppliedHashAnnotation = %q, apply.HashAnnotation = %q", lastAppliedHashAnnotation, apply.HashAnnotation)
+	}
+}
+
+// The frontend sidecar's container has one name in both versions: a
+// v1beta1 frontendSidecar naming it gets the sidecar's defaults.
+func TestSidecarNameMirrorsConversion(t *testing.T) {
+	if SidecarContainerName != v1beta1.FrontendSidecarContainerName {
+		t.Fatalf("SidecarContainerName = %q, v1beta1.FrontendSidecarContainerName = %q",
+			SidecarContainerName, v1beta1.FrontendSidecarContainerName)
 	}
 }
 

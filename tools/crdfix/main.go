@@ -158,14 +158,18 @@ func walk(s *apiextensionsv1.JSONSchemaProps, inForeign bool) {
 // nullable. Required properties stay non-nullable: null would not satisfy
 // the rule they state. Properties with a default stay as they are too: the
 // API server does not default a null on a nullable field, and list-map keys
-// (a container port's protocol) must keep their default.
+// (a container port's protocol) must keep their default. Enums stay
+// non-nullable as well: the API server checks a null it keeps against the
+// enum, which no enum value (not even null) satisfies, whereas the null of a
+// non-nullable field is dropped before validation, so `backendFramework:
+// null` is accepted as if left out.
 func nullableOptional(s *apiextensionsv1.JSONSchemaProps) {
 	required := map[string]bool{}
 	for _, r := range s.Required {
 		required[r] = true
 	}
 	for name, prop := range s.Properties {
-		if !required[name] && prop.Default == nil {
+		if !required[name] && prop.Default == nil && len(prop.Enum) == 0 {
 			prop.Nullable = true
 		}
 		nullableOptional(&prop)

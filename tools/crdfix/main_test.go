@@ -53,6 +53,7 @@ func TestNullableOptionalMarksOnlyOptionalFieldsWithoutDefault(t *testing.T) {
 			"services": {AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Schema: &apiextensionsv1.JSONSchemaProps{
 				Properties: map[string]apiextensionsv1.JSONSchemaProps{
 					"subComponentType": {Type: "string"},
+					"backendFramework": {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`"vllm"`)}}},
 					"extraPodSpec": {Properties: map[string]apiextensionsv1.JSONSchemaProps{
 						"containers": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
 							Required: []string{"name"},
@@ -74,6 +75,9 @@ func TestNullableOptionalMarksOnlyOptionalFieldsWithoutDefault(t *testing.T) {
 	svc := spec.Properties["services"].AdditionalProperties.Schema
 	if !svc.Properties["subComponentType"].Nullable || !svc.Properties["extraPodSpec"].Nullable {
 		t.Errorf("optional fields of a service must be nullable: %+v", svc.Properties)
+	}
+	if svc.Properties["backendFramework"].Nullable {
+		t.Errorf("an enum must stay non-nullable, so that a null is dropped rather than rejected")
 	}
 	containers := svc.Properties["extraPodSpec"].Properties["containers"]
 	if !containers.Nullable {

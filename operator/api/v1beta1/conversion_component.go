@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
@@ -217,10 +218,83 @@ var alphaServiceParts = []part[alphaService, betaService]{
 		func(s *alphaService, v []v1alpha1.VolumeMount) { s.VolumeMounts = v }, alphaPodFields),
 	alphaField("extraPodMetadata", func(s *alphaService) *v1alpha1.ExtraPodMetadata { return s.ExtraPodMetadata },
 		func(s *alphaService, v *v1alpha1.ExtraPodMetadata) { s.ExtraPodMetadata = v }, alphaPodFields),
-	alphaField("extraPodSpec", func(s *alphaService) *v1alpha1.ExtraPodSpec { return s.ExtraPodSpec },
-		func(s *alphaService, v *v1alpha1.ExtraPodSpec) { s.ExtraPodSpec = v }, alphaPodFields),
+	alphaField("extraPodSpec", extraPodSpecRest, setExtraPodSpecRest, alphaPodFields),
+	mainContainerField("extraPodSpec.mainContainer.name", func(c *corev1.Container) *string { return &c.Name }),
+	mainContainerField("extraPodSpec.mainContainer.env", func(c *corev1.Container) *[]corev1.EnvVar { return &c.Env }),
+	mainContainerField("extraPodSpec.mainContainer.envFrom", func(c *corev1.Container) *[]corev1.EnvFromSource { return &c.EnvFrom }),
+	mainContainerField("extraPodSpec.mainContainer.resources",
+		func(c *corev1.Container) *corev1.ResourceRequirements { return &c.Resources }),
+	mainContainerField("extraPodSpec.mainContainer.livenessProbe", func(c *corev1.Container) **corev1.Probe { return &c.LivenessProbe }),
+	mainContainerField("extraPodSpec.mainContainer.readinessProbe", func(c *corev1.Container) **corev1.Probe { return &c.ReadinessProbe }),
 	alphaField("frontendSidecar", func(s *alphaService) *v1alpha1.FrontendSidecar { return s.FrontendSidecar },
 		func(s *alphaService, v *v1alpha1.FrontendSidecar) { s.FrontendSidecar = v }, alphaPodFields),
+}
+
+// mainContainerMembers are the fields of mainContainer the conversion moves
+// to or from the service's own fields; each is a part of its own, so that
+// which of the two a value came from is saved apart from the rest of
+// mainContainer.
+var mainContainerMembers = []func(*corev1.Container){
+	func(c *corev1.Container) { c.Name = "" },
+	func(c *corev1.Container) { c.Env = nil },
+	func(c *corev1.Container) { c.EnvFrom = nil },
+	func(c *corev1.Container) { c.Resources = corev1.ResourceRequirements{} },
+	func(c *corev1.Container) { c.LivenessProbe = nil },
+	func(c *corev1.Container) { c.ReadinessProbe = nil },
+}
+
+// extraPodSpecRest is extraPodSpec without the members of mainContainer
+// that are parts of their own.
+func extraPodSpecRest(s *alphaService) *v1alpha1.ExtraPodSpec {
+	if s.ExtraPodSpec == nil {
+		return nil
+	}
+	out := s.ExtraPodSpec.DeepCopy()
+	if out.MainContainer != nil {
+		for _, clear := range mainContainerMembers {
+			clear(out.MainContainer)
+		}
+	}
+	return out
+}
+
+// setExtraPodSpecRest restores extraPodSpec, keeping the members of
+// mainContainer the conversion gave (their own parts restore them).
+func setExtraPodSpecRest(s *alphaService, v *v1alpha1.ExtraPodSpec) {
+	current := s.ExtraPodSpec
+	s.ExtraPodSpec = v
+	if v == nil || v.MainContainer == nil || current == nil || current.MainContainer == nil {
+		return
+	}
+	c, m := current.MainContainer, v.MainContainer
+	m.Name, m.Env, m.EnvFrom, m.Resources = c.Name, c.Env, c.EnvFrom, c.Resources
+	m.LivenessProbe, m.ReadinessProbe = c.LivenessProbe, c.ReadinessProbe
+}
+
+// mainContainerField is a part of one member of mainContainer; restoring a
+// value creates mainContainer when needed.
+func mainContainerField[T any](name string, member func(*corev1.Container) *T) part[alphaService, betaService] {
+	return alphaField(name,
+		func(s *alphaService) T {
+			var zero T
+			if s.ExtraPodSpec == nil || s.ExtraPodSpec.MainContainer == nil {
+				return zero
+			}
+			return *member(s.ExtraPodSpec.MainContainer)
+		},
+		func(s *alphaService, v T) {
+			var zero T
+			if apiequality.Semantic.DeepEqual(v, zero) && (s.ExtraPodSpec == nil || s.ExtraPodSpec.MainContainer == nil) {
+				return
+			}
+			if s.ExtraPodSpec == nil {
+				s.ExtraPodSpec = &v1alpha1.ExtraPodSpec{}
+			}
+			if s.ExtraPodSpec.MainContainer == nil {
+				s.ExtraPodSpec.MainContainer = &corev1.Container{}
+			}
+			*member(s.ExtraPodSpec.MainContainer) = v
+		}, alphaPodFields)
 }
 
 func experimentalPart(c *betaService, get func(*ExperimentalSpec) any) any {
@@ -264,8 +338,9 @@ var betaComponentParts = []part[betaService, alphaService]{
 		func(c *betaService, v *string) { c.DynamoSidecar = v }, nil),
 	betaField("topologyConstraint", func(c *betaService) *TopologyConstraint { return c.TopologyConstraint },
 		func(c *betaService, v *TopologyConstraint) { c.TopologyConstraint = v }, nil),
-	betaField("experimental", func(c *betaService) bool { return c.Experimental != nil },
-		setExperimentalPresent, func(s *alphaService) any { return []any{s.GPUMemoryService, s.Failover} }),
+	betaField("experimental", func(c *betaService) bool {
+		return c.Experimental != nil && apiequality.Semantic.DeepEqual(*c.Experimental, ExperimentalSpec{})
+	}, setExperimentalPresent, func(s *alphaService) any { return []any{s.GPUMemoryService, s.Failover} }),
 	experimentalField("experimental.gpuMemoryService",
 		func(e *ExperimentalSpec) **GPUMemoryServiceSpec { return &e.GPUMemoryService },
 		func(s *alphaService) any { return s.GPUMemoryService }),
@@ -285,13 +360,10 @@ var betaComponentParts = []part[betaService, alphaService]{
 }
 
 // setExperimentalPresent restores an experimental block that is present
-// but empty, or absent where the conversion made one.
-func setExperimentalPresent(c *betaService, present bool) {
-	switch {
-	case present && c.Experimental == nil:
+// but empty (v1alpha1 has nothing of it).
+func setExperimentalPresent(c *betaService, empty bool) {
+	if empty && c.Experimental == nil {
 		c.Experimental = &ExperimentalSpec{}
-	case !present:
-		c.Experimental = nil
 	}
 }
 

@@ -207,7 +207,10 @@ func mainContainerDown(main corev1.Container, dst *v1alpha1.DynamoComponentDeplo
 	if len(main.EnvFrom) == 0 {
 		main.EnvFrom = nil
 	}
-	dst.Resources, main.Resources = fromNative(main.Resources), corev1.ResourceRequirements{}
+	// Claims stay in mainContainer, where Dynamo's manifests write them.
+	claims := main.Resources.Claims
+	main.Resources.Claims = nil
+	dst.Resources, main.Resources = fromNative(main.Resources), corev1.ResourceRequirements{Claims: claims}
 	dst.LivenessProbe, main.LivenessProbe = main.LivenessProbe, nil
 	dst.ReadinessProbe, main.ReadinessProbe = main.ReadinessProbe, nil
 	main.Name = ""

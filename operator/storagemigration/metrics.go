@@ -21,8 +21,10 @@ const (
 // Results of one migration pass of a CRD (passesTotal).
 const (
 	passMigrated = "migrated"
-	passRetried  = "retried"
-	passFailed   = "failed"
+	// passCurrent: storedVersions already is the storage version alone.
+	passCurrent = "current"
+	passRetried = "retried"
+	passFailed  = "failed"
 )
 
 var (
@@ -33,7 +35,8 @@ var (
 	}, []string{"crd", "result"})
 	passesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dynamo_operator_storage_migration_passes_total",
-		Help: "Storage migration passes over a CRD's objects, by crd and result: migrated (storedVersions trimmed), " +
+		Help: "Storage migration passes over a CRD, by crd and result: migrated (objects rewritten, storedVersions trimmed), " +
+			"current (storedVersions already the storage version alone: nothing written), " +
 			"retried (a transient error, tried again with backoff), failed (an error that needs someone to act; tried again too).",
 	}, []string{"crd", "result"})
 	staleVersionsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{

@@ -149,6 +149,9 @@ func assertNoOpStart(t *testing.T, crds ...string) {
 		if !slices.ContainsFunc(reads, func(r string) bool { return strings.HasSuffix(r, "/customresourcedefinitions/"+name) }) {
 			t.Errorf("the migrator did not read the CRD %s: %v", name, reads)
 		}
+		if metricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": name, "result": "current"}) == 0 {
+			t.Errorf("no pass over %s counted current", name)
+		}
 	}
 }
 

@@ -57,6 +57,7 @@ func (m *Migrator) migrate(ctx context.Context, name string) error {
 	}
 	staleVersionsGauge.WithLabelValues(name).Set(float64(len(staleVersions(crd))))
 	if !needsMigration(crd) {
+		passesTotal.WithLabelValues(name, passCurrent).Inc()
 		m.Log.V(1).Info("stored versions are the storage version alone: nothing to migrate",
 			"crd", name, "storedVersions", crd.Status.StoredVersions)
 		return nil

@@ -4,17 +4,16 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
-	"github.com/dynamoctl/dynamo-operator/crds"
 	"github.com/dynamoctl/dynamo-operator/operator/config"
+	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 )
 
 // notServedHere are kinds whose CRDs (cert-manager, Prometheus Operator) the
@@ -46,8 +45,13 @@ func TestValueCombinations(t *testing.T) {
 				t.Error("webhook configurations not named dynamo-operator-validating/-mutating")
 			}
 			if !hasInitContainer(objs) {
-				t.Error("cluster-wide install must apply the CRDs from an init container")
+				t.Fatal("cluster-wide install must apply the CRDs from an init container")
 			}
+			// The CRDs' conversion webhook is this release's Service; its
+			// operator injects the CA.
+			wantArgs(t, argsOf(applyCRDsContainer(objs)), "--webhook-service-name=dynamo-platform-dynamo-operator-webhook",
+				"--webhook-cert-mode=auto")
+			wantArgs(t, args, "--webhook-inject-crds=true")
 			checkCRDRights(t, objs)
 		}},
 		{name: "namespace-scoped", set: []string{"dynamo-operator.namespaceRestriction.enabled=true"},
@@ -67,6 +71,7 @@ func TestValueCombinations(t *testing.T) {
 				if hasInitContainer(objs) {
 					t.Error("a namespace-scoped install must not change cluster-wide CRDs by default")
 				}
+				wantArgs(t, args, "--webhook-inject-crds=false")
 			}},
 		{name: "namespace-scoped installing the CRDs", set: []string{"dynamo-operator.namespaceRestriction.enabled=true",
 			"dynamo-operator.crds.install=true"},
@@ -100,7 +105,10 @@ func TestValueCombinations(t *testing.T) {
 		{name: "cert-manager self-signed", set: []string{"dynamo-operator.webhook.certManager.enabled=true"},
 			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
 				wantKinds(t, objs, map[string]int{"Issuer": 1, "Certificate": 1, "Secret": 0})
-				wantArgs(t, args, "--webhook-cert-mode=cert-manager")
+				wantArgs(t, args, "--webhook-cert-mode=cert-manager", "--webhook-inject-crds=false")
+				// The init container annotates the CRDs for cert-manager.
+				wantArgs(t, argsOf(applyCRDsContainer(objs)), "--webhook-cert-mode=cert-manager",
+					"--webhook-cert-secret=dynamo-platform-dynamo-operator-webhook-cert")
 				v := find(objs, "ValidatingWebhookConfiguration", "")
 				if got := v.GetAnnotations()["cert-manager.io/inject-ca-from"]; got != ns+"/dynamo-platform-dynamo-operator-webhook-cert" {
 					t.Errorf("inject-ca-from %q", got)
@@ -119,7 +127,8 @@ func TestValueCombinations(t *testing.T) {
 			"dynamo-operator.webhook.certificateSecret.name=my-cert", "dynamo-operator.webhook.caBundle=" + ca},
 			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
 				wantKinds(t, objs, map[string]int{"Secret": 0})
-				wantArgs(t, args, "--webhook-cert-mode=external", "--webhook-cert-secret=my-cert")
+				wantArgs(t, args, "--webhook-cert-mode=external", "--webhook-cert-secret=my-cert", "--webhook-inject-crds=false")
+				wantArgs(t, argsOf(applyCRDsContainer(objs)), "--webhook-cert-mode=external", "--webhook-ca-bundle="+ca)
 				hooks, _, _ := unstructured.NestedSlice(find(objs, "MutatingWebhookConfiguration", "").Object, "webhooks")
 				if got, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "clientConfig", "caBundle"); got != ca {
 					t.Errorf("caBundle %q, want the value", got)
@@ -188,6 +197,11 @@ func TestValueCombinations(t *testing.T) {
 			if _, err := config.Parse(args, containerEnv(t, objs, ns)); err != nil {
 				t.Errorf("the operator refuses the chart's flags: %v", err)
 			}
+			if init := applyCRDsContainer(objs); init != nil {
+				if _, err := config.Parse(argsOf(init), envOf(init, ns)); err != nil {
+					t.Errorf("the operator refuses the init container's flags: %v", err)
+				}
+			}
 			tc.check(t, ns, objs, args)
 			dryRun(t, objs)
 		})
@@ -212,6 +226,7 @@ func TestInvalidValuesRefused(t *testing.T) {
 		{[]string{"dynamo-operator.webhook.certificateSecret.external=true", "dynamo-operator.webhook.certificateSecret.name=x"},
 			"dynamo-operator.webhook.caBundle: required"},
 		{[]string{"dynamo-operator.webhook.caBundle=abc"}, "dynamo-operator.webhook.caBundle: only used"},
+		{[]string{"dynamo-operator.webhook.enabled=false"}, "dynamo-operator.crds.install: needs webhook.enabled=true"},
 		{[]string{"dynamo-operator.webhook.certManager.enabled=true", "dynamo-operator.webhook.certificateSecret.external=true"},
 			"exclusive"},
 	} {
@@ -352,46 +367,24 @@ func dryRun(t *testing.T, objs []*unstructured.Unstructured) {
 
 // checkCRDRights: the init container applies every CRD the operator embeds
 // (crds/), so the chart's get/patch-by-name rule must name each of them;
-// the storage migration (--migrate-storage) patches the status of each.
+// the operator watches and patches (caBundle) those that convert by
+// webhook, and the storage migration (--migrate-storage) patches the
+// status of each.
 func checkCRDRights(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
-	files, err := fs.Glob(crds.FS, "*.yaml")
+	all, err := crdinstall.Names()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []string
-	for _, f := range files {
-		data, err := crds.FS.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var crd struct {
-			Metadata struct{ Name string } `json:"metadata"`
-		}
-		if err := yaml.Unmarshal(data, &crd); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		want = append(want, crd.Metadata.Name)
+	converted, err := crdinstall.ConvertedNames()
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(want)
-	args := containerArgs(t, objs)
-	for resource, needed := range map[string]bool{
-		"customresourcedefinitions":        true,
-		"customresourcedefinitions/status": slices.Contains(args, "--migrate-storage"),
-	} {
-		names, found := crdRuleNames(objs, resource)
-		switch {
-		case found != needed:
-			t.Errorf("a rule on %s by name: %v, want %v (args %v)", resource, found, needed, args)
-		case found && !slices.Equal(names, want):
-			t.Errorf("%s by name: %v; the operator embeds %v", resource, names, want)
-		}
+	want := map[string][]string{"customresourcedefinitions get,patch": all, "customresourcedefinitions get,list,watch,patch": converted}
+	if slices.Contains(containerArgs(t, objs), "--migrate-storage") {
+		want["customresourcedefinitions/status patch"] = all
 	}
-}
-
-// crdRuleNames are the sorted resourceNames of the ClusterRole rule on
-// resource (of apiextensions.k8s.io) that has some.
-func crdRuleNames(objs []*unstructured.Unstructured, resource string) ([]string, bool) {
+	got := map[string][]string{}
 	for _, o := range objs {
 		if o.GetKind() != "ClusterRole" {
 			continue
@@ -400,11 +393,16 @@ func crdRuleNames(objs []*unstructured.Unstructured, resource string) ([]string,
 		for _, r := range rules {
 			res, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
 			names, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resourceNames")
-			if slices.Contains(res, resource) && len(names) > 0 {
-				slices.Sort(names)
-				return names, true
+			verbs, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "verbs")
+			for _, resource := range res {
+				if strings.HasPrefix(resource, "customresourcedefinitions") && len(names) > 0 {
+					slices.Sort(names)
+					got[resource+" "+strings.Join(verbs, ",")] = names
+				}
 			}
 		}
 	}
-	return nil, false
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("ClusterRole rules on CRDs by name, by resource and verbs (-want +got):\n%s", d)
+	}
 }

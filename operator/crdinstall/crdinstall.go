@@ -4,6 +4,13 @@
 // --apply-crds): Helm never upgrades CRDs it installed from a chart's crds/
 // directory, and templating them would put ~750 kB of schema into every
 // release Secret, close to its 1 MiB limit.
+//
+// The CRDs that convert by webhook name the operator that installs them as
+// their conversion webhook (Conversion): the generated files carry a
+// placeholder clientConfig, rewritten before applying. The caBundle is never
+// applied but by an installer that provides the certificate (external
+// mode), so the bundle the operator or cert-manager injects under its own
+// field manager survives every re-apply.
 package crdinstall
 
 import (

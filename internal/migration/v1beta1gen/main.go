@@ -16,15 +16,16 @@
 //     container ("main") takes extraPodSpec.mainContainer, envs,
 //     envFromSecret (as envFrom), volumeMounts and resources (gpu as
 //     nvidia.com/gpu, custom by name), the pod takes extraPodSpec's other
-//     fields, and a component's labels and annotations become the
-//     template's;
+//     fields;
 //   - a component's status.service becomes status.component and a graph's
 //     status.services its status.components, without componentName
 //     (componentNames holds it);
 //   - what v1beta1 has no field for is left out, as Dynamo's operator
 //     writes it: the component's dynamoNamespace (derived from the graph)
-//     and ingress (an operator setting in v1beta1), and the v1alpha1
-//     kubectl last-applied-configuration.
+//     and ingress (an operator setting in v1beta1), its labels and
+//     annotations (the template's metadata is a bare object in Dynamo's CRD,
+//     which the API server prunes: its Makefile does not generate embedded
+//     ObjectMeta), and the v1alpha1 kubectl last-applied-configuration.
 package main
 
 import (

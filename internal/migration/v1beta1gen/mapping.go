@@ -125,7 +125,6 @@ func shared(name string, a *v1alpha1.DynamoComponentDeploymentSharedSpec) (v1bet
 
 func podTemplate(a *v1alpha1.DynamoComponentDeploymentSharedSpec) (*corev1.PodTemplateSpec, error) {
 	t := &corev1.PodTemplateSpec{}
-	t.Labels, t.Annotations = a.Labels, a.Annotations
 	main := corev1.Container{}
 	if a.ExtraPodSpec != nil {
 		if a.ExtraPodSpec.PodSpec != nil {

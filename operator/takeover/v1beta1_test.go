@@ -69,16 +69,26 @@ func crdOf(t *testing.T, name string) *apiextensionsv1.CustomResourceDefinition 
 }
 
 // installOursConvertingBy replaces Dynamo's CRDs with ours, their
-// conversion webhook pointed at the operator configured by args (as
-// crdinstall points it at the installing operator; the operator injects its
-// CA).
+// conversion webhook pointed at the operator configured by args, as
+// crdinstall points it at the installing operator (which injects its CA);
+// that operator's caches then read the objects stored in v1beta1 through
+// its own webhook. When the test ends they convert by the test
+// environment's webhook again. The CRDs are replaced whole (an update, as
+// another chart's kubectl apply): a server-side apply of a url would keep
+// the service another manager set.
 func installOursConvertingBy(t *testing.T, args []string) {
 	t.Helper()
 	o, err := config.Parse(args, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := crdinstall.ConversionFor(o).ClientConfig()
+	installOursWith(t, crdinstall.ConversionFor(o))
+	t.Cleanup(func() { installOursWith(t, env.Conversion()) })
+}
+
+func installOursWith(t *testing.T, conv crdinstall.Conversion) {
+	t.Helper()
+	cc, err := conv.ClientConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,9 +97,12 @@ func installOursConvertingBy(t *testing.T, args []string) {
 		crds[i] = crd.DeepCopy()
 		if c := crds[i].Spec.Conversion; c != nil && c.Webhook != nil {
 			c.Webhook.ClientConfig = cc.DeepCopy()
+			c.Webhook.ClientConfig.CABundle = conv.CABundle
 		}
 	}
-	installCRDs(t, crds, true)
+	if err := migration.InstallCRDs(context.Background(), env.Client, crds); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // metricValue is the value of a counter of the in-process operator's

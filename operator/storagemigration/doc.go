@@ -27,6 +27,9 @@
 // nor patch CRDs. It waits for the operator's webhook server, since reading
 // an object stored in another version calls the conversion webhook, and it
 // writes nothing where storedVersions already is just the storage version.
+// It writes in every namespace, those a namespace-scoped operator owns
+// included: the write changes nothing in the object, and storedVersions is
+// the cluster's, which only a pass over all of them may trim.
 // Errors are retried with backoff; transient ones (timeouts, conflicts,
 // server errors, a conversion webhook not reachable yet) are only logged,
 // others (an update refused as invalid or forbidden) are reported as

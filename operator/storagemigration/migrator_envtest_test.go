@@ -91,25 +91,7 @@ func TestRewritesObjectsStoredInAnotherVersion(t *testing.T) {
 		t.Errorf("storedVersions after the migration = %v, want [v1alpha1]", got)
 	}
 	after := listAll(t, plural, "v1alpha1")
-	var wantWrites []string
-	for key, b := range before {
-		a := after[key]
-		if diff := cmp.Diff(content(b), content(a)); diff != "" {
-			t.Errorf("%s changed (-before +after):\n%s", key, diff)
-		}
-		// Stored in v1beta1: written once; already in v1alpha1: left.
-		if rewritten := a.GetResourceVersion() != b.GetResourceVersion(); rewritten != strings.Contains(key, "/old-") {
-			t.Errorf("%s: resourceVersion %s -> %s", key, b.GetResourceVersion(), a.GetResourceVersion())
-		}
-		wantWrites = append(wantWrites, "PUT /apis/"+group+"/v1alpha1/namespaces/"+b.GetNamespace()+"/"+plural+"/"+b.GetName())
-	}
-	wantWrites = append(wantWrites, "PATCH /apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name+"/status")
-	writes, _ := log.snapshot()
-	slices.Sort(writes)
-	slices.Sort(wantWrites)
-	if diff := cmp.Diff(wantWrites, writes); diff != "" {
-		t.Errorf("writes (-want +got):\n%s", diff)
-	}
+	assertEachWrittenOnce(t, name, before, after, log)
 	for result, want := range map[string]float64{"rewritten": 7, "current": 2, "gone": 0, "failed": 0} {
 		if got := metricValue(t, "dynamo_operator_storage_migration_objects_total", map[string]string{"crd": name, "result": result}); got != want {
 			t.Errorf("objects_total{result=%s} = %v, want %v", result, got, want)
@@ -131,6 +113,33 @@ func TestRewritesObjectsStoredInAnotherVersion(t *testing.T) {
 	final := listAll(t, plural, "v1alpha1")
 	if diff := cmp.Diff(slices.Sorted(maps.Keys(after)), slices.Sorted(maps.Keys(final))); diff != "" {
 		t.Errorf("objects read after v1beta1 was dropped (-want +got):\n%s", diff)
+	}
+}
+
+// assertEachWrittenOnce checks that the migration kept every object's
+// content, bumped the resourceVersion of those stored in v1beta1 ("old-")
+// only, and made one PUT per object and one status patch of the CRD name.
+func assertEachWrittenOnce(t *testing.T, name string, before, after map[string]*unstructured.Unstructured, log *writeLog) {
+	t.Helper()
+	plural, _, _ := strings.Cut(name, ".")
+	var wantWrites []string
+	for key, b := range before {
+		a := after[key]
+		if diff := cmp.Diff(content(b), content(a)); diff != "" {
+			t.Errorf("%s changed (-before +after):\n%s", key, diff)
+		}
+		// Stored in v1beta1: written once; already in v1alpha1: left.
+		if rewritten := a.GetResourceVersion() != b.GetResourceVersion(); rewritten != strings.Contains(key, "/old-") {
+			t.Errorf("%s: resourceVersion %s -> %s", key, b.GetResourceVersion(), a.GetResourceVersion())
+		}
+		wantWrites = append(wantWrites, "PUT /apis/"+group+"/v1alpha1/namespaces/"+b.GetNamespace()+"/"+plural+"/"+b.GetName())
+	}
+	wantWrites = append(wantWrites, "PATCH /apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name+"/status")
+	writes, _ := log.snapshot()
+	slices.Sort(writes)
+	slices.Sort(wantWrites)
+	if diff := cmp.Diff(wantWrites, writes); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
 	}
 }
 

@@ -378,7 +378,9 @@ func storageMigratedAsChart(t *testing.T, log *requestLog, graph *v1alpha1.Dynam
 		"PUT /apis/nvidia.com/v1alpha1/namespaces/" + graph.Namespace + "/dynamographdeployments/" + graph.Name + " 200",
 		"PATCH /apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + graphsCRD + "/status 200",
 	} {
-		if len(log.Matching(want)) != 1 {
+		// Once, unless a pass was retried (e.g. the conversion webhook not
+		// serving yet).
+		if len(log.Matching(want)) == 0 {
 			t.Errorf("the storage migration made no %s: %v", want, log.Matching("nvidia.com"))
 		}
 	}

@@ -23,9 +23,11 @@ func TestStorageMigrationWithChartRBAC(t *testing.T) {
 	h := newHelm(t)
 	ns := env.Namespace(t, "dynamo-system")
 	release := "storage"
-	h.mustRun("install", release, chartDir(t), "--namespace", ns)
+	// No operator answers the admission webhooks here.
+	sets := []string{"--set", "dynamo-operator.webhook.failurePolicy=Ignore"}
+	h.mustRun(append([]string{"install", release, chartDir(t), "--namespace", ns}, sets...)...)
 	t.Cleanup(func() { h.mustRun("uninstall", release, "--namespace", ns, "--wait") })
-	objs := h.template(release, ns)
+	objs := h.template(release, ns, sets...)
 	if !slices.Contains(containerArgs(t, objs), "--migrate-storage") {
 		t.Fatal("the cluster-wide release that installs the CRDs does not pass --migrate-storage")
 	}

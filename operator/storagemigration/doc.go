@@ -18,8 +18,8 @@
 // stored in the storage version is not written again by the API server: its
 // resourceVersion stays. Only when every object was rewritten without error
 // is storedVersions patched to [storage version], guarded by JSON patch
-// tests on what was read, so a storage version changed meanwhile is not
-// trimmed away.
+// tests on what was read (the storage version, storedVersions), so a
+// storage version changed meanwhile is not trimmed away.
 //
 // It runs once per leadership in the cluster-wide operator of the release
 // that installs the CRDs (--migrate-storage, set by the chart with

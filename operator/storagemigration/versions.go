@@ -2,6 +2,7 @@ package storagemigration
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -48,13 +49,18 @@ type patchOp struct {
 
 // trimPatch is the status patch that sets storedVersions to the storage
 // version, applied only while the CRD is as read before its objects were
-// rewritten: the same generation (its spec, and so its storage version,
-// unchanged) and the same storedVersions. Otherwise the API server refuses
-// it and the migration runs again.
+// rewritten in what matters: the same version marked storage at the same
+// place, and the same storedVersions. Otherwise the API server refuses it
+// and the migration runs again. (Not the generation: an operator injecting
+// its CA into the conversion webhook changes the spec too.)
 func trimPatch(crd *apiextensionsv1.CustomResourceDefinition) ([]byte, error) {
+	storage := storageVersion(crd)
+	at := slices.IndexFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Storage })
+	version := fmt.Sprintf("/spec/versions/%d", at)
 	return json.Marshal([]patchOp{
-		{Op: "test", Path: "/metadata/generation", Value: crd.Generation},
+		{Op: "test", Path: version + "/name", Value: storage},
+		{Op: "test", Path: version + "/storage", Value: true},
 		{Op: "test", Path: "/status/storedVersions", Value: crd.Status.StoredVersions},
-		{Op: "replace", Path: "/status/storedVersions", Value: []string{storageVersion(crd)}},
+		{Op: "replace", Path: "/status/storedVersions", Value: []string{storage}},
 	})
 }

@@ -52,7 +52,8 @@ func TestTrimPatchTestsWhatWasRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []map[string]any{
-		{"op": "test", "path": "/metadata/generation", "value": float64(3)},
+		{"op": "test", "path": "/spec/versions/0/name", "value": "v1alpha1"},
+		{"op": "test", "path": "/spec/versions/0/storage", "value": true},
 		{"op": "test", "path": "/status/storedVersions", "value": []any{"v1beta1", "v1alpha1"}},
 		{"op": "replace", "path": "/status/storedVersions", "value": []any{"v1alpha1"}},
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/internal/migration"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/storagemigration"
 )
 
 // convertedCRDs are the CRDs Dynamo's current operator stores in v1beta1,
@@ -58,7 +59,8 @@ func (w *migrationWorld) dynamoV1beta1Leftovers(ctx context.Context, prefix stri
 // storageMigrated waits until our operator trimmed the storedVersions of
 // the converted CRDs: every object was rewritten in v1alpha1 first. The
 // figures are our operator's writes of the objects themselves (not their
-// status) and of the CRDs' status since helm install, from the audit log.
+// status) and of the CRDs' status by the storage migration (its field
+// manager), from the audit log.
 func (w *migrationWorld) storageMigrated(ctx context.Context) error {
 	err := poll(ctx, 3*time.Minute, "storedVersions [v1alpha1]", func() (bool, string) {
 		var waiting []string
@@ -83,16 +85,18 @@ func (w *migrationWorld) storageMigrated(ctx context.Context) error {
 	}
 	objects, crds := 0, 0
 	for _, wr := range all {
-		path, _, _ := strings.Cut(wr.Line, "?")
+		path, query, _ := strings.Cut(wr.Line, "?")
 		switch {
-		case wr.At.Before(w.installStarted):
-		case strings.HasPrefix(path, "PATCH /apis/apiextensions.k8s.io/v1/customresourcedefinitions/"):
+		case wr.At.Before(w.installStarted) || !strings.Contains(query, "fieldManager="+storagemigration.FieldManager):
+		case strings.HasPrefix(path, "PATCH /apis/apiextensions.k8s.io/v1/customresourcedefinitions/") && strings.HasSuffix(path, "/status"):
 			crds++
-		case strings.HasPrefix(path, "PUT /apis/nvidia.com/") && !strings.HasSuffix(path, "/status") && wr.Namespace == w.ns:
+		case strings.HasPrefix(path, "PUT /apis/nvidia.com/") && wr.Namespace == w.ns:
 			objects++
 		}
 	}
-	w.figure("graphs and components written back (PUT), CRD status patches", "%d, %d", objects, crds)
+	// The rest were stored in v1alpha1 by our controllers' first writes
+	// (a status write stores the whole object) before the migration ran.
+	w.figure("storage migration: graphs and components written back, storedVersions patches", "%d, %d", objects, crds)
 	return nil
 }
 

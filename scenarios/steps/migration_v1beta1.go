@@ -84,19 +84,23 @@ func (w *migrationWorld) storageMigrated(ctx context.Context) error {
 		return err
 	}
 	objects, crds := 0, 0
+	refused := map[int]int{}
 	for _, wr := range all {
 		path, query, _ := strings.Cut(wr.Line, "?")
 		switch {
 		case wr.At.Before(w.installStarted) || !strings.Contains(query, "fieldManager="+storagemigration.FieldManager):
 		case strings.HasPrefix(path, "PATCH /apis/apiextensions.k8s.io/v1/customresourcedefinitions/") && strings.HasSuffix(path, "/status"):
 			crds++
+		case strings.HasPrefix(path, "PUT /apis/nvidia.com/") && wr.Namespace == w.ns && wr.Code >= 300:
+			// Retried: e.g. our admission webhooks before the pod is Ready.
+			refused[wr.Code]++
 		case strings.HasPrefix(path, "PUT /apis/nvidia.com/") && wr.Namespace == w.ns:
 			objects++
 		}
 	}
 	// The rest were stored in v1alpha1 by our controllers' first writes
 	// (a status write stores the whole object) before the migration ran.
-	w.figure("storage migration: graphs and components written back, storedVersions patches", "%d, %d", objects, crds)
+	w.figure("storage migration: graphs and components written back, refused by status code; storedVersions patches", "%d, %v; %d", objects, refused, crds)
 	return nil
 }
 

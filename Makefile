@@ -168,20 +168,22 @@ test-go: k8s-bins $(HELM) ## Every Go test: unit, envtest and the feature files 
 	cd tools && $(GOTEST) ./...
 	cd tools/image && $(GOTEST) ./...
 
-# Each fuzz target of the webhook validators runs FUZZTIME; CI keeps it short,
-# a longer local run is FUZZTIME=5m make fuzz.
+# Each fuzz target of the webhook validators and of the v1beta1 conversion
+# runs FUZZTIME; CI keeps it short, a longer local run is FUZZTIME=5m make fuzz.
 FUZZTIME ?= 10s
-FUZZ_PKG := ./operator/webhooks/rules
+FUZZ_PKGS := ./operator/webhooks/rules ./operator/api/v1beta1
 
 .PHONY: fuzz
-fuzz: ## Fuzz each webhook validator for FUZZTIME (default 10s): no input may panic.
+fuzz: ## Fuzz each webhook validator and conversion for FUZZTIME (default 10s): no input may panic or convert lossily.
 	@# The targets are read from the source: go test -list would compile every
 	@# dependency a third way (neither -race nor instrumented) only to list them.
-	@targets=$$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $(FUZZ_PKG)/*_test.go); \
-	[ -n "$$targets" ] || { echo "no fuzz targets in $(FUZZ_PKG)"; exit 1; }; \
-	for target in $$targets; do \
-	  echo "fuzzing $$target for $(FUZZTIME)"; \
-	  $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $(FUZZ_PKG) || exit 1; \
+	@for pkg in $(FUZZ_PKGS); do \
+	  targets=$$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$pkg/*_test.go); \
+	  [ -n "$$targets" ] || { echo "no fuzz targets in $$pkg"; exit 1; }; \
+	  for target in $$targets; do \
+	    echo "fuzzing $$target of $$pkg for $(FUZZTIME)"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
 	done
 
 .PHONY: features

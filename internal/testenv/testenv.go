@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+	"sigs.k8s.io/yaml"
 
 	dynamov1alpha1 "github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	dynamov1beta1 "github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
@@ -186,6 +187,54 @@ func (e *Env) installCRDs(conv *crdinstall.Conversion) error {
 		return fmt.Errorf("installing the CRDs: %w", err)
 	}
 	return nil
+}
+
+// ReadCRDs reads the CRDs of dir (every *.yaml, one CRD each), as the
+// project generates them into crds/.
+func ReadCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("testenv: no CRDs in %s", dir)
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			return nil, fmt.Errorf("testenv: %s: %w", f, err)
+		}
+		out = append(out, crd)
+	}
+	return out, nil
+}
+
+// WithoutConversionWebhook returns crds as a test API server installs them:
+// converted by None rather than by the operator's webhook.
+// DynamoGraphDeployment and DynamoComponentDeployment are served in
+// v1alpha1 (stored) and v1beta1, and converted by the webhook, whose Service
+// a test cluster does not have. Discovery prefers v1beta1, so the garbage
+// collector lists and watches those kinds in v1beta1; once the API server's
+// resources change (a CRD installed or updated), it stops collecting in
+// every namespace until all its watches sync, which they never do while
+// each conversion fails, and foreground deletions and cascades hang.
+// Conversion None only relabels the stored object, which is all the garbage
+// collector and the namespace controller need (they read metadata); a test
+// of v1beta1 itself points the CRDs at a webhook that converts.
+func WithoutConversionWebhook(crds []*apiextensionsv1.CustomResourceDefinition) []*apiextensionsv1.CustomResourceDefinition {
+	out := make([]*apiextensionsv1.CustomResourceDefinition, len(crds))
+	for i, crd := range crds {
+		out[i] = crd.DeepCopy()
+		if c := crd.Spec.Conversion; c != nil && c.Strategy == apiextensionsv1.WebhookConverter {
+			out[i].Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+		}
+	}
+	return out
 }
 
 // Stop ends the control plane and removes its data directories.

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -126,5 +128,33 @@ func TestGraphsConvertAndForegroundDeletionCompletes(t *testing.T) {
 	}
 	for _, obj := range []client.Object{dependent, graph} {
 		waitGone(t, obj)
+	}
+}
+
+// Only a CRD converted by a webhook loses it; None and no conversion at all
+// stay as they are, and the CRDs given are not changed.
+func TestWithoutConversionWebhook(t *testing.T) {
+	webhook := &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+		Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"}}}
+	none := &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+	tests := map[string]struct {
+		in, want *apiextensionsv1.CustomResourceConversion
+	}{
+		"webhook":       {in: webhook, want: none},
+		"none":          {in: none, want: none},
+		"no conversion": {},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			crd := &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{Conversion: tc.in}}
+			before := crd.DeepCopy()
+			got := WithoutConversionWebhook([]*apiextensionsv1.CustomResourceDefinition{crd})
+			if diff := cmp.Diff(tc.want, got[0].Spec.Conversion); diff != "" {
+				t.Errorf("conversion (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, crd); diff != "" {
+				t.Errorf("the CRD given changed (-before +after):\n%s", diff)
+			}
+		})
 	}
 }

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
@@ -41,13 +43,22 @@ func crdBundle(t *testing.T, name string) []byte {
 }
 
 // storedCA is the CA bundle the auto mode keeps in its Secret.
-func storedCA(t *testing.T) []byte {
+func storedCA(t *testing.T, secret string) []byte {
 	t.Helper()
 	s := &corev1.Secret{}
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: testenv.OperatorNamespace, Name: "dynamo-operator-webhook-cert"}, s); err != nil {
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: testenv.OperatorNamespace, Name: secret}, s); err != nil {
 		return nil
 	}
 	return s.Data[certs.KeyCABundle]
+}
+
+// startAuto runs an operator in the auto mode with a Secret of the test's
+// own, deleted afterwards: a later test's operator must not take up this
+// one's certificates.
+func startAuto(t *testing.T, secret string) (*testenv.Operator, string) {
+	t.Helper()
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), secretObject(secret)) })
+	return startInMode(t, "auto", secret)
 }
 
 // eventuallyCRDBundles waits until every converted CRD's bundle is want()
@@ -74,9 +85,9 @@ func eventuallyCRDBundles(t *testing.T, what string, want func() []byte) {
 // names the operator, restores it when edited, writes nothing when nothing
 // changed, and leaves CRDs that name another webhook alone.
 func TestCRDBundleInjectedRestoredAndLeftToOthers(t *testing.T) {
-	op, port := startInMode(t, "auto", "dynamo-operator-webhook-cert")
+	op, port := startAuto(t, "crd-cert")
 	env.RouteConversion(t, crdinstall.Conversion{URL: "https://127.0.0.1:" + port})
-	eventuallyCRDBundles(t, "the operator's CA", func() []byte { return storedCA(t) })
+	eventuallyCRDBundles(t, "the operator's CA", func() []byte { return storedCA(t, "crd-cert") })
 
 	name := convertedCRDs(t)[0]
 	crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -87,7 +98,7 @@ func TestCRDBundleInjectedRestoredAndLeftToOthers(t *testing.T) {
 	if err := env.Client.Update(context.Background(), crd, client.FieldOwner("someone")); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyCRDBundles(t, "restored", func() []byte { return storedCA(t) })
+	eventuallyCRDBundles(t, "restored", func() []byte { return storedCA(t, "crd-cert") })
 
 	mark := op.Writes()
 	time.Sleep(2 * time.Second)
@@ -112,10 +123,10 @@ func TestCRDBundleInjectedRestoredAndLeftToOthers(t *testing.T) {
 // operator reads and writes) keeps working; v1beta1 requests fail with the
 // API server's conversion error naming the webhook.
 func TestNoConversionEndpoint(t *testing.T) {
-	op, port := startInMode(t, "auto", "dynamo-operator-webhook-cert")
+	op, port := startAuto(t, "no-conversion-cert")
 	url := "https://127.0.0.1:" + port
 	env.RouteConversion(t, crdinstall.Conversion{URL: url})
-	eventuallyCRDBundles(t, "the operator's CA", func() []byte { return storedCA(t) })
+	eventuallyCRDBundles(t, "the operator's CA", func() []byte { return storedCA(t, "no-conversion-cert") })
 	ns := env.Namespace(t, "no-conversion")
 	waitForWebhook(t, ns)
 	beta := &v1beta1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Name: "beta", Namespace: ns},
@@ -201,5 +212,40 @@ func TestInstallerLeavesTheInjectedBundle(t *testing.T) {
 	apply(crdinstall.Conversion{URL: own.URL, CABundle: external})
 	if got := crdBundle(t, name); !bytes.Equal(got, external) {
 		t.Errorf("external mode: the bundle is %q, want the installer's", got)
+	}
+}
+
+// A CRD whose conversion Service another field manager set (kubectl, a
+// replace) is switched to a URL, and back, without an invalid state.
+func TestInstallerSwitchesAnotherManagersEndpoint(t *testing.T) {
+	name := convertedCRDs(t)[0]
+	t.Cleanup(func() {
+		if err := env.ApplyCRDs(context.Background(), env.Conversion()); err != nil {
+			t.Error(err)
+		}
+	})
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
+		t.Fatal(err)
+	}
+	port := int32(443)
+	crd.Spec.Conversion.Webhook.ClientConfig = &apiextensionsv1.WebhookClientConfig{
+		Service: &apiextensionsv1.ServiceReference{Namespace: "elsewhere", Name: "someone", Port: &port}}
+	if err := env.Client.Update(context.Background(), crd, client.FieldOwner("kubectl")); err != nil {
+		t.Fatal(err)
+	}
+	for _, conv := range []crdinstall.Conversion{{URL: "https://127.0.0.1:1"}, {ServiceNamespace: "dynamo-system", ServiceName: "dp-webhook"}} {
+		if err := env.ApplyCRDs(context.Background(), conv); err != nil {
+			t.Fatalf("applying %+v over another manager's endpoint: %v", conv, err)
+		}
+		want, _ := conv.ClientConfig()
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
+			t.Fatal(err)
+		}
+		got := crd.Spec.Conversion.Webhook.ClientConfig
+		got.CABundle = nil
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("clientConfig (-want +got):\n%s", d)
+		}
 	}
 }

@@ -82,7 +82,7 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 	env.RouteConversion(t, crdinstall.Conversion{URL: "https://127.0.0.1:" + port})
 	ns := env.Namespace(t, "rotation")
 	waitForWebhook(t, ns)
-	eventuallyCRDBundles(t, "the operator's CA", func() []byte { return storedCA(t) })
+	eventuallyCRDBundles(t, "the operator's CA", func() []byte { return storedCA(t, "dynamo-operator-webhook-cert") })
 	stored := graph(ns, "stored", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
 	if err := env.Client.Create(context.Background(), stored); err != nil {
 		t.Fatal(err)

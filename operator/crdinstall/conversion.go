@@ -1,11 +1,18 @@
 package crdinstall
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"slices"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/operator/certs"
 	"github.com/dynamoctl/dynamo-operator/operator/config"
@@ -115,8 +122,14 @@ func ConvertsByWebhook(u *unstructured.Unstructured) bool {
 
 // ConvertedNames are the names of the embedded CRDs that convert by
 // webhook: those whose conversion webhook the operator that installs them
-// serves and, in the auto cert mode, keeps its CA injected into.
+// serves and, in the auto cert mode, keeps its CA injected into. Parsed
+// once: every operator a test process starts asks.
 func ConvertedNames() ([]string, error) {
+	names, err := convertedNames()
+	return slices.Clone(names), err
+}
+
+var convertedNames = sync.OnceValues(func() ([]string, error) {
 	all, err := Load()
 	if err != nil {
 		return nil, err
@@ -128,4 +141,43 @@ func ConvertedNames() ([]string, error) {
 		}
 	}
 	return names, nil
+})
+
+// switchEndpoint clears the live CRD's conversion Service when u names a
+// URL, or its URL when u names a Service: when another field manager set
+// it (kubectl, a replace), server-side apply cannot remove it, and a
+// clientConfig with both is invalid. One merge patch sets the new endpoint
+// and clears the old, so no state between is invalid.
+func switchEndpoint(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
+	want, ok, _ := unstructured.NestedMap(u.Object, "spec", "conversion", "webhook", "clientConfig")
+	if !ok {
+		return nil
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(u.GroupVersionKind())
+	if err := c.Get(ctx, client.ObjectKey{Name: u.GetName()}, live); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	have, _, _ := unstructured.NestedMap(live.Object, "spec", "conversion", "webhook", "clientConfig")
+	stale := "service"
+	if _, ok := want["service"]; ok {
+		stale = "url"
+	}
+	if _, ok := have[stale]; !ok {
+		return nil
+	}
+	cc := map[string]any{stale: nil}
+	for _, k := range []string{"url", "service"} {
+		if v, ok := want[k]; ok {
+			cc[k] = v
+		}
+	}
+	patch := map[string]any{"spec": map[string]any{"conversion": map[string]any{"webhook": map[string]any{"clientConfig": cc}}}}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, live, client.RawPatch(types.MergePatchType, data), client.FieldOwner(FieldOwner))
 }

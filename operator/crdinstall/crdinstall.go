@@ -2,8 +2,8 @@
 // binary (package crds) and waits until the API server serves them. The
 // chart runs it as the operator pod's init container (dynamo-operator
 // --apply-crds): Helm never upgrades CRDs it installed from a chart's crds/
-// directory, and templating them would put ~750 kB of schema into every
-// release Secret, close to its 1 MiB limit.
+// directory, and templating them would put ~2 MB of schema (DGD and DCD in
+// two versions each) into every release Secret, twice its 1 MiB limit.
 //
 // The CRDs that convert by webhook name the operator that installs them as
 // their conversion webhook (Conversion): the generated files carry a
@@ -21,6 +21,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,8 +94,16 @@ func ApplyCRDs(ctx context.Context, c client.Client, all []*unstructured.Unstruc
 		if err := conv.rewrite(u); err != nil {
 			return fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
 		}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-			client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		err := apply(ctx, c, u)
+		if apierrors.IsInvalid(err) && ConvertsByWebhook(u) {
+			// Likely a Service and a URL at once: the one another field
+			// manager set is cleared first (switchEndpoint).
+			if err := switchEndpoint(ctx, c, u); err != nil {
+				return fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
+			}
+			err = apply(ctx, c, u)
+		}
+		if err != nil {
 			return fmt.Errorf("applying CustomResourceDefinition %s: %w", u.GetName(), err)
 		}
 	}
@@ -110,6 +119,10 @@ func ApplyCRDs(ctx context.Context, c client.Client, all []*unstructured.Unstruc
 		}
 		return true, nil
 	})
+}
+
+func apply(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner(FieldOwner), client.ForceOwnership)
 }
 
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 )
 
 // review is a ConversionReview of objs to desired, as the API server sends.
@@ -27,6 +28,30 @@ func review(t *testing.T, desired string, objs ...string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The handler converts a stored v1alpha1 graph to v1beta1 through the
+// kinds' hub and spoke methods.
+func TestConversionHandlerConvertsAGraph(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{v1alpha1.AddToScheme, v1beta1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obj := `{"apiVersion":"nvidia.com/v1alpha1","kind":"DynamoGraphDeployment","metadata":{"name":"g","namespace":"n"},` +
+		`"spec":{"services":{"Frontend":{"componentType":"frontend","replicas":1}}}}`
+	got := serve(ConversionHandler(scheme, nil), review(t, "nvidia.com/v1beta1", obj))
+	if got == nil || got.Response.Result.Status != "Success" || len(got.Response.ConvertedObjects) != 1 {
+		t.Fatalf("want one converted object, got %+v", got)
+	}
+	dgd := &v1beta1.DynamoGraphDeployment{}
+	if err := json.Unmarshal(got.Response.ConvertedObjects[0].Raw, dgd); err != nil {
+		t.Fatal(err)
+	}
+	if dgd.APIVersion != "nvidia.com/v1beta1" || len(dgd.Spec.Components) != 1 || dgd.Spec.Components[0].ComponentName != "Frontend" {
+		t.Errorf("converted graph: %+v", dgd)
+	}
 }
 
 func serve(h http.Handler, body string) *apiextensionsv1.ConversionReview {

@@ -480,9 +480,9 @@ func setContainerOrder(c *betaService, order []string) {
 }
 
 func alphaField[T any](name string, get func(*alphaService) T, set func(*alphaService, T), of func(*betaService) any) part[alphaService, betaService] {
-	return field(name, get, set, of)
+	return fieldPart(name, get, set, of)
 }
 
 func betaField[T any](name string, get func(*betaService) T, set func(*betaService, T), of func(*alphaService) any) part[betaService, alphaService] {
-	return field(name, get, set, of)
+	return fieldPart(name, get, set, of)
 }

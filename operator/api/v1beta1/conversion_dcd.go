@@ -93,44 +93,44 @@ func dcdDown(b *DynamoComponentDeployment) *alphaComponent {
 
 // alphaDCDParts are a v1alpha1 component's fields besides its service's.
 var alphaDCDParts = []part[alphaComponent, DynamoComponentDeployment]{
-	field("dynamoComponent", func(a *alphaComponent) string { return a.Spec.DynamoComponent },
+	fieldPart("dynamoComponent", func(a *alphaComponent) string { return a.Spec.DynamoComponent },
 		func(a *alphaComponent, v string) { a.Spec.DynamoComponent = v }, nilOf[DynamoComponentDeployment]()),
-	field("dynamoTag", func(a *alphaComponent) string { return a.Spec.DynamoTag },
+	fieldPart("dynamoTag", func(a *alphaComponent) string { return a.Spec.DynamoTag },
 		func(a *alphaComponent, v string) { a.Spec.DynamoTag = v }, nilOf[DynamoComponentDeployment]()),
-	field("backendFramework", func(a *alphaComponent) v1alpha1.BackendFramework { return a.Spec.BackendFramework },
+	fieldPart("backendFramework", func(a *alphaComponent) v1alpha1.BackendFramework { return a.Spec.BackendFramework },
 		func(a *alphaComponent, v v1alpha1.BackendFramework) { a.Spec.BackendFramework = v },
 		func(b *DynamoComponentDeployment) any { return b.Spec.BackendFramework }),
-	field("serviceName", func(a *alphaComponent) string { return a.Spec.ServiceName },
+	fieldPart("serviceName", func(a *alphaComponent) string { return a.Spec.ServiceName },
 		func(a *alphaComponent, v string) { a.Spec.ServiceName = v },
 		func(b *DynamoComponentDeployment) any { return b.Spec.ComponentName }),
 }
 
 var betaDCDParts = []part[DynamoComponentDeployment, alphaComponent]{
-	field("backendFramework", func(b *DynamoComponentDeployment) string { return b.Spec.BackendFramework },
+	fieldPart("backendFramework", func(b *DynamoComponentDeployment) string { return b.Spec.BackendFramework },
 		func(b *DynamoComponentDeployment, v string) { b.Spec.BackendFramework = v },
 		func(a *alphaComponent) any { return a.Spec.BackendFramework }),
-	field("name", func(b *DynamoComponentDeployment) string { return b.Spec.ComponentName },
+	fieldPart("name", func(b *DynamoComponentDeployment) string { return b.Spec.ComponentName },
 		func(b *DynamoComponentDeployment, v string) { b.Spec.ComponentName = v },
 		func(a *alphaComponent) any { return []string{a.Spec.ServiceName, a.Name} }),
 }
 
 var alphaDCDStatusParts = []part[alphaComponentStatus, DynamoComponentDeploymentStatus]{
-	field("observedGeneration", func(a *alphaComponentStatus) int64 { return a.ObservedGeneration },
+	fieldPart("observedGeneration", func(a *alphaComponentStatus) int64 { return a.ObservedGeneration },
 		func(a *alphaComponentStatus, v int64) { a.ObservedGeneration = v },
 		func(b *DynamoComponentDeploymentStatus) any { return b.ObservedGeneration }),
-	field("conditions", func(a *alphaComponentStatus) []metav1.Condition { return a.Conditions },
+	fieldPart("conditions", func(a *alphaComponentStatus) []metav1.Condition { return a.Conditions },
 		func(a *alphaComponentStatus, v []metav1.Condition) { a.Conditions = v },
 		func(b *DynamoComponentDeploymentStatus) any { return b.Conditions }),
-	field("service", func(a *alphaComponentStatus) *alphaReplicas { return a.Service },
+	fieldPart("service", func(a *alphaComponentStatus) *alphaReplicas { return a.Service },
 		func(a *alphaComponentStatus, v *alphaReplicas) { a.Service = v },
 		func(b *DynamoComponentDeploymentStatus) any { return b.Component }),
 	// The scale subresource's fields and the selector, which v1beta1's
 	// status does not have.
-	field("podSelector", func(a *alphaComponentStatus) map[string]string { return a.PodSelector },
+	fieldPart("podSelector", func(a *alphaComponentStatus) map[string]string { return a.PodSelector },
 		func(a *alphaComponentStatus, v map[string]string) { a.PodSelector = v }, nilOf[DynamoComponentDeploymentStatus]()),
-	field("selector", func(a *alphaComponentStatus) string { return a.Selector },
+	fieldPart("selector", func(a *alphaComponentStatus) string { return a.Selector },
 		func(a *alphaComponentStatus, v string) { a.Selector = v }, nilOf[DynamoComponentDeploymentStatus]()),
-	field("counts", func(a *alphaComponentStatus) [4]int32 {
+	fieldPart("counts", func(a *alphaComponentStatus) [4]int32 {
 		return [4]int32{a.Replicas, a.UpdatedReplicas, a.ReadyReplicas, a.AvailableReplicas}
 	}, func(a *alphaComponentStatus, v [4]int32) {
 		a.Replicas, a.UpdatedReplicas, a.ReadyReplicas, a.AvailableReplicas = v[0], v[1], v[2], v[3]
@@ -138,13 +138,13 @@ var alphaDCDStatusParts = []part[alphaComponentStatus, DynamoComponentDeployment
 }
 
 var betaDCDStatusParts = []part[DynamoComponentDeploymentStatus, alphaComponentStatus]{
-	field("observedGeneration", func(b *DynamoComponentDeploymentStatus) int64 { return b.ObservedGeneration },
+	fieldPart("observedGeneration", func(b *DynamoComponentDeploymentStatus) int64 { return b.ObservedGeneration },
 		func(b *DynamoComponentDeploymentStatus, v int64) { b.ObservedGeneration = v },
 		func(a *alphaComponentStatus) any { return a.ObservedGeneration }),
-	field("conditions", func(b *DynamoComponentDeploymentStatus) []metav1.Condition { return b.Conditions },
+	fieldPart("conditions", func(b *DynamoComponentDeploymentStatus) []metav1.Condition { return b.Conditions },
 		func(b *DynamoComponentDeploymentStatus, v []metav1.Condition) { b.Conditions = v },
 		func(a *alphaComponentStatus) any { return a.Conditions }),
-	field("component", func(b *DynamoComponentDeploymentStatus) *ComponentReplicaStatus { return b.Component },
+	fieldPart("component", func(b *DynamoComponentDeploymentStatus) *ComponentReplicaStatus { return b.Component },
 		func(b *DynamoComponentDeploymentStatus, v *ComponentReplicaStatus) { b.Component = v },
 		func(a *alphaComponentStatus) any { return a.Service }),
 }

@@ -209,11 +209,11 @@ var alphaGraphServiceParts = append(slices.Clone(alphaServiceParts),
 		func(s *alphaService, v string) { s.ServiceName = v }, nil))
 
 func alphaGraphField[T any](name string, get func(*alphaGraph) T, set func(*alphaGraph, T), of func(*DynamoGraphDeployment) any) part[alphaGraph, DynamoGraphDeployment] {
-	return field(name, get, set, of)
+	return fieldPart(name, get, set, of)
 }
 
 func betaGraphField[T any](name string, get func(*DynamoGraphDeployment) T, set func(*DynamoGraphDeployment, T), of func(*alphaGraph) any) part[DynamoGraphDeployment, alphaGraph] {
-	return field(name, get, set, of)
+	return fieldPart(name, get, set, of)
 }
 
 func withMerge[S, O any](p part[S, O], merge func(*S, []byte) error) part[S, O] {

@@ -31,8 +31,8 @@ type part[S, O any] struct {
 	merge func(*S, []byte) error
 }
 
-// field builds a part from a typed getter and setter.
-func field[S, O, T any](name string, get func(*S) T, set func(*S, T), of func(*O) any) part[S, O] {
+// fieldPart builds a part from a typed getter and setter.
+func fieldPart[S, O, T any](name string, get func(*S) T, set func(*S, T), of func(*O) any) part[S, O] {
 	return part[S, O]{
 		name: name,
 		get:  func(s *S) any { return get(s) },

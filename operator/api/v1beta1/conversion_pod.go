@@ -181,7 +181,10 @@ func podTemplateDown(pt *corev1.PodTemplateSpec, sidecar *string, dst *v1alpha1.
 	if sidecar != nil && *sidecar == FrontendSidecarContainerName {
 		dst.FrontendSidecar, others = sidecarDown(others)
 	}
-	spec.Containers = others
+	spec.Containers = nil
+	if len(others) > 0 {
+		spec.Containers = others
+	}
 	eps := &v1alpha1.ExtraPodSpec{}
 	if main != nil {
 		eps.MainContainer = mainContainerDown(*main, dst)
@@ -391,7 +394,7 @@ func mergeList(base, user corev1.ResourceList) corev1.ResourceList {
 
 // fromNative is the short form of Kubernetes requirements: cpu and memory
 // by name, the limit of one GPU resource (nvidia.com/gpu first, else the
-// first resource named like a GPU) as gpu and gpuType when it is a whole
+// first resource named like a GPU, see isGPU) as gpu and gpuType when it is a whole
 // positive count (the renderer applies a GPU count as both limit and
 // request, so a request is a GPU count only where it equals the limit),
 // every other resource as custom. Each value comes back as it parses, so
@@ -417,7 +420,7 @@ func gpuLimit(limits corev1.ResourceList) (corev1.ResourceName, int64) {
 		names[0], names[i] = names[i], names[0]
 	}
 	for _, name := range names {
-		if !strings.Contains(string(name), "gpu") {
+		if !isGPU(name) {
 			continue
 		}
 		if n, ok := wholeCount(limits[name]); ok {
@@ -425,6 +428,12 @@ func gpuLimit(limits corev1.ResourceList) (corev1.ResourceName, int64) {
 		}
 	}
 	return "", 0
+}
+
+// isGPU reports whether a resource is named like a GPU: nvidia.com/gpu,
+// amd.com/gpu, gpu.intel.com/i915, or a MIG slice (nvidia.com/mig-3g.40gb).
+func isGPU(name corev1.ResourceName) bool {
+	return strings.Contains(string(name), "gpu") || strings.HasPrefix(string(name), "nvidia.com/mig-")
 }
 
 // wholeCount is q as a GPU count the renderer takes: a positive integer

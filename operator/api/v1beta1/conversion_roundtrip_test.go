@@ -8,11 +8,11 @@ import (
 )
 
 // roundTrips is how many random objects of each kind and version the
-// property tests convert there and back (go test -short: a tenth).
+// property tests convert there and back (with -short or -race: a tenth).
 const roundTrips = 2000
 
 func iterations() int {
-	if testing.Short() {
+	if testing.Short() || raceDetector {
 		return roundTrips / 10
 	}
 	return roundTrips

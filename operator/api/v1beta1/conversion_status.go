@@ -89,47 +89,47 @@ func cloneConditions(in []metav1.Condition) []metav1.Condition {
 // write through v1beta1 keeps the stored metadata, and so cannot save it).
 
 var alphaGraphStatusParts = []part[alphaGraphStatus, DynamoGraphDeploymentStatus]{
-	field("observedGeneration", func(a *alphaGraphStatus) int64 { return a.ObservedGeneration },
+	fieldPart("observedGeneration", func(a *alphaGraphStatus) int64 { return a.ObservedGeneration },
 		func(a *alphaGraphStatus, v int64) { a.ObservedGeneration = v },
 		func(b *DynamoGraphDeploymentStatus) any { return b.ObservedGeneration }),
-	field("state", func(a *alphaGraphStatus) v1alpha1.GraphState { return a.State },
+	fieldPart("state", func(a *alphaGraphStatus) v1alpha1.GraphState { return a.State },
 		func(a *alphaGraphStatus, v v1alpha1.GraphState) { a.State = v },
 		func(b *DynamoGraphDeploymentStatus) any { return b.State }),
-	field("conditions", func(a *alphaGraphStatus) []metav1.Condition { return a.Conditions },
+	fieldPart("conditions", func(a *alphaGraphStatus) []metav1.Condition { return a.Conditions },
 		func(a *alphaGraphStatus, v []metav1.Condition) { a.Conditions = v },
 		func(b *DynamoGraphDeploymentStatus) any { return b.Conditions }),
 }
 
 var betaGraphStatusParts = []part[DynamoGraphDeploymentStatus, alphaGraphStatus]{
-	field("observedGeneration", func(b *DynamoGraphDeploymentStatus) int64 { return b.ObservedGeneration },
+	fieldPart("observedGeneration", func(b *DynamoGraphDeploymentStatus) int64 { return b.ObservedGeneration },
 		func(b *DynamoGraphDeploymentStatus, v int64) { b.ObservedGeneration = v },
 		func(a *alphaGraphStatus) any { return a.ObservedGeneration }),
-	field("state", func(b *DynamoGraphDeploymentStatus) DGDState { return b.State },
+	fieldPart("state", func(b *DynamoGraphDeploymentStatus) DGDState { return b.State },
 		func(b *DynamoGraphDeploymentStatus, v DGDState) { b.State = v },
 		func(a *alphaGraphStatus) any { return a.State }),
-	field("conditions", func(b *DynamoGraphDeploymentStatus) []metav1.Condition { return b.Conditions },
+	fieldPart("conditions", func(b *DynamoGraphDeploymentStatus) []metav1.Condition { return b.Conditions },
 		func(b *DynamoGraphDeploymentStatus, v []metav1.Condition) { b.Conditions = v },
 		func(a *alphaGraphStatus) any { return a.Conditions }),
-	field("restart", func(b *DynamoGraphDeploymentStatus) *RestartStatus { return b.Restart },
+	fieldPart("restart", func(b *DynamoGraphDeploymentStatus) *RestartStatus { return b.Restart },
 		func(b *DynamoGraphDeploymentStatus, v *RestartStatus) { b.Restart = v }, nilOf[alphaGraphStatus]()),
-	field("checkpoints", func(b *DynamoGraphDeploymentStatus) map[string]ComponentCheckpointStatus { return b.Checkpoints },
+	fieldPart("checkpoints", func(b *DynamoGraphDeploymentStatus) map[string]ComponentCheckpointStatus { return b.Checkpoints },
 		func(b *DynamoGraphDeploymentStatus, v map[string]ComponentCheckpointStatus) { b.Checkpoints = v }, nilOf[alphaGraphStatus]()),
-	field("rollingUpdate", func(b *DynamoGraphDeploymentStatus) *RollingUpdateStatus { return b.RollingUpdate },
+	fieldPart("rollingUpdate", func(b *DynamoGraphDeploymentStatus) *RollingUpdateStatus { return b.RollingUpdate },
 		func(b *DynamoGraphDeploymentStatus, v *RollingUpdateStatus) { b.RollingUpdate = v }, nilOf[alphaGraphStatus]()),
-	field("placement", func(b *DynamoGraphDeploymentStatus) *PlacementStatus { return b.Placement },
+	fieldPart("placement", func(b *DynamoGraphDeploymentStatus) *PlacementStatus { return b.Placement },
 		func(b *DynamoGraphDeploymentStatus, v *PlacementStatus) { b.Placement = v }, nilOf[alphaGraphStatus]()),
 }
 
 // alphaReplicasParts and betaReplicasParts: one entry of the services or
 // components of a status, saved whole when it does not come back equal.
 var alphaReplicasParts = []part[alphaReplicas, ComponentReplicaStatus]{
-	field("entry", func(a *alphaReplicas) alphaReplicas { return *a },
+	fieldPart("entry", func(a *alphaReplicas) alphaReplicas { return *a },
 		func(a *alphaReplicas, v alphaReplicas) { *a = v },
 		func(b *ComponentReplicaStatus) any { return b }),
 }
 
 var betaReplicasParts = []part[ComponentReplicaStatus, alphaReplicas]{
-	field("entry", func(b *ComponentReplicaStatus) ComponentReplicaStatus { return *b },
+	fieldPart("entry", func(b *ComponentReplicaStatus) ComponentReplicaStatus { return *b },
 		func(b *ComponentReplicaStatus, v ComponentReplicaStatus) { *b = v },
 		func(a *alphaReplicas) any { return a }),
 }

@@ -19,6 +19,140 @@
 // other lacks survive a round trip in annotations under the nvidia.com/
 // prefix.
 //
+// # Conversion, field by field
+//
+// A v1alpha1 service and a v1beta1 component convert as Dynamo's own
+// conversion does, so that a graph written in either version renders the
+// children Dynamo renders for it (the pod template merged into the
+// generated pod by container name, the user's values winning):
+//
+//	v1alpha1 (graph)                     v1beta1 (graph)
+//	spec.services (map)                  spec.components (list, sorted by name; name = map key)
+//	spec.envs                            spec.env
+//	spec.backendFramework, annotations,  the same
+//	labels
+//	spec.pvcs                            - (saved); a claim a compilationCache names is added back
+//	spec.dynamoComponent                 - (saved)
+//	-                                    spec.providerOverride, priorityClassName, restart,
+//	                                     topologyConstraint, experimental (saved)
+//	status.services[name]                status.components[name] (componentName is the last of
+//	                                     componentNames)
+//	status.observedGeneration, state,    the same
+//	conditions
+//	-                                    status.restart, checkpoints, rollingUpdate, placement (saved)
+//
+//	v1alpha1 (service)                   v1beta1 (component)
+//	componentType worker +               type prefill / decode
+//	subComponentType prefill / decode
+//	componentType (any other)            type, as written; another subComponentType is saved
+//	replicas, multinode, modelRef,       the same
+//	eppConfig
+//	sharedMemory {disabled}              sharedMemorySize "0"
+//	sharedMemory {size}                  sharedMemorySize
+//	volumeMounts, first with             compilationCache {pvcName, mountPath}
+//	useAsCompilationCache
+//	volumeMounts, the others             podTemplate: a volume of the claim, mounted in main
+//	                                     (mountPath /mnt/<name> when mountPoint is empty)
+//	extraPodMetadata                     podTemplate.metadata.labels, annotations
+//	extraPodSpec (the pod)               podTemplate.spec, containers other than main
+//	extraPodSpec.mainContainer           podTemplate container main
+//	envs, mainContainer.env              main env (envs first, mainContainer's over them)
+//	envFromSecret                        main envFrom, first entry (a whole Secret)
+//	resources (short form)               main resources: cpu, memory, custom by name; gpu as
+//	                                     limits/requests of gpuType (nvidia.com/gpu by default)
+//	livenessProbe, readinessProbe        main probes (mainContainer's laid over the service's)
+//	frontendSidecar {image, command,     frontendSidecar "frontend-sidecar" and a container of
+//	args, envs, envFromSecret}           that name (extraPodSpec's container of that name over it)
+//	gpuMemoryService {enabled: true}     experimental.gpuMemoryService {} (false: absent, saved)
+//	failover {enabled: true}             experimental.failover {} (false: absent, saved)
+//	serviceName                          - in a graph (saved); a component's name in a
+//	                                     DynamoComponentDeployment (else metadata.name)
+//	dynamoNamespace, autoscaling, pvc,   - (saved)
+//	ingress, externalServices,
+//	annotations, labels
+//	-                                    providerOverride, runtimeVersionOverride,
+//	                                     globalDynamoNamespace, minAvailable, roles,
+//	                                     scalingAdapter, dynamoSidecar, topologyConstraint,
+//	                                     experimental.grove, experimental.checkpoint (saved)
+//
+// Going down, the main container splits back: env to envs, a first envFrom
+// entry naming a whole Secret to envFromSecret, probes to the service's,
+// resources to the short form (cpu and memory by name; the limit of
+// nvidia.com/gpu, else of the first resource named like a GPU, as gpu and
+// gpuType when it is a whole positive count, and the request of it as gpu
+// when equal; everything else as custom; claims stay in mainContainer), the
+// rest to extraPodSpec.mainContainer. A DynamoComponentDeployment adds
+// dynamoComponent and dynamoTag (saved) and the status's podSelector,
+// selector and replica counts (saved: v1beta1's status has only
+// component).
+//
+// # Annotations
+//
+// What one version holds that the other cannot is saved on the converted
+// object, sparsely, as JSON under four keys (ConversionAnnotations):
+// nvidia.com/v1alpha1-spec and nvidia.com/v1alpha1-status on a v1beta1
+// object, nvidia.com/v1beta1-spec and nvidia.com/v1beta1-status on a
+// v1alpha1 one. Each holds {"parts": {...}, "items": {name: {...}}}: the
+// parts of the object and of each service or component (status entry) by
+// name; a part is one field (or a few that convert together) that did not
+// convert back equal, saved whole as {"value": ..., "of": ...}. An object
+// whose conversion loses nothing carries none; converting back consumes
+// them. The renderer never copies them to children.
+//
+// Parts: of a v1alpha1 service, componentType (with subComponentType),
+// dynamoNamespace, annotations, labels, autoscaling, pvc, ingress,
+// externalServices, replicas, multinode, modelRef, eppConfig, sharedMemory,
+// gpuMemoryService, failover, resources, envs, envFromSecret,
+// livenessProbe, readinessProbe, volumeMounts, extraPodMetadata,
+// extraPodSpec and, apart from it, its mainContainer's name, env, envFrom,
+// resources, livenessProbe and readinessProbe (which of envs and
+// mainContainer.env a variable came from), frontendSidecar and, in a graph,
+// serviceName; of a v1alpha1 graph, dynamoComponent, envs,
+// backendFramework, annotations, labels, pvcs and servicesWithoutSpec (a
+// null service). Of a v1beta1 component, each of its fields, experimental
+// member by member (and an empty experimental), and the pod template in
+// three: podTemplate (sorted containers), podTemplate.metadata (besides
+// labels and annotations) and podTemplate.containerOrder; of a v1beta1
+// graph, its fields besides components, and componentOrder. Status parts:
+// each field, and each status entry whole.
+//
+// Fields that need an annotation to survive, in practice: from v1alpha1,
+// pvcs, dynamoComponent, dynamoTag, serviceName, subComponentType other
+// than prefill/decode under worker, dynamoNamespace, autoscaling, pvc,
+// ingress, externalServices, a service's annotations and labels, a
+// disabled gpuMemoryService or failover, sharedMemory {disabled, size} or
+// {}, the split of the main container between envs, envFromSecret,
+// resources, probes, volumeMounts and mainContainer, resources the
+// renderer reads differently from how they were written (a GPU as a
+// request only, "0.5" for "500m", values that do not parse), a null
+// service, and the component status's podSelector, selector and counts;
+// from v1beta1, providerOverride, priorityClassName, restart,
+// topologyConstraint, experimental (graph), a component's
+// runtimeVersionOverride, globalDynamoNamespace, minAvailable, roles,
+// scalingAdapter, dynamoSidecar, topologyConstraint, experimental.grove
+// and .checkpoint, GPU memory service or failover settings, a
+// frontendSidecar naming another container, pod template metadata besides
+// labels and annotations, the order of components and of containers, and
+// status.restart, checkpoints, rollingUpdate, placement and a component
+// entry's runtimeNamespace, GPU counts and scheduledReplicas.
+//
+// # Stale annotations
+//
+// "of" is a fingerprint of the fields of the other version the part is
+// represented in. Going back, a saved part replaces the converted value
+// only while those fields are unchanged. Once the object was edited in the
+// other version there, the edit wins, and the part converts from it: the
+// conversion's own form renders the same children. Parts the other version
+// has nothing of (no "of") are restored whatever was edited, and the
+// claims of spec.pvcs are kept when the compilation caches change, a new
+// cache's claim added after them; the order of components and containers
+// is kept for the names still there, new ones after.
+//
+// What does not survive: a status written through v1beta1 keeps the stored
+// metadata, so v1beta1-only status fields written that way are not saved
+// (the operator writes status in v1alpha1). Quantities come back in their
+// canonical form ("0.5" as "500m"), as any decoding into Go types does.
+//
 // No other kind of the group has a v1beta1 version here: DynamoModel,
 // DynamoComponent and DynamoWorkerMetadata are served in v1alpha1 only.
 //

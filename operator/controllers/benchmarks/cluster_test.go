@@ -132,8 +132,13 @@ func startSim(ctx context.Context, b *testing.B) *benchCluster {
 	if err != nil {
 		b.Fatal(err)
 	}
-	crds, err := envtest.InstallCRDs(bc.Config, envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "crds")},
-		ErrorIfPathMissing: true})
+	ours, err := testenv.ReadCRDs(filepath.Join(root, "crds"))
+	if err != nil {
+		c.Stop()
+		b.Fatal(err)
+	}
+	// No conversion webhook runs here (testenv.WithoutConversionWebhook).
+	crds, err := envtest.InstallCRDs(bc.Config, envtest.CRDInstallOptions{CRDs: testenv.WithoutConversionWebhook(ours)})
 	if err != nil || len(crds) == 0 {
 		c.Stop()
 		b.Fatalf("installing the CRDs: %v", err)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package v1beta1
+
+const raceDetector = false

@@ -25,6 +25,25 @@ Feature: Taking over a cluster Dynamo's operator ran, and running beside it
     When I delete the graph "vllm-agg"
     Then the graph "vllm-agg" and its components are gone and the claim "model-cache" is kept, released from it
 
+  # Dynamo's current operator stores graphs and components in nvidia.com/v1beta1 and converts them through its
+  # webhook, whose Service goes with its release. Ours serve both versions through their own webhook; our operator
+  # rewrites every object in v1alpha1, its storage version, and trims storedVersions to it (operator/storagemigration).
+  @v1beta1-storage
+  Scenario: helm install of our chart takes over graphs Dynamo's current operator stored in v1beta1
+    Given a simulated cluster with no operator
+    And the cluster Dynamo's current operator left, graphs and components stored in v1beta1: its CRDs, graphs, components and children in a namespace "team-b"
+    And every workload Dynamo's operator made runs Ready pods
+    And I note every pod, workload, claim and component there
+    When I helm install our chart as the seeds say
+    Then every graph there becomes Ready by our operator's status
+    And our operator has written every graph's status and adopted every workload there
+    And the graphs and components are stored in v1alpha1 alone: storedVersions is [v1alpha1]
+    And no pod there was restarted or replaced
+    And there is exactly one Deployment per component and no workload was created, replaced or deleted
+    And every graph and component reads in v1alpha1 and in v1beta1
+    And every component's and graph's status reads in Dynamo's shape and in ours
+    And I report what was adopted in place, replaced, created and deleted
+
   # Dynamo's namespace-scoped operator marks its namespace with the Lease dynamo-operator-namespace-scope,
   # holderIdentity namespace-restricted-operator-<version>, acquireTime and no renewTime until it first renews.
   # Our cluster-wide operator must keep out of that namespace from the moment the Lease exists.

@@ -162,7 +162,9 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	// The init container's step, with the chart's rights: the CRDs exist
 	// (testenv installed them), so this is the upgrade path, patch by name.
 	applyCRDsAsChart(t, objs, ns, log)
+	stored := storedInV1beta1Too(t)
 	startChartOperator(t, objs, ns, log)
+	storageMigratedAsChart(t, log, stored)
 
 	// The operator injects its CA into the release's configurations and
 	// takes the release's Lease.
@@ -357,6 +359,53 @@ func names(list client.ObjectList) []string {
 		}
 	}
 	return out
+}
+
+// storedInV1beta1Too stores a graph and makes the API server list
+// v1beta1 among the graphs' stored versions, as after objects were written
+// in v1beta1: the operator's storage migration then runs, with the chart's
+// rights. It returns the graph.
+func storedInV1beta1Too(t *testing.T) *v1alpha1.DynamoGraphDeployment {
+	t.Helper()
+	ctx := context.Background()
+	graph := builders.MakeGraph("stored", env.Namespace(t, "stored")).Service("Worker", builders.MakeService()).Obj()
+	if err := env.Client.Create(ctx, graph); err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: graphsCRD}, crd); err != nil {
+		t.Fatal(err)
+	}
+	crd.Status.StoredVersions = []string{"v1beta1", "v1alpha1"}
+	if err := env.Client.Status().Update(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	return graph
+}
+
+const graphsCRD = "dynamographdeployments.nvidia.com"
+
+// storageMigratedAsChart waits until the operator rewrote the graph and
+// trimmed the graphs' storedVersions; a refusal shows in log.Forbidden.
+func storageMigratedAsChart(t *testing.T, log *requestLog, graph *v1alpha1.DynamoGraphDeployment) {
+	t.Helper()
+	eventually(t, 30*time.Second, "the graphs' storedVersions trimmed", func(ctx context.Context) (bool, error) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: graphsCRD}, crd); err != nil {
+			return false, err
+		}
+		return slices.Equal(crd.Status.StoredVersions, []string{"v1alpha1"}), nil
+	})
+	for _, want := range []string{
+		"PUT /apis/nvidia.com/v1alpha1/namespaces/" + graph.Namespace + "/dynamographdeployments/" + graph.Name + " 200",
+		"PATCH /apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + graphsCRD + "/status 200",
+	} {
+		// Once, unless a pass was retried (e.g. the conversion webhook not
+		// serving yet).
+		if len(log.Matching(want)) == 0 {
+			t.Errorf("the storage migration made no %s: %v", want, log.Matching("nvidia.com"))
+		}
+	}
 }
 
 // applyCRDsAsChart runs what the apply-crds init container runs

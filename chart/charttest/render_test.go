@@ -38,7 +38,8 @@ func TestValueCombinations(t *testing.T) {
 				"Role": 1, "RoleBinding": 1, "Service": 2, "Secret": 1, "Lease": 1,
 				"ValidatingWebhookConfiguration": 1, "MutatingWebhookConfiguration": 1})
 			wantArgs(t, args, "--leader-elect=true", "--leader-election-id=dynamo-operator-leader", "--webhook-cert-mode=auto",
-				"--webhook-manage-configurations=false", "--leader-election-create-lease=false", "--enable-webhooks=true")
+				"--webhook-manage-configurations=false", "--leader-election-create-lease=false", "--enable-webhooks=true",
+				"--migrate-storage")
 			if find(objs, "ValidatingWebhookConfiguration", "dynamo-operator-validating") == nil ||
 				find(objs, "MutatingWebhookConfiguration", "dynamo-operator-mutating") == nil {
 				t.Error("webhook configurations not named dynamo-operator-validating/-mutating")
@@ -71,6 +72,16 @@ func TestValueCombinations(t *testing.T) {
 					t.Error("a namespace-scoped install must not change cluster-wide CRDs by default")
 				}
 				wantArgs(t, args, "--webhook-inject-crds=false")
+			}},
+		{name: "namespace-scoped installing the CRDs", set: []string{"dynamo-operator.namespaceRestriction.enabled=true",
+			"dynamo-operator.crds.install=true"},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				// It applies the CRDs but cannot migrate their storage (config
+				// refuses --migrate-storage with --restrict-namespace).
+				if !hasInitContainer(objs) || slices.Contains(args, "--migrate-storage") {
+					t.Errorf("init container %v, args %v", hasInitContainer(objs), args)
+				}
+				checkCRDRights(t, objs)
 			}},
 		{name: "hybrid second release from the seeds", set: []string{"dynamo-operator.namespaceRestriction.enabled=true",
 			"dynamo-operator.controllerManager.manager.image.tag=v2.0.0-beta"},
@@ -355,7 +366,10 @@ func dryRun(t *testing.T, objs []*unstructured.Unstructured) {
 }
 
 // checkCRDRights: the init container applies every CRD the operator embeds
-// (crds/), so the chart's get/patch-by-name rule must name each of them.
+// (crds/), so the chart's get/patch-by-name rule must name each of them;
+// the operator watches and patches (caBundle) those that convert by
+// webhook, and the storage migration (--migrate-storage) patches the
+// status of each.
 func checkCRDRights(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
 	all, err := crdinstall.Names()
@@ -366,9 +380,10 @@ func checkCRDRights(t *testing.T, objs []*unstructured.Unstructured) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The init container applies every CRD; the operator watches and
-	// patches (caBundle) those that convert by webhook.
-	want := map[string][]string{"get,patch": all, "get,list,watch,patch": converted}
+	want := map[string][]string{"customresourcedefinitions get,patch": all, "customresourcedefinitions get,list,watch,patch": converted}
+	if slices.Contains(containerArgs(t, objs), "--migrate-storage") {
+		want["customresourcedefinitions/status patch"] = all
+	}
 	got := map[string][]string{}
 	for _, o := range objs {
 		if o.GetKind() != "ClusterRole" {
@@ -379,13 +394,15 @@ func checkCRDRights(t *testing.T, objs []*unstructured.Unstructured) {
 			res, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
 			names, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resourceNames")
 			verbs, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "verbs")
-			if slices.Contains(res, "customresourcedefinitions") && len(names) > 0 {
-				slices.Sort(names)
-				got[strings.Join(verbs, ",")] = names
+			for _, resource := range res {
+				if strings.HasPrefix(resource, "customresourcedefinitions") && len(names) > 0 {
+					slices.Sort(names)
+					got[resource+" "+strings.Join(verbs, ",")] = names
+				}
 			}
 		}
 	}
 	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("ClusterRole rules on CRDs by name, by verbs (-want +got):\n%s", d)
+		t.Errorf("ClusterRole rules on CRDs by name, by resource and verbs (-want +got):\n%s", d)
 	}
 }

@@ -149,6 +149,11 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return nil, fmt.Errorf("adding ready check: %w", err)
 	}
+	if o.MigrateStorage {
+		if err := addStorageMigration(mgr, d.Clock, ready); err != nil {
+			return nil, fmt.Errorf("adding the storage migration: %w", err)
+		}
+	}
 	return mgr, nil
 }
 

@@ -65,7 +65,7 @@ func addScope(mgr manager.Manager, o *config.Options, c scope.Clock, gate *scope
 		}
 		r = holder
 	} else {
-		r = &scope.Tracker{
+		tracker := &scope.Tracker{
 			Gate:   gate,
 			Cache:  mgr.GetCache(),
 			Clock:  c,
@@ -82,6 +82,7 @@ func addScope(mgr manager.Manager, o *config.Options, c scope.Clock, gate *scope
 			},
 			Log: log,
 		}
+		r = startsWithCaches{Runnable: tracker, cache: mgr.GetCache()}
 		// Until the marker Leases are known, this replica's webhooks would
 		// judge namespaces another operator owns: not ready yet.
 		if err := mgr.AddReadyzCheck("namespace-leases", func(*http.Request) error {
@@ -98,6 +99,22 @@ func addScope(mgr manager.Manager, o *config.Options, c scope.Clock, gate *scope
 	}
 	return nil
 }
+
+// startsWithCaches makes the manager start the marker Lease tracker with
+// its caches, not once they have synced (where a runnable that needs no
+// leader goes): the tracker's informer syncs on its own, and its gate is
+// a readiness check. The caches may sync only once the pod is Ready: they
+// list graphs and components in v1alpha1, and those stored in another
+// version (Dynamo's v1beta1, before the storage migration) are converted by
+// this operator's webhook, behind the Service the pod joins once Ready.
+type startsWithCaches struct {
+	manager.Runnable
+	cache cache.Cache
+}
+
+// GetCache puts the runnable in the caches group, whose start waits for
+// this cache as for the manager's own.
+func (s startsWithCaches) GetCache() cache.Cache { return s.cache }
 
 // markerLeasesOnly makes a cluster-wide operator watch the marker Leases
 // and no other Lease of the cluster.

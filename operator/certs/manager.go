@@ -22,7 +22,9 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/dynamoctl/dynamo-operator/operator/config"
 )
@@ -115,7 +117,7 @@ func Setup(mgr manager.Manager, o Options) (*Manager, error) {
 		trusted: map[string]time.Time{},
 		applied: map[string]appliedConfiguration{},
 	}
-	if err := mgr.Add(m); err != nil {
+	if err := mgr.Add(withWebhooks{m}); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("webhook-certs", m.ReadyCheck); err != nil {
@@ -123,6 +125,24 @@ func Setup(mgr manager.Manager, o Options) (*Manager, error) {
 	}
 	return m, nil
 }
+
+// withWebhooks makes the manager start the certificate manager with the
+// webhook servers, before it waits for its caches to sync, rather than
+// after (where a runnable that needs no leader goes). The caches list the
+// graphs and components in v1alpha1: those stored in another version
+// (Dynamo's v1beta1, before the storage migration) are converted by this
+// operator's own webhook, which serves once this manager has put the
+// serving pair on disk and injected the CA into the CRDs. Started after
+// the caches, it would wait for them, and they for it.
+type withWebhooks struct{ *Manager }
+
+// Register, StartedChecker and WebhookMux complete webhook.Server: nothing
+// is served here, the manager only starts it in that group.
+func (withWebhooks) Register(string, http.Handler)   {}
+func (withWebhooks) StartedChecker() healthz.Checker { return healthz.Ping }
+func (withWebhooks) WebhookMux() *http.ServeMux      { return nil }
+
+var _ webhook.Server = withWebhooks{}
 
 // NeedLeaderElection is false: every replica serves webhooks.
 func (m *Manager) NeedLeaderElection() bool { return false }

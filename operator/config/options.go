@@ -125,6 +125,11 @@ type Options struct {
 	// ApplyCRDs makes the binary server-side apply its embedded CRDs, wait
 	// until they are served, and exit: the chart's init container.
 	ApplyCRDs bool
+	// MigrateStorage makes the leader rewrite the objects of the embedded
+	// CRDs held in a version other than the storage version and trim each
+	// CRD's storedVersions (operator/storagemigration): set by the chart for
+	// the release that installs the CRDs, cluster-wide only.
+	MigrateStorage bool
 }
 
 // NamespaceLeaseOptions configures the namespace-scoped operator's Lease.
@@ -286,6 +291,7 @@ const (
 	flagWebhookManageConfigurations = "webhook-manage-configurations"
 	flagLeaderElectionCreateLease   = "leader-election-create-lease"
 	flagNamespaceLeaseOwnerRole     = "namespace-lease-owner-role"
+	flagMigrateStorage              = "migrate-storage"
 )
 
 // Environment variable names.
@@ -416,6 +422,9 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		"0 (the default): twice the QPS.")
 	fs.BoolVar(&o.ApplyCRDs, flagApplyCRDs, false,
 		"Server-side apply the CRDs built into this binary, wait until they are served, and exit (the chart's init container).")
+	fs.BoolVar(&o.MigrateStorage, flagMigrateStorage, false,
+		"As leader, rewrite the objects of the CRDs built into this binary that are stored in a version other than the storage version, "+
+			"then trim each CRD's status.storedVersions to it (the release that installs the CRDs; cluster-wide only).")
 	return fs
 }
 
@@ -506,6 +515,11 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 
 	if o.NamespaceLease.OwnerRole != "" {
 		checkDNS1123Subdomain(p, "--"+flagNamespaceLeaseOwnerRole, o.NamespaceLease.OwnerRole)
+	}
+	// Its rights are cluster-wide: every object of a kind, and the CRDs.
+	if o.MigrateStorage && o.RestrictNamespace != "" {
+		p.flag(flagMigrateStorage, "a namespace-scoped operator (--%s) can neither list cluster-wide nor patch CRDs: "+
+			"the cluster-wide release that installs the CRDs migrates their storage", flagRestrictNamespace)
 	}
 	// The Lease stores whole seconds; a fraction would make the holder and
 	// the cluster-wide operator disagree about the expiry.

@@ -220,12 +220,14 @@ func TestParseValid(t *testing.T) {
 				"--leader-election-create-lease=false",
 				"--namespace-lease-owner-role=dynamo-test-dynamo-operator",
 				"--apply-crds",
+				"--migrate-storage",
 			},
 			edit: func(o *Options) {
 				o.Webhook.ManageConfigurations = false
 				o.LeaderElection.CreateLease = false
 				o.NamespaceLease.OwnerRole = "dynamo-test-dynamo-operator"
 				o.ApplyCRDs = true
+				o.MigrateStorage = true
 			},
 		},
 		{
@@ -436,6 +438,11 @@ func TestParseInvalid(t *testing.T) {
 			name: "restrict namespace not a label",
 			args: []string{"--restrict-namespace=Team_A"},
 			want: []string{`--restrict-namespace: a lowercase RFC 1123 label`, `got "Team_A"`},
+		},
+		{
+			name: "storage migration namespace-scoped",
+			args: []string{"--restrict-namespace=team-a", "--migrate-storage"},
+			want: []string{`--migrate-storage: a namespace-scoped operator (--restrict-namespace) can neither list cluster-wide nor patch CRDs`},
 		},
 		{
 			name: "namespace lease renew interval too close to the duration",
@@ -770,7 +777,7 @@ func TestUsageListsEverything(t *testing.T) {
 		"-metrics-bind-address", "-metrics-secure", "-health-probe-bind-address", "-pprof-bind-address",
 		"-webhook-port", "-enable-webhooks", "-webhook-cert-mode", "-webhook-cert-dir",
 		"-webhook-cert-secret", "-webhook-service-name", "-webhook-url-host", "-webhook-inject-crds", "-webhook-ca-bundle",
-		"-operator-version", "-max-concurrent-reconciles", "-kube-api-qps", "-kube-api-burst",
+		"-operator-version", "-max-concurrent-reconciles", "-kube-api-qps", "-kube-api-burst", "-migrate-storage",
 		"LOG_LEVEL", "DYNAMO_SYSTEM_NAMESPACE", "POD_NAMESPACE", "DYNAMO_IMAGE_BUILDER_NAMESPACE",
 		"DYNAMO_IMAGE_BUILD_ENGINE", "BUILDKIT_URL", "BUILDKIT_IMAGE", "DOCKER_REGISTRY_SERVER",
 		"DOCKER_REGISTRY_USERNAME", "DOCKER_REGISTRY_SECURE", "DYNAMO_IMAGE_REPOSITORY_NAME",

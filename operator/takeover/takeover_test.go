@@ -343,6 +343,31 @@ func waitReady(t *testing.T, ns string, timeout time.Duration, when string) {
 	}
 }
 
+// assertKept fails unless after holds the Deployments of before, each the
+// same object with the same spec, and no other.
+func assertKept(t *testing.T, before, after map[string]workload) {
+	t.Helper()
+	for name, w := range after {
+		b, existed := before[name]
+		if !existed {
+			t.Errorf("Deployment %s was created beside Dynamo's", name)
+			continue
+		}
+		// The generation may move: the API server counts a Deployment's
+		// annotation changes too (adoption records ours). A restart needs
+		// a new pod template, and any spec change would show here.
+		if b.uid != w.uid {
+			t.Errorf("Deployment %s replaced: uid %s -> %s", name, b.uid, w.uid)
+		}
+		if diff := cmp.Diff(b.spec, w.spec); diff != "" {
+			t.Errorf("Deployment %s spec changed (-before +after):\n%s", name, diff)
+		}
+	}
+	if len(after) != len(before) {
+		t.Errorf("%d Deployments after the take-over, %d before", len(after), len(before))
+	}
+}
+
 func startOperator(t *testing.T, args ...string) *testenv.Operator {
 	t.Helper()
 	op, err := env.NewOperator(args, app.Deps{})
@@ -397,25 +422,7 @@ func TestTakeOverRestartsNothing(t *testing.T) {
 	}
 
 	after := workloads(t, ns)
-	for name, w := range after {
-		b, existed := before[name]
-		if !existed {
-			t.Errorf("Deployment %s was created beside Dynamo's", name)
-			continue
-		}
-		// The generation may move: the API server counts a Deployment's
-		// annotation changes too (adoption records ours). A restart needs
-		// a new pod template, and any spec change would show here.
-		if b.uid != w.uid {
-			t.Errorf("Deployment %s replaced: uid %s -> %s", name, b.uid, w.uid)
-		}
-		if diff := cmp.Diff(b.spec, w.spec); diff != "" {
-			t.Errorf("Deployment %s spec changed (-before +after):\n%s", name, diff)
-		}
-	}
-	if len(after) != len(before) {
-		t.Errorf("%d Deployments after the take-over, %d before", len(after), len(before))
-	}
+	assertKept(t, before, after)
 	t.Logf("took over %d graphs and %d Deployments with %d writes; Deployments before %d, after %d",
 		count(created, "DynamoGraphDeployment"), len(before), op.Writes(), len(before), len(after))
 	var components v1alpha1.DynamoComponentDeploymentList

@@ -60,6 +60,10 @@ type migrationWorld struct {
 	c client.Client
 	// ns is the namespace Dynamo's operator left.
 	ns string
+	// nvidiaVersion is the version graphs and components are listed in for
+	// the inventory: their storage version under Dynamo's CRDs, readable
+	// before our conversion webhook serves (v1alpha1 unless set).
+	nvidiaVersion string
 	// before is the namespace's inventory before our operator ran.
 	before inventory
 	// installStarted is when helm install began.
@@ -79,6 +83,9 @@ func init() { Register(registerMigrationSteps) }
 func registerMigrationSteps(world *World, sc *godog.ScenarioContext) {
 	w := &migrationWorld{World: world}
 	sc.Step(`^the cluster Dynamo's operator left: its CRDs, graphs, components and children in a namespace "([^"]*)"$`, w.dynamoLeftovers)
+	sc.Step(`^the cluster Dynamo's current operator left, graphs and components stored in v1beta1: its CRDs, graphs, components and children in a namespace "([^"]*)"$`, w.dynamoV1beta1Leftovers)
+	sc.Step(`^the graphs and components are stored in v1alpha1 alone: storedVersions is \[v1alpha1\]$`, w.storageMigrated)
+	sc.Step(`^every graph and component reads in v1alpha1 and in v1beta1$`, w.readsInBothVersions)
 	sc.Step(`^every workload Dynamo's operator made runs Ready pods$`, w.dynamoWorkloadsReady)
 	sc.Step(`^Dynamo's operator owns the claim "([^"]*)" by the graph "([^"]*)"$`, w.dynamoOwnedClaim)
 	sc.Step(`^I note every pod, workload, claim and component there$`, w.noteInventory)
@@ -198,6 +205,13 @@ func (w *migrationWorld) dynamoLeftovers(ctx context.Context, prefix string) err
 	if err != nil {
 		return err
 	}
+	return w.leftovers(ctx, prefix, f)
+}
+
+// leftovers installs f's CRDs and creates its objects in a fresh
+// namespace, as dynamoLeftovers says.
+func (w *migrationWorld) leftovers(ctx context.Context, prefix string, f *migration.Fixtures) error {
+	var err error
 	if _, err := w.client(); err != nil {
 		return err
 	}
@@ -322,6 +336,9 @@ type inventory map[string]item
 func (w *migrationWorld) inventory(ctx context.Context, ns string) (inventory, error) {
 	inv := inventory{}
 	for _, gvk := range inventoryKinds {
+		if gvk.Group == v1alpha1.GroupVersion.Group && w.nvidiaVersion != "" {
+			gvk.Version = w.nvidiaVersion
+		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := w.c.List(ctx, list, client.InNamespace(ns)); err != nil {

@@ -97,6 +97,17 @@ dynamo-operator-leader
 {{- else if $v }}true{{ end -}}
 {{- end -}}
 
+{{/*
+Whether the operator migrates the storage of the CRDs (--migrate-storage):
+the release that installs them, cluster-wide only. Rewriting every stored
+object takes listing and updating each kind cluster-wide, and trimming
+storedVersions patching the CRDs' status, which a namespace-scoped operator
+can do neither of (operator/storagemigration).
+*/}}
+{{- define "dynamo-operator.migrateStorage" -}}
+{{- if and (include "dynamo-operator.installCRDs" .) (not .Values.namespaceRestriction.enabled) }}true{{ end -}}
+{{- end -}}
+
 {{/* The CRDs the operator embeds (crds/), for resourceNames. */}}
 {{- define "dynamo-operator.crdNames" -}}
 - dynamocomponentdeployments.nvidia.com

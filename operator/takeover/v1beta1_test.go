@@ -1,0 +1,216 @@
+package takeover_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/dynamoctl/dynamo-operator/internal/migration"
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
+	"github.com/dynamoctl/dynamo-operator/operator/config"
+	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
+)
+
+// convertedCRDs are the CRDs whose objects Dynamo's current operator
+// stores in v1beta1, with the number of objects the fixtures hold of each.
+var convertedCRDs = map[string]string{
+	"dynamographdeployments.nvidia.com":     "DynamoGraphDeployment",
+	"dynamocomponentdeployments.nvidia.com": "DynamoComponentDeployment",
+}
+
+// dynamoV1beta1Cluster makes a namespace as Dynamo's current operator
+// leaves it: its CRDs storing graphs and components in v1beta1, converted by
+// a webhook that is gone with its release, and its objects stored so.
+func dynamoV1beta1Cluster(t *testing.T) (string, []*unstructured.Unstructured) {
+	t.Helper()
+	ctx := context.Background()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := migration.LoadV1beta1(root, ourCRDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migration.InstallCRDs(ctx, env.Client, f.DynamoCRDs); err != nil {
+		t.Fatal(err)
+	}
+	for name := range convertedCRDs {
+		waitFor(t, 30*time.Second, name+" stored in v1beta1", func() bool {
+			return slices.Contains(crdOf(t, name).Status.StoredVersions, "v1beta1")
+		})
+	}
+	// The API server serves a changed CRD from a handler it swaps in a
+	// moment later: objects created before then would be stored in the old
+	// version. The rewrite count below would show it.
+	time.Sleep(2 * time.Second)
+	ns := env.Namespace(t, "takeover-v1beta1")
+	created, err := migration.Create(ctx, env.Client, ns, f.Objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns, created
+}
+
+func crdOf(t *testing.T, name string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd
+}
+
+// installOursConvertingBy replaces Dynamo's CRDs with ours, their
+// conversion webhook pointed at the operator configured by args, as
+// crdinstall points it at the installing operator (which injects its CA);
+// that operator's caches then read the objects stored in v1beta1 through
+// its own webhook. When the test ends they convert by the test
+// environment's webhook again. The CRDs are replaced whole (an update, as
+// another chart's kubectl apply): a server-side apply of a url would keep
+// the service another manager set.
+func installOursConvertingBy(t *testing.T, args []string) {
+	t.Helper()
+	o, err := config.Parse(args, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installOursWith(t, crdinstall.ConversionFor(o))
+	t.Cleanup(func() { installOursWith(t, env.Conversion()) })
+}
+
+func installOursWith(t *testing.T, conv crdinstall.Conversion) {
+	t.Helper()
+	cc, err := conv.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, len(ourCRDs))
+	for i, crd := range ourCRDs {
+		crds[i] = crd.DeepCopy()
+		if c := crds[i].Spec.Conversion; c != nil && c.Webhook != nil {
+			c.Webhook.ClientConfig = cc.DeepCopy()
+			c.Webhook.ClientConfig.CABundle = conv.CABundle
+		}
+	}
+	if err := migration.InstallCRDs(context.Background(), env.Client, crds); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// metricValue is the value of a counter of the in-process operator's
+// registry, 0 when it has no such series.
+func metricValue(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
+					continue series
+				}
+			}
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
+// Our operator takes over a cluster whose graphs and components Dynamo's
+// current operator stored in v1beta1: every graph Ready by our status, no
+// workload replaced or its spec changed, each object rewritten once in
+// v1alpha1 and storedVersions trimmed, every object readable in both
+// versions; an operator started again writes no migration.
+func TestTakeOverV1beta1StoredRestartsNothing(t *testing.T) {
+	ns, created := dynamoV1beta1Cluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	before := workloads(t, ns)
+	if len(before) != count(created, "Deployment") || len(before) == 0 {
+		t.Fatalf("%d Deployments before the take-over, want %d", len(before), count(created, "Deployment"))
+	}
+	args := append(env.WebhookArgs(t), "--migrate-storage")
+	installOursConvertingBy(t, args)
+	if err := env.StartDeploymentDriver(ctx, 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	op := startOperator(t, args...)
+	waitReady(t, ns, 90*time.Second, "under our operator")
+	for name := range convertedCRDs {
+		waitFor(t, 60*time.Second, name+" storedVersions trimmed", func() bool {
+			return slices.Equal(crdOf(t, name).Status.StoredVersions, []string{"v1alpha1"})
+		})
+	}
+	assertKept(t, before, workloads(t, ns))
+	// Every object is written back once. Most were rewritten in v1alpha1
+	// already by our controllers' first status write (the status
+	// subresource stores the whole object), before the migration started:
+	// the API server then writes them no more (current).
+	figures := map[string]float64{}
+	for name, kind := range convertedCRDs {
+		for _, result := range []string{"rewritten", "current", "gone", "failed"} {
+			figures[kind+" "+result] = metricValue(t, "dynamo_operator_storage_migration_objects_total", map[string]string{"crd": name, "result": result})
+		}
+		if got, want := figures[kind+" rewritten"]+figures[kind+" current"], float64(count(created, kind)); got != want {
+			t.Errorf("%s: %v objects written back, want each of the %v once: %v", name, got, want, figures)
+		}
+	}
+	assertReadsInBothVersions(t, ns, created)
+	t.Logf("took over %d graphs, %d components and %d Deployments stored in v1beta1 with %d writes; written back by the migration: %v",
+		count(created, "DynamoGraphDeployment"), count(created, "DynamoComponentDeployment"), len(before), op.Writes(), figures)
+
+	// Started again, the operator finds nothing to migrate: no write of a
+	// CRD, no write of a graph or component but their status.
+	op.Stop()
+	n := op.Writes()
+	if err := op.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, ns, 60*time.Second, "after a restart")
+	for name := range convertedCRDs {
+		waitFor(t, 30*time.Second, "the restarted operator's migration to find "+name+" current", func() bool {
+			return metricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": name, "result": "current"}) == 1
+		})
+	}
+	for _, w := range op.WritesSince(n) {
+		if strings.Contains(w, "customresourcedefinitions") ||
+			(strings.HasPrefix(w, "PUT ") && strings.Contains(w, "/apis/nvidia.com/") && !strings.HasSuffix(w, "/status")) {
+			t.Errorf("the restarted operator wrote %s", w)
+		}
+	}
+}
+
+// assertReadsInBothVersions lists the graphs and components in v1alpha1
+// and v1beta1 (the latter through our conversion webhook): each version
+// holds every object.
+func assertReadsInBothVersions(t *testing.T, ns string, created []*unstructured.Unstructured) {
+	t.Helper()
+	for _, kind := range convertedCRDs {
+		for _, version := range []string{"v1alpha1", "v1beta1"} {
+			list := &unstructured.UnstructuredList{}
+			list.SetAPIVersion("nvidia.com/" + version)
+			list.SetKind(kind + "List")
+			if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+				t.Errorf("listing %ss in %s: %v", kind, version, err)
+				continue
+			}
+			if len(list.Items) != count(created, kind) {
+				t.Errorf("%d %ss read in %s, want %d", len(list.Items), kind, version, count(created, kind))
+			}
+		}
+	}
+}

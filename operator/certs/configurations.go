@@ -3,6 +3,8 @@ package certs
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -51,9 +53,9 @@ func (m *Manager) desiredConfigurations(bundle []byte) []client.Object {
 }
 
 // ensureConfigurations applies each configuration that differs from what it
-// should be (a no-op pass writes nothing), keeps the bundle injected into
-// the CRDs whose conversion webhook is this operator's (ensureCRDs), and
-// records which CAs every one of them trusts.
+// should be (a no-op pass writes nothing), hands the bundle to the injector
+// of the CRDs whose conversion webhook is this operator's (crds.go), and
+// records which CAs every configuration and those CRDs trust now.
 func (m *Manager) ensureConfigurations(ctx context.Context, bundle []byte, now time.Time) error {
 	var bundles [][]byte
 	for _, desired := range m.desiredConfigurations(bundle) {
@@ -63,7 +65,8 @@ func (m *Manager) ensureConfigurations(ctx context.Context, bundle []byte, now t
 		}
 		bundles = append(bundles, configurationBundles(live)...)
 	}
-	crdBundles, err := m.ensureCRDs(ctx, bundle)
+	m.injectCRDs(bundle)
+	crdBundles, err := m.crdBundles(ctx)
 	if err != nil {
 		return err
 	}
@@ -98,7 +101,7 @@ func (m *Manager) ensureConfiguration(ctx context.Context, desired client.Object
 			return nil, err
 		}
 	}
-	live, applied, err := m.converge(ctx, current, desired, want, func(current client.Object) (bool, error) {
+	live, applied, err := m.converge(ctx, m.applied, current, desired, want, func(current client.Object) (bool, error) {
 		have, err := toMap(current)
 		return err == nil && apply.Contains(have, want), err
 	})
@@ -111,22 +114,17 @@ func (m *Manager) ensureConfiguration(ctx context.Context, desired client.Object
 
 // converge applies want, the fields this manager sets on the object typed
 // names, unless current (nil: none yet) holds them already or is still the
-// version our last apply of it replaced, and returns the object as it
-// stands (typed like typed) and whether it applied.
-func (m *Manager) converge(ctx context.Context, current, typed client.Object, want map[string]any,
+// version our last apply of it (in memo) replaced, and returns the object
+// as it stands (typed like typed) and whether it applied.
+func (m *Manager) converge(ctx context.Context, memo *writes, current, typed client.Object, want map[string]any,
 	holds func(client.Object) (bool, error)) (client.Object, bool, error) {
 	gvk := typed.GetObjectKind().GroupVersionKind()
 	key := gvk.Kind + "/" + typed.GetName()
-	currentRV := ""
-	if current != nil {
-		currentRV = current.GetResourceVersion()
-	}
 	// The cache may not show our own write yet; until it does, what we
 	// wrote stands, and applying again would be a second, useless write.
-	if w, ok := m.applied[key]; ok && w.replacedRV == currentRV {
-		return w.stored, false, nil
+	if w, ok := memo.current(key, current); ok {
+		return w, false, nil
 	}
-	delete(m.applied, key)
 	if current != nil {
 		if ok, err := holds(current); err != nil || ok {
 			return current, false, err
@@ -143,9 +141,7 @@ func (m *Manager) converge(ctx context.Context, current, typed client.Object, wa
 		return nil, false, err
 	}
 	stored = shrink(stored)
-	if stored.GetResourceVersion() != "" {
-		m.applied[key] = appliedConfiguration{replacedRV: currentRV, stored: stored}
-	}
+	memo.record(key, current, stored)
 	return stored, true, nil
 }
 
@@ -174,11 +170,58 @@ func caBundleOnly(current client.Object, bundle []byte) (map[string]any, error) 
 	}, nil
 }
 
-// appliedConfiguration is a configuration this manager wrote, and the
-// resourceVersion (empty: none) the cache showed before.
+// writes remembers the objects this manager wrote, by kind/name, with the
+// resourceVersion (empty: none) the cache showed before each: until the
+// cache shows a newer one, the written object is the truth. Safe for the
+// reconcile loop and the CRD injector at once.
+type writes struct {
+	mu sync.Mutex
+	m  map[string]appliedConfiguration
+}
+
 type appliedConfiguration struct {
 	replacedRV string
 	stored     client.Object
+}
+
+// current returns what was written of key, if cached (nil: none) is still
+// the version that write replaced; otherwise it forgets the write.
+func (w *writes) current(key string, cached client.Object) (client.Object, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a, ok := w.m[key]
+	if ok && a.replacedRV == resourceVersion(cached) {
+		return a.stored, true
+	}
+	delete(w.m, key)
+	return nil, false
+}
+
+// peek is current without forgetting: for a reader other than the writer.
+func (w *writes) peek(key string, cached client.Object) (client.Object, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a, ok := w.m[key]
+	if ok && a.replacedRV == resourceVersion(cached) {
+		return a.stored, true
+	}
+	return nil, false
+}
+
+func (w *writes) record(key string, replaced, stored client.Object) {
+	if stored.GetResourceVersion() == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.m[key] = appliedConfiguration{replacedRV: resourceVersion(replaced), stored: stored}
+}
+
+func resourceVersion(obj client.Object) string {
+	if obj == nil || reflect.ValueOf(obj).IsNil() {
+		return ""
+	}
+	return obj.GetResourceVersion()
 }
 
 // configurationBundles are the CA bundles of a webhook configuration's

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,42 +66,129 @@ func shrink(obj client.Object) client.Object {
 	return out
 }
 
-// ensureCRDs keeps bundle in the conversion webhook of each CRD this
-// operator serves conversion for, and returns their bundles as they stand.
-// A CRD not installed (yet) or naming another operator is skipped.
-func (m *Manager) ensureCRDs(ctx context.Context, bundle []byte) ([][]byte, error) {
-	var out [][]byte
-	for _, name := range m.o.CRDs {
-		reader, ok := m.crds[name]
-		if !ok {
-			continue // not watched: not in the auto mode
+// The injector writes the CRDs on a goroutine of its own: a CRD write takes
+// a second or more (the CRDs are ~2 MB, and the API server rebuilds what
+// serves them), and the reconcile loop, which renews the serving
+// certificate, must not wait for it. The loop reads the CRDs' bundles as
+// they stand (crdBundles) for the trust a new CA waits for, so a CA the CRDs
+// do not hold yet never signs.
+
+// injectCRDs hands bundle to the injector.
+func (m *Manager) injectCRDs(bundle []byte) {
+	if m.crds == nil {
+		return
+	}
+	b := append([]byte(nil), bundle...)
+	m.crdWant.Store(&b)
+	select {
+	case m.crdPoke <- struct{}{}:
+	default:
+	}
+}
+
+// runCRDInjector injects the latest bundle handed to it whenever poked,
+// retrying with backoff, and pokes the reconcile loop after each write
+// pass so that it records the trust the write gives.
+func (m *Manager) runCRDInjector(ctx context.Context) {
+	backoff := time.Second
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.crdPoke:
 		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		err := reader.Get(ctx, client.ObjectKey{Name: name}, crd)
-		if apierrors.IsNotFound(err) || (err == nil && !m.servesConversion(crd)) {
+		for {
+			err := m.injectOnce(ctx)
+			if err == nil || ctx.Err() != nil {
+				break
+			}
+			m.log.Error(err, "Injecting the CA bundle into the CRDs' conversion webhook", "retryIn", backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 30*time.Second)
+		}
+		backoff = time.Second
+		m.Poke()
+	}
+}
+
+// injectOnce keeps the bundle handed last in the conversion webhook of
+// each CRD this operator serves conversion for.
+func (m *Manager) injectOnce(ctx context.Context) error {
+	want := m.crdWant.Load()
+	if want == nil {
+		return nil
+	}
+	bundle := *want
+	for _, name := range m.o.CRDs {
+		crd, ok, err := m.ownedCRD(ctx, name)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			continue
 		}
+		patch, err := conversionBundleOnly(name, bundle)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		typed := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		typed.APIVersion, typed.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
-		want, err := conversionBundleOnly(name, bundle)
-		if err != nil {
-			return nil, err
-		}
-		live, applied, err := m.converge(ctx, crd, typed, want, func(current client.Object) (bool, error) {
+		_, applied, err := m.converge(ctx, m.crdApplied, crd, typed, patch, func(current client.Object) (bool, error) {
 			return bytes.Equal(conversionBundle(current), bundle), nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if applied {
 			m.log.Info("Injected the CA bundle into the CRD's conversion webhook", "crd", name)
 		}
+	}
+	return nil
+}
+
+// crdBundles are the conversion webhook bundles of the CRDs this operator
+// serves conversion for, as they stand: from the cache, or as the injector
+// wrote one the cache does not show yet.
+func (m *Manager) crdBundles(ctx context.Context) ([][]byte, error) {
+	var out [][]byte
+	for _, name := range m.o.CRDs {
+		crd, ok, err := m.ownedCRD(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		live := client.Object(crd)
+		if w, ok := m.crdApplied.peek("CustomResourceDefinition/"+name, crd); ok {
+			live = w
+		}
 		out = append(out, conversionBundle(live))
 	}
 	return out, nil
+}
+
+// ownedCRD reads the CRD from its cache; ok is false when it is not
+// watched (not the auto mode), not installed (yet), or names another
+// operator's webhook.
+func (m *Manager) ownedCRD(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, bool, error) {
+	reader, watched := m.crds[name]
+	if !watched {
+		return nil, false, nil
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err := reader.Get(ctx, client.ObjectKey{Name: name}, crd)
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return crd, m.servesConversion(crd), nil
 }
 
 // servesConversion says whether crd converts by webhook and its

@@ -77,7 +77,7 @@ func eventuallyCRDBundles(t *testing.T, what string, want func() []byte) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the CRDs' conversion webhook bundles are not %s", what)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // each read is ~1 MB of schema
 	}
 }
 

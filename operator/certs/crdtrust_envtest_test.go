@@ -86,9 +86,8 @@ var errNotFrozen = &annotationError{frozenCRD, "not frozen yet"}
 // operator's does not trust it, though the webhook configurations do: with
 // the CRD's bundle frozen through the time the CA rotates, the served
 // certificate always verifies against the CRD's bundle, and the rotation
-// completes once the CRD can take the new bundle. (A pass whose CRD write
-// is refused records no trust; a manager that went on regardless, counting
-// the configurations' bundles alone, fails here at the new CA's grace.)
+// completes once the CRD can take the new bundle. (A manager that counted
+// the configurations' bundles alone fails here at the new CA's grace.)
 func TestNewCAWaitsUntilTheCRDsTrustIt(t *testing.T) {
 	// The next CA enters the bundle at 18 s (CAValidity - CertValidity -
 	// 2 grace) and may sign 3 s later; the freeze lasts to 27 s.

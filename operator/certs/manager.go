@@ -90,7 +90,12 @@ type Manager struct {
 	written     *corev1.Secret
 	replacedRV  string
 	writtenOnce bool
-	applied     map[string]appliedConfiguration // by kind/name, see ensureConfigurations
+	applied     *writes // the configurations', see converge
+	// The CRD injector's (crds.go): the bundle it is to inject, a poke, and
+	// what it wrote.
+	crdWant    atomic.Pointer[[]byte]
+	crdPoke    chan struct{}
+	crdApplied *writes
 }
 
 // Setup adds the certificate manager to mgr and a readiness check that
@@ -108,14 +113,16 @@ func Setup(mgr manager.Manager, o Options) (*Manager, error) {
 		}
 	}
 	m := &Manager{
-		o:       o,
-		cfg:     mgr.GetConfig(),
-		scheme:  mgr.GetScheme(),
-		client:  mgr.GetClient(),
-		log:     mgr.GetLogger().WithName("webhook-certs"),
-		poke:    make(chan struct{}, 1),
-		trusted: map[string]time.Time{},
-		applied: map[string]appliedConfiguration{},
+		o:          o,
+		cfg:        mgr.GetConfig(),
+		scheme:     mgr.GetScheme(),
+		client:     mgr.GetClient(),
+		log:        mgr.GetLogger().WithName("webhook-certs"),
+		poke:       make(chan struct{}, 1),
+		trusted:    map[string]time.Time{},
+		applied:    &writes{m: map[string]appliedConfiguration{}},
+		crdPoke:    make(chan struct{}, 1),
+		crdApplied: &writes{m: map[string]appliedConfiguration{}},
 	}
 	if err := mgr.Add(withWebhooks{m}); err != nil {
 		return nil, err
@@ -179,6 +186,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		if m.crds, err = m.startCRDCaches(ctx, m.pokeOn); err != nil {
 			return err
 		}
+		go m.runCRDInjector(ctx)
 	}
 
 	backoff := time.Second

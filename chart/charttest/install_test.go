@@ -2,6 +2,7 @@ package charttest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -422,7 +423,7 @@ func applyCRDsAsChart(t *testing.T, objs []*unstructured.Unstructured, ns string
 		t.Fatalf("the operator refuses the init container's flags: %v", err)
 	}
 	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+	if err := errors.Join(apiextensionsv1.AddToScheme(scheme), corev1.AddToScheme(scheme)); err != nil {
 		t.Fatal(err)
 	}
 	sa := find(objs, "ServiceAccount", "").GetName()
@@ -430,7 +431,11 @@ func applyCRDsAsChart(t *testing.T, objs []*unstructured.Unstructured, ns string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := crdinstall.Apply(context.Background(), c, 30*time.Second, crdinstall.ConversionFor(o)); err != nil {
+	conv, err := crdinstall.InstallerConversion(context.Background(), c, o)
+	if err != nil {
+		t.Fatalf("reading the certificate Secret's CA with the chart's RBAC: %v", err)
+	}
+	if err := crdinstall.Apply(context.Background(), c, 30*time.Second, conv); err != nil {
 		t.Fatalf("applying the CRDs with the chart's RBAC: %v", err)
 	}
 	// The release's Service has no endpoints here: conversion goes back to

@@ -3,6 +3,7 @@ package app
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dynamoctl/dynamo-operator/operator/certs"
@@ -56,6 +57,12 @@ func setupWebhooks(mgr manager.Manager, o *config.Options, d Deps, gate *scope.G
 		InstallerOwnsConfigurations: !o.Webhook.ManageConfigurations,
 		CRDs:                        crds,
 		Conversion:                  conversion,
+		RenderCRD: func(name string, bundle []byte) (*unstructured.Unstructured, error) {
+			conv := crdinstall.ConversionFor(o)
+			conv.CABundle = bundle
+			return conv.RenderConverted(name)
+		},
+		CRDFieldOwner: crdinstall.FieldOwner,
 	})
 	return err
 }

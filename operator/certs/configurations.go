@@ -101,10 +101,11 @@ func (m *Manager) ensureConfiguration(ctx context.Context, desired client.Object
 			return nil, err
 		}
 	}
-	live, applied, err := m.converge(ctx, m.applied, current, desired, want, func(current client.Object) (bool, error) {
-		have, err := toMap(current)
-		return err == nil && apply.Contains(have, want), err
-	})
+	live, applied, err := m.converge(ctx, m.applied, current, desired, FieldOwner, func() (map[string]any, error) { return want, nil },
+		func(current client.Object) (bool, error) {
+			have, err := toMap(current)
+			return err == nil && apply.Contains(have, want), err
+		})
 	if applied {
 		m.log.Info("Applied webhook configuration", "kind", desired.GetObjectKind().GroupVersionKind().Kind,
 			"name", desired.GetName(), "mode", m.o.Mode)
@@ -112,11 +113,12 @@ func (m *Manager) ensureConfiguration(ctx context.Context, desired client.Object
 	return live, err
 }
 
-// converge applies want, the fields this manager sets on the object typed
-// names, unless current (nil: none yet) holds them already or is still the
-// version our last apply of it (in memo) replaced, and returns the object
-// as it stands (typed like typed) and whether it applied.
-func (m *Manager) converge(ctx context.Context, memo *writes, current, typed client.Object, want map[string]any,
+// converge applies what want returns, the fields this manager sets on the
+// object typed names, as field manager owner, unless current (nil: none
+// yet) holds them already or is still the version our last apply of it (in
+// memo) replaced, and returns the object as it stands (typed like typed)
+// and whether it applied. want is called only to apply: a CRD's is costly.
+func (m *Manager) converge(ctx context.Context, memo *writes, current, typed client.Object, owner string, want func() (map[string]any, error),
 	holds func(client.Object) (bool, error)) (client.Object, bool, error) {
 	gvk := typed.GetObjectKind().GroupVersionKind()
 	key := gvk.Kind + "/" + typed.GetName()
@@ -130,10 +132,14 @@ func (m *Manager) converge(ctx context.Context, memo *writes, current, typed cli
 			return current, false, err
 		}
 	}
-	u := &unstructured.Unstructured{Object: want}
+	obj, err := want()
+	if err != nil {
+		return nil, false, err
+	}
+	u := &unstructured.Unstructured{Object: obj}
 	u.SetGroupVersionKind(gvk)
 	if err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		client.FieldOwner(owner), client.ForceOwnership); err != nil {
 		return nil, false, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 	}
 	stored := typed.DeepCopyObject().(client.Object)

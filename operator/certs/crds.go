@@ -9,7 +9,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,6 +24,18 @@ import (
 // and counts it in the trust a new CA waits for. Every other operator
 // leaves the CRD alone. In the cert-manager and external modes the
 // installer annotates the CRDs or sets the bundle itself.
+//
+// The bundle is written by applying the whole CRD as the installer renders
+// it (Options.RenderCRD) under the installer's field manager, not the
+// bundle alone under this package's: a release before conversion applies
+// its CRDs (no spec.conversion) under that same manager on a downgrade,
+// and server-side apply then removes every field that manager owned there.
+// A bundle owned by another manager would stay, leaving a webhook without
+// the Webhook strategy, which the API server refuses, and the older
+// release's installer would fail. The whole CRD is parsed and applied only
+// when the bundle differs: a CA rotation, an edit, or the first
+// certificate of an install (the installer applies the Secret's CA with
+// the CRDs from then on, crdinstall.AutoCABundle).
 
 // watchesCRDs says whether this manager reads CRDs at all: only in the auto
 // mode, and only when given their names (an install without rights on
@@ -131,13 +142,16 @@ func (m *Manager) injectOnce(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		patch, err := conversionBundleOnly(name, bundle)
-		if err != nil {
-			return err
-		}
 		typed := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		typed.APIVersion, typed.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
-		_, applied, err := m.converge(ctx, m.crdApplied, crd, typed, patch, func(current client.Object) (bool, error) {
+		render := func() (map[string]any, error) {
+			u, err := m.o.RenderCRD(name, bundle)
+			if err != nil {
+				return nil, err
+			}
+			return u.Object, nil
+		}
+		_, applied, err := m.converge(ctx, m.crdApplied, crd, typed, m.o.CRDFieldOwner, render, func(current client.Object) (bool, error) {
 			return bytes.Equal(conversionBundle(current), bundle), nil
 		})
 		if err != nil {
@@ -205,21 +219,6 @@ func (m *Manager) servesConversion(crd *apiextensionsv1.CustomResourceDefinition
 	}
 	return own.Service != nil && have.Service != nil &&
 		have.Service.Namespace == own.Service.Namespace && have.Service.Name == own.Service.Name
-}
-
-// conversionBundleOnly is what the manager applies to a CRD: the bundle
-// alone, so the installer keeps every other field.
-func conversionBundleOnly(name string, bundle []byte) (map[string]any, error) {
-	encoded, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&apiextensionsv1.WebhookClientConfig{CABundle: bundle})
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{
-		"metadata": map[string]any{"name": name},
-		"spec": map[string]any{"conversion": map[string]any{"webhook": map[string]any{
-			"clientConfig": map[string]any{"caBundle": encoded["caBundle"]},
-		}}},
-	}, nil
 }
 
 // conversionBundle is a CRD's conversion webhook caBundle, or nil.

@@ -15,6 +15,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -64,6 +65,13 @@ type Options struct {
 	// Conversion (see crds.go). Empty CRDs: CRDs are never read.
 	CRDs       []string
 	Conversion *apiextensionsv1.WebhookClientConfig
+	// RenderCRD is a CRD of CRDs whole, as its installer applies it, with
+	// bundle as its conversion webhook's caBundle (crdinstall's
+	// Conversion.RenderConverted), and CRDFieldOwner the installer's field
+	// manager: the manager applies that under it, so everything under
+	// spec.conversion keeps one owner (see crds.go). Required with CRDs.
+	RenderCRD     func(name string, bundle []byte) (*unstructured.Unstructured, error)
+	CRDFieldOwner string
 }
 
 // Manager keeps the certificate, the cert dir and the webhook
@@ -110,6 +118,9 @@ func Setup(mgr manager.Manager, o Options) (*Manager, error) {
 		}
 		if len(o.Hosts) == 0 {
 			return nil, errors.New("no host names for the serving certificate")
+		}
+		if len(o.CRDs) > 0 && (o.RenderCRD == nil || o.CRDFieldOwner == "") {
+			return nil, errors.New("CRDs to inject the CA into, but no RenderCRD and CRDFieldOwner")
 		}
 	}
 	m := &Manager{

@@ -5,9 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,10 +33,11 @@ type Conversion struct {
 	// URL is the base URL (https://host:port) of a webhook server outside
 	// the cluster.
 	URL string
-	// CABundle (PEM) is set by an installer that provides the serving
-	// certificate (external mode). Empty leaves caBundle out of what is
-	// applied, so the bundle the operator (auto) or cert-manager injects,
-	// under its own field manager, stays.
+	// CABundle (PEM) is the conversion webhook's caBundle: the installer's
+	// own (external mode), or the auto mode's CA (AutoCABundle; the
+	// operator's certificate manager renders the CRDs with its current
+	// one). Empty applies none: before the auto mode's first certificate,
+	// and in cert-manager mode, whose injector sets it.
 	CABundle []byte
 	// InjectCAFrom, <namespace>/<certificate>, annotates the CRDs for
 	// cert-manager's CA injector (cert-manager mode).
@@ -44,7 +47,8 @@ type Conversion struct {
 // ConversionFor is the Conversion of an operator configured with o: its
 // own webhook (the Service, or --webhook-url-host and --webhook-port), and
 // the trust its certificate mode gives (--webhook-ca-bundle in external
-// mode, the cert-manager Certificate named like --webhook-cert-secret).
+// mode, the cert-manager Certificate named like --webhook-cert-secret). The
+// auto mode's bundle is read from the cluster (AutoCABundle).
 func ConversionFor(o *config.Options) Conversion {
 	c := Conversion{URL: o.Webhook.URL()}
 	if c.URL == "" {
@@ -58,6 +62,20 @@ func ConversionFor(o *config.Options) Conversion {
 		c.InjectCAFrom = o.OperatorNamespace + "/" + o.Webhook.CertSecret
 	}
 	return c
+}
+
+// InstallerConversion is what the chart's init container applies with:
+// ConversionFor(o) and, in the auto mode, the CA its certificate Secret
+// holds (AutoCABundle), so that its apply, which owns the bundle, keeps the
+// one the operator put there. r must know core/v1.
+func InstallerConversion(ctx context.Context, r client.Reader, o *config.Options) (Conversion, error) {
+	c := ConversionFor(o)
+	if o.Webhook.CertMode != config.WebhookCertModeAuto {
+		return c, nil
+	}
+	var err error
+	c.CABundle, err = AutoCABundle(ctx, r, o.OperatorNamespace, o.Webhook.CertSecret)
+	return c, err
 }
 
 // ClientConfig is the conversion webhook's clientConfig, caBundle aside.
@@ -75,6 +93,59 @@ func (c Conversion) ClientConfig() (*apiextensionsv1.WebhookClientConfig, error)
 	default:
 		return nil, errors.New("no conversion webhook: give a Service (namespace and name) or a URL")
 	}
+}
+
+// Render is crd as the installer applies it: a copy whose conversion
+// webhook, if it converts by webhook, is c (rewrite). The installer and the
+// auto mode's certificate manager both apply what it renders, under the
+// one field manager FieldOwner.
+func (c Conversion) Render(crd *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	u := crd.DeepCopy()
+	if err := c.rewrite(u); err != nil {
+		return nil, fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
+	}
+	return u, nil
+}
+
+// RenderConverted is the embedded CRD name, one that converts by webhook
+// (ConvertedNames), as Render makes it. It decodes the CRD's JSON kept from
+// the one parse of the embedded YAML per process (parsing ~2 MB of YAML
+// takes seconds, and a certificate manager renders at each CA change).
+func (c Conversion) RenderConverted(name string) (*unstructured.Unstructured, error) {
+	conv, err := converted()
+	if err != nil {
+		return nil, err
+	}
+	data, ok := conv.json[name]
+	if !ok {
+		return nil, fmt.Errorf("no embedded CustomResourceDefinition %s that converts by webhook", name)
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(data, &u.Object); err != nil {
+		return nil, err
+	}
+	if err := c.rewrite(u); err != nil {
+		return nil, fmt.Errorf("CustomResourceDefinition %s: %w", name, err)
+	}
+	return u, nil
+}
+
+// AutoCABundle is the CA bundle (ca.crt) of the auto mode's certificate
+// Secret, nil while the Secret or its CA does not exist yet (a first
+// install: the operator injects it once it made one). The chart's init
+// container applies it with the CRDs, so that a restarted pod's apply,
+// under the manager that owns the bundle, never drops the one the API
+// server trusts.
+func AutoCABundle(ctx context.Context, r client.Reader, namespace, secret string) ([]byte, error) {
+	s := &corev1.Secret{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: secret}, s)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the CA of the certificate Secret %s/%s: %w", namespace, secret, err)
+	}
+	return s.Data[certs.KeyCABundle], nil
 }
 
 // rewrite points u's conversion webhook, if it converts by webhook, at c:
@@ -125,22 +196,35 @@ func ConvertsByWebhook(u *unstructured.Unstructured) bool {
 // serves and, in the auto cert mode, keeps its CA injected into. Parsed
 // once: every operator a test process starts asks.
 func ConvertedNames() ([]string, error) {
-	names, err := convertedNames()
-	return slices.Clone(names), err
+	conv, err := converted()
+	return slices.Clone(conv.names), err
 }
 
-var convertedNames = sync.OnceValues(func() ([]string, error) {
+// convertedCRDs are the embedded CRDs that convert by webhook: their names,
+// sorted, and each one's JSON (about 0.3 MB each; RenderConverted).
+type convertedCRDs struct {
+	names []string
+	json  map[string][]byte
+}
+
+var converted = sync.OnceValues(func() (convertedCRDs, error) {
 	all, err := Load()
 	if err != nil {
-		return nil, err
+		return convertedCRDs{}, err
 	}
-	var names []string
+	out := convertedCRDs{json: map[string][]byte{}}
 	for _, u := range all {
-		if ConvertsByWebhook(u) {
-			names = append(names, u.GetName())
+		if !ConvertsByWebhook(u) {
+			continue
 		}
+		data, err := json.Marshal(u.Object)
+		if err != nil {
+			return convertedCRDs{}, err
+		}
+		out.names = append(out.names, u.GetName())
+		out.json[u.GetName()] = data
 	}
-	return names, nil
+	return out, nil
 })
 
 // switchEndpoint clears the live CRD's conversion Service when u names a

@@ -112,3 +112,39 @@ func TestConversionFor(t *testing.T) {
 		})
 	}
 }
+
+// The certificate manager's rendering (from the JSON kept once per
+// process) is the installer's (from the embedded YAML), the bundle
+// included: both apply it under the one field manager.
+func TestRenderConvertedIsTheInstallersRendering(t *testing.T) {
+	conv := Conversion{ServiceNamespace: "dynamo-system", ServiceName: "dp-dynamo-operator-webhook", CABundle: []byte("PEM")}
+	all, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := ConvertedNames()
+	if err != nil || len(names) == 0 {
+		t.Fatalf("ConvertedNames: %v, %v", names, err)
+	}
+	for _, name := range names {
+		got, err := conv.RenderConverted(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range all {
+			if u.GetName() != name {
+				continue
+			}
+			want, err := conv.Render(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(want.Object, got.Object); d != "" {
+				t.Errorf("%s (-installer +certificate manager):\n%s", name, d)
+			}
+		}
+	}
+	if _, err := conv.RenderConverted("dynamomodels.nvidia.com"); err == nil {
+		t.Error("a CRD that does not convert by webhook: want an error")
+	}
+}

@@ -7,10 +7,17 @@
 //
 // The CRDs that convert by webhook name the operator that installs them as
 // their conversion webhook (Conversion): the generated files carry a
-// placeholder clientConfig, rewritten before applying. The caBundle is never
-// applied but by an installer that provides the certificate (external
-// mode), so the bundle the operator or cert-manager injects under its own
-// field manager survives every re-apply.
+// placeholder clientConfig, rewritten before applying (Render). Everything
+// under their spec.conversion has one owner, this field manager, so that a
+// release before conversion, whose installer applies CRDs without
+// spec.conversion under the same manager, removes all of it: a bundle left
+// to another manager would stay behind and the API server refuses a
+// conversion with a webhook but no Webhook strategy. So the caBundle is
+// applied with the rest: the installer's own (external mode), the auto
+// mode's CA as its certificate Secret holds it (AutoCABundle), and the
+// operator re-applies the whole CRD under this manager when its CA changes
+// (operator/certs). Only cert-manager's injector writes the bundle under a
+// manager of its own.
 package crdinstall
 
 import (
@@ -90,11 +97,11 @@ func Apply(ctx context.Context, c client.Client, timeout time.Duration, conv Con
 // LoadFS) instead of the embedded ones.
 func ApplyCRDs(ctx context.Context, c client.Client, all []*unstructured.Unstructured, timeout time.Duration, conv Conversion) error {
 	for _, crd := range all {
-		u := crd.DeepCopy()
-		if err := conv.rewrite(u); err != nil {
-			return fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
+		u, err := conv.Render(crd)
+		if err != nil {
+			return err
 		}
-		err := apply(ctx, c, u)
+		err = apply(ctx, c, u)
 		if apierrors.IsInvalid(err) && ConvertsByWebhook(u) {
 			// Likely a Service and a URL at once: the one another field
 			// manager set is cleared first (switchEndpoint).

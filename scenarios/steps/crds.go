@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +12,10 @@ import (
 	"github.com/cucumber/godog"
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -25,6 +29,8 @@ func registerCRDSteps(w *World, sc *godog.ScenarioContext) {
 	sc.Step(`^the CRDs of `+ReleaseRef+` add no field to those of `+ReleaseRef+`$`, w.noNewFields)
 	sc.Step(`^every compat object reads back as it was applied$`, w.compatReadsBack)
 	sc.Step(`^every graph and component passes the served validation as stored$`, w.revalidateStored)
+	sc.Step(`^the CRDs convert nothing$`, w.crdsConvertNothing)
+	sc.Step(`^every graph and component reads in (v\w+)(?: and (v\w+))?$`, w.everyObjectReadsInVersions)
 }
 
 // releaseCRDs reads a release's crds/*.yaml.
@@ -82,8 +88,9 @@ func (w *World) crdsServedAre(ctx context.Context, ref string) error {
 }
 
 // schemaPaths lists every field path of a CRD's schemas, per version
-// ("v1alpha1 spec.services.*.replicas").
-func schemaPaths(crd *apiextensionsv1.CustomResourceDefinition) map[string]bool {
+// ("DynamoGraphDeployment v1alpha1.spec.services.*.replicas"), of the
+// versions keep accepts (nil: all).
+func schemaPaths(crd *apiextensionsv1.CustomResourceDefinition, keep func(version string) bool) map[string]bool {
 	out := map[string]bool{}
 	var walk func(prefix string, s *apiextensionsv1.JSONSchemaProps)
 	walk = func(prefix string, s *apiextensionsv1.JSONSchemaProps) {
@@ -102,7 +109,7 @@ func schemaPaths(crd *apiextensionsv1.CustomResourceDefinition) map[string]bool 
 		}
 	}
 	for _, v := range crd.Spec.Versions {
-		if v.Schema != nil {
+		if v.Schema != nil && (keep == nil || keep(v.Name)) {
 			walk(crd.Spec.Names.Kind+" "+v.Name, v.Schema.OpenAPIV3Schema)
 		}
 	}
@@ -110,9 +117,14 @@ func schemaPaths(crd *apiextensionsv1.CustomResourceDefinition) map[string]bool 
 }
 
 // noNewFields is the tripwire of the CRD upgrade scenario: a field new in
-// the newer release must get a scenario that sets it on objects stored
-// under the older schema (crd.feature), so the check fails, naming the
-// fields, until the scenario is extended.
+// a version the older release served must get a scenario that sets it on
+// objects stored under the older schema (crd.feature), so the check fails,
+// naming the fields, until the scenario is extended. A version the older
+// release did not serve holds nothing stored under an old schema (objects
+// are stored in the storage version and converted to it on read): it is
+// counted as a new served version, its fields are not tripped on. A newer
+// storage version is tripped on: objects written after the upgrade would be
+// stored in a version the older release may not read on a downgrade.
 func (w *World) noNewFields(ctx context.Context, newer, older string) error {
 	rn, err := w.Release(ctx, newer)
 	if err != nil {
@@ -130,23 +142,34 @@ func (w *World) noNewFields(ctx context.Context, newer, older string) error {
 	if err != nil {
 		return err
 	}
-	old, oldKinds := map[string]bool{}, map[string]bool{}
+	old := map[string]bool{}
+	oldCRDs := map[string]*apiextensionsv1.CustomResourceDefinition{}
 	for _, c := range oc {
-		oldKinds[c.Name] = true
-		for p := range schemaPaths(c) {
+		oldCRDs[c.Name] = c
+		for p := range schemaPaths(c, nil) {
 			old[p] = true
 		}
 	}
 	// A kind the older release lacks has no object stored under an old
-	// schema: it is counted, not tripped on.
-	var added, newKinds []string
+	// schema: it is counted, not tripped on; so is a version it lacks.
+	var added, newKinds, newVersions, storage []string
 	total := 0
 	for _, c := range nc {
-		if !oldKinds[c.Name] {
+		oc, ok := oldCRDs[c.Name]
+		if !ok {
 			newKinds = append(newKinds, c.Spec.Names.Kind)
 			continue
 		}
-		for p := range schemaPaths(c) {
+		served := servedVersions(oc)
+		for _, v := range c.Spec.Versions {
+			if !served[v.Name] {
+				newVersions = append(newVersions, c.Spec.Names.Kind+" "+v.Name)
+			}
+		}
+		if n, o := storageVersion(c), storageVersion(oc); n != o {
+			storage = append(storage, fmt.Sprintf("%s stores %s, %s stored %s", c.Spec.Names.Kind, n, ro.Tag, o))
+		}
+		for p := range schemaPaths(c, func(v string) bool { return served[v] }) {
 			total++
 			if !old[p] {
 				added = append(added, p)
@@ -154,13 +177,130 @@ func (w *World) noNewFields(ctx context.Context, newer, older string) error {
 		}
 	}
 	sort.Strings(added)
-	w.Figure("schema fields in "+rn.Tag, total)
+	w.Figure("schema fields of versions "+ro.Tag+" served, in "+rn.Tag, total)
 	w.Figure("schema fields new since "+ro.Tag, len(added))
 	sort.Strings(newKinds)
 	w.Figure("kinds new since "+ro.Tag, fmt.Sprintf("%d %v", len(newKinds), newKinds))
+	sort.Strings(newVersions)
+	w.Figure("served versions new since "+ro.Tag, fmt.Sprintf("%d %v", len(newVersions), newVersions))
+	var problems []string
+	if len(storage) > 0 {
+		problems = append(problems, fmt.Sprintf("%s changes the storage version of %s's CRDs (%s); say in the downgrade scenario whether %s reads what %s stores",
+			rn.Tag, ro.Tag, strings.Join(storage, "; "), ro.Tag, rn.Tag))
+	}
 	if len(added) > 0 {
-		return fmt.Errorf("%s adds %d fields to %s's CRDs; set them in crd.feature on objects stored under the old schema:\n  %s",
-			rn.Tag, len(added), ro.Tag, strings.Join(head(added, 40), "\n  "))
+		problems = append(problems, fmt.Sprintf("%s adds %d fields to %s's CRDs; set them in crd.feature on objects stored under the old schema:\n  %s",
+			rn.Tag, len(added), ro.Tag, strings.Join(head(added, 40), "\n  ")))
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "\n"))
+	}
+	return nil
+}
+
+// crdsConvertNothing checks that no nvidia.com CRD converts by webhook
+// nor keeps anything of one: after a downgrade to a release that serves
+// one version, whose installer applied its CRDs without spec.conversion,
+// nothing of the newer release's webhook (not the CA bundle either) may be
+// left, or the API server would have refused that apply.
+func (w *World) crdsConvertNothing(ctx context.Context) error {
+	list := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := w.Client.List(ctx, list); err != nil {
+		return err
+	}
+	var problems []string
+	n := 0
+	for _, crd := range list.Items {
+		if crd.Spec.Group != "nvidia.com" {
+			continue
+		}
+		n++
+		if c := crd.Spec.Conversion; c != nil && (c.Strategy != apiextensionsv1.NoneConverter || c.Webhook != nil) {
+			problems = append(problems, fmt.Sprintf("%s: conversion %+v", crd.Name, *c))
+		}
+	}
+	w.Figure("nvidia.com CRDs converting nothing", n)
+	if len(problems) > 0 {
+		return fmt.Errorf("CRDs still convert:\n  %s", strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+// servedVersions are the names of the versions a CRD serves.
+func servedVersions(crd *apiextensionsv1.CustomResourceDefinition) map[string]bool {
+	out := map[string]bool{}
+	for _, v := range crd.Spec.Versions {
+		if v.Served {
+			out[v.Name] = true
+		}
+	}
+	return out
+}
+
+// storageVersion is the name of the version a CRD stores objects in.
+func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
+}
+
+// everyObjectReadsInVersions reads every graph and component of the
+// scenario's namespaces in v1 and v2 (if given), by List and by Get, with
+// the dynamic client and an explicit version: a version other than the
+// stored one is converted by the CRDs' conversion webhook, so each read
+// there is one conversion the API server asks of the operator the CRDs
+// name. The same objects (by UID) must come back in both versions.
+func (w *World) everyObjectReadsInVersions(ctx context.Context, v1, v2 string) error {
+	dyn, err := dynamic.NewForConfig(w.Config)
+	if err != nil {
+		return err
+	}
+	versions, what := []string{v1}, v1
+	if v2 != "" {
+		versions, what = append(versions, v2), v1+" and "+v2
+	}
+	var problems []string
+	n := 0
+	for _, resource := range []string{"dynamographdeployments", "dynamocomponentdeployments"} {
+		for _, ns := range w.graphs.namespaces {
+			uids := map[string]map[string]bool{} // version -> UIDs listed
+			for _, v := range versions {
+				ri := dyn.Resource(schema.GroupVersionResource{Group: "nvidia.com", Version: v, Resource: resource}).Namespace(ns)
+				list, err := ri.List(ctx, metav1.ListOptions{})
+				if err != nil {
+					problems = append(problems, fmt.Sprintf("list %s in %s/%s: %v", resource, v, ns, err))
+					continue
+				}
+				uids[v] = map[string]bool{}
+				for _, item := range list.Items {
+					uids[v][string(item.GetUID())] = true
+					got, err := ri.Get(ctx, item.GetName(), metav1.GetOptions{})
+					if err != nil {
+						problems = append(problems, fmt.Sprintf("get %s %s/%s in %s: %v", resource, ns, item.GetName(), v, err))
+						continue
+					}
+					if got.GetAPIVersion() != "nvidia.com/"+v {
+						problems = append(problems, fmt.Sprintf("get %s %s/%s in %s: read as %s", resource, ns, item.GetName(), v, got.GetAPIVersion()))
+					}
+					n++
+				}
+			}
+			if a, b := uids[v1], uids[v2]; a != nil && b != nil {
+				if d := cmp.Diff(a, b); d != "" {
+					problems = append(problems, fmt.Sprintf("%s in %s: %s and %s list different objects (-%s +%s):\n%s", resource, ns, v1, v2, v1, v2, d))
+				}
+			}
+		}
+	}
+	w.Figure("graphs and components read in "+what, n)
+	if n == 0 {
+		return errors.New("no graph or component to read")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%d reads failed:\n  %s", len(problems), strings.Join(head(problems, 40), "\n  "))
 	}
 	return nil
 }

@@ -46,8 +46,14 @@ func TestSchemaPaths(t *testing.T) {
 		"G v1": true, "G v1.spec": true, "G v1.spec.services": true, "G v1.spec.services.*": true,
 		"G v1.spec.services.*.image": true, "G v1.spec.args": true, "G v1.spec.args[]": true,
 	}
-	if d := cmp.Diff(want, schemaPaths(crd)); d != "" {
+	if d := cmp.Diff(want, schemaPaths(crd, nil)); d != "" {
 		t.Errorf("schemaPaths (-want +got):\n%s", d)
+	}
+	// A version the older release did not serve is left out.
+	crd.Spec.Versions = append(crd.Spec.Versions, *crd.Spec.Versions[0].DeepCopy())
+	crd.Spec.Versions[1].Name = "v2"
+	if d := cmp.Diff(want, schemaPaths(crd, func(v string) bool { return v == "v1" })); d != "" {
+		t.Errorf("schemaPaths of v1 alone (-want +got):\n%s", d)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -65,7 +66,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stderr io.Writer)
 		return exitFailure
 	}
 	if o.ApplyCRDs {
-		return applyCRDs(restConfig, crdinstall.ConversionFor(o), log, stderr)
+		return applyCRDs(restConfig, o, log, stderr)
 	}
 	mgr, err := app.New(restConfig, o, app.Deps{})
 	if err != nil {
@@ -105,11 +106,12 @@ const crdApplyTimeout = time.Minute
 
 // applyCRDs is the --apply-crds mode: the chart's init container applies
 // the CRDs this binary embeds, so they move with the image on helm upgrade,
-// with their conversion webhook pointing at conv: the release's own webhook
-// (see crdinstall.ConversionFor).
-func applyCRDs(cfg *rest.Config, conv crdinstall.Conversion, log logr.Logger, stderr io.Writer) int {
+// with their conversion webhook pointing at the release's own webhook
+// (see crdinstall.ConversionFor), trusted with the auto mode's CA once its
+// Secret holds one.
+func applyCRDs(cfg *rest.Config, o *config.Options, log logr.Logger, stderr io.Writer) int {
 	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+	if err := errors.Join(apiextensionsv1.AddToScheme(scheme), corev1.AddToScheme(scheme)); err != nil {
 		printError(stderr, err)
 		return exitFailure
 	}
@@ -120,6 +122,13 @@ func applyCRDs(cfg *rest.Config, conv crdinstall.Conversion, log logr.Logger, st
 	}
 	ctx, cancel := context.WithTimeout(ctrl.SetupSignalHandler(), crdApplyTimeout+10*time.Second)
 	defer cancel()
+	// The operator's CA too (auto): this apply owns the bundle (see
+	// crdinstall) and must not drop the one in place.
+	conv, err := crdinstall.InstallerConversion(ctx, c, o)
+	if err != nil {
+		printError(stderr, err)
+		return exitFailure
+	}
 	if err := crdinstall.Apply(ctx, c, crdApplyTimeout, conv); err != nil {
 		printError(stderr, fmt.Errorf("applying CRDs: %w", err))
 		return exitFailure

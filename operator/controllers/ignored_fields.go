@@ -46,6 +46,7 @@ func ignoredFields(dgd *v1alpha1.DynamoGraphDeployment, keptDeployment map[strin
 			out = append(out, path+".ingress.useVirtualService (an Ingress is created instead)")
 		}
 	}
+	out = append(out, betaOnlyIgnoredFields(dgd)...)
 	sort.Strings(out)
 	return out
 }

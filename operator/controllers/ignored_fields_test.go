@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 )
 
 func TestIgnoredFieldsAreReported(t *testing.T) {
@@ -62,5 +64,30 @@ func TestIgnoredFieldsKeptMultinodeDeploymentAsV020(t *testing.T) {
 	want := "accepted but not acted on: spec.services.Decode.multinode (run as replicas x nodeCount pods of one Deployment, without leader/worker grouping)"
 	if c == nil || c.Message != want || c.Reason != "AcceptedNotActedOn" {
 		t.Errorf("condition %+v, want message %q", c, want)
+	}
+}
+
+// A graph written in v1beta1 with fields its v1alpha1 form keeps only in the
+// conversion's annotation has each named at its v1beta1 path.
+func TestIgnoredFieldsOfAGraphWrittenInV1beta1(t *testing.T) {
+	beta := &v1beta1.DynamoGraphDeployment{Spec: v1beta1.DynamoGraphDeploymentSpec{
+		PriorityClassName: "high",
+		Components: []v1beta1.DynamoComponentDeploymentSharedSpec{
+			{ComponentName: "Frontend", ComponentType: "frontend"},
+			{ComponentName: "Worker", ComponentType: "worker", ScalingAdapter: &v1beta1.ScalingAdapter{},
+				Experimental: &v1beta1.ExperimentalSpec{Failover: &v1beta1.FailoverSpec{}}},
+		},
+	}}
+	dgd := &v1alpha1.DynamoGraphDeployment{}
+	if err := beta.ConvertTo(dgd); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"spec.components[1].scalingAdapter (not acted on yet)",
+		"spec.priorityClassName (not acted on yet)",
+		"spec.services.Worker.failover (not acted on yet)",
+	}
+	if diff := cmp.Diff(want, ignoredFields(dgd, nil)); diff != "" {
+		t.Errorf("fields not acted on (-want +got):\n%s", diff)
 	}
 }

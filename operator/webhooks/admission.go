@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 )
 
 // validator adapts the pure Validate functions of one kind to
@@ -17,6 +19,10 @@ type validator[T client.Object] struct {
 	create   func(T) (field.ErrorList, []string)
 	update   func(old, cur T) (field.ErrorList, []string)
 	excluded func(namespace string) bool
+	// beta moves the paths of violations found on the v1alpha1 form of an
+	// object to where a user who wrote it in v1beta1 wrote each field; nil
+	// for kinds served in v1alpha1 only.
+	beta func(T, field.ErrorList) field.ErrorList
 }
 
 func (v *validator[T]) ValidateCreate(ctx context.Context, obj T) (admission.Warnings, error) {
@@ -25,7 +31,7 @@ func (v *validator[T]) ValidateCreate(ctx context.Context, obj T) (admission.War
 	}
 	errs, warnings := v.create(obj)
 	recordReasons(ctx, errs)
-	return warnings, v.invalid(obj, errs)
+	return warnings, v.invalid(ctx, obj, errs)
 }
 
 func (v *validator[T]) ValidateUpdate(ctx context.Context, old, cur T) (admission.Warnings, error) {
@@ -36,7 +42,7 @@ func (v *validator[T]) ValidateUpdate(ctx context.Context, old, cur T) (admissio
 	}
 	errs, warnings := v.update(old, cur)
 	recordReasons(ctx, errs)
-	return warnings, v.invalid(cur, errs)
+	return warnings, v.invalid(ctx, cur, errs)
 }
 
 // ValidateDelete allows every deletion; the configurations do not even send
@@ -51,10 +57,24 @@ func (v *validator[T]) skip(obj T) bool {
 	return v.excluded != nil && v.excluded(obj.GetNamespace())
 }
 
-// invalid is the Kubernetes Invalid status listing every violation, or nil.
-func (v *validator[T]) invalid(obj T, errs field.ErrorList) error {
+// invalid is the Kubernetes Invalid status listing every violation, or nil,
+// each at its path in the version the request was written in.
+func (v *validator[T]) invalid(ctx context.Context, obj T, errs field.ErrorList) error {
 	if len(errs) == 0 {
 		return nil
 	}
+	if v.beta != nil && requestedVersion(ctx) == v1beta1.GroupVersion.Version {
+		errs = v.beta(obj, errs)
+	}
 	return apierrors.NewInvalid(v.kind, obj.GetName(), errs)
+}
+
+// requestedVersion is the API version the request was made in, before the
+// API server converted it to the version the webhook is registered for.
+func requestedVersion(ctx context.Context) string {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil || req.RequestKind == nil {
+		return ""
+	}
+	return req.RequestKind.Version
 }

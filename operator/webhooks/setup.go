@@ -50,10 +50,11 @@ func Setup(mgr manager.Manager, o Options) error {
 	}
 	register(PathValidateGraph, "DynamoGraphDeployment", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoGraphDeployment]{
 		kind: gk("DynamoGraphDeployment"), create: rules.ValidateGraph, update: rules.ValidateGraphUpdate, excluded: o.NamespaceExcluded,
+		beta: betaGraphErrors,
 	}).Handler)
 	register(PathValidateComponentDeployment, "DynamoComponentDeployment", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoComponentDeployment]{
 		kind: gk("DynamoComponentDeployment"), create: rules.ValidateComponentDeployment, update: rules.ValidateComponentDeploymentUpdate,
-		excluded: o.NamespaceExcluded,
+		excluded: o.NamespaceExcluded, beta: betaComponentErrors,
 	}).Handler)
 	register(PathValidateModel, "DynamoModel", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoModel]{
 		kind: gk("DynamoModel"), create: rules.ValidateModel, update: rules.ValidateModelUpdate, excluded: o.NamespaceExcluded,

@@ -49,18 +49,51 @@ var shortNames = map[string]string{
 	"dwm": "DynamoWorkerMetadata",
 }
 
-// ResolveKind turns a name as a user writes it (Kind, resource, plural or
-// short name: "DynamoGraphDeployment", "dgd", "deployment", "services") into
-// a group, version and kind.
+// writtenIn is the version the feature files write a group's kinds in when
+// a step names a kind without one. Discovery prefers nvidia.com/v1beta1 (as
+// `kubectl get dgd` does), but the feature files predate it and name
+// v1alpha1's fields; a step about v1beta1 says so as kubectl would,
+// "dgd.v1beta1.nvidia.com".
+var writtenIn = map[string]string{"nvidia.com": "v1alpha1"}
+
+// ResolveKind turns a name as a user writes it into a group, version and
+// kind: a Kind, resource, plural or short name ("DynamoGraphDeployment",
+// "dgd", "deployment", "services"), or kubectl's fully qualified
+// resource.version.group ("dgd.v1beta1.nvidia.com") for one version of a
+// kind served in several. Unqualified, a kind resolves to the version of
+// writtenIn, else to the one discovery prefers.
 func ResolveKind(mapper meta.RESTMapper, name string) (schema.GroupVersionKind, error) {
-	if kind, ok := shortNames[strings.ToLower(name)]; ok {
-		name = kind
+	full, partial := schema.ParseResourceArg(name)
+	var tried []error
+	for _, gvr := range []*schema.GroupVersionResource{full, {Group: partial.Group, Resource: partial.Resource}, {Resource: name}} {
+		if gvr == nil {
+			continue
+		}
+		gvks, err := mapper.KindsFor(userResource(*gvr))
+		if err != nil || len(gvks) == 0 {
+			tried = append(tried, err)
+			continue
+		}
+		if gvr.Version == "" {
+			for _, gvk := range gvks {
+				if writtenIn[gvk.Group] == gvk.Version {
+					return gvk, nil
+				}
+			}
+		}
+		return gvks[0], nil
 	}
-	gvk, err := mapper.KindFor(schema.GroupVersionResource{Resource: strings.ToLower(name)})
-	if err != nil {
-		return schema.GroupVersionKind{}, fmt.Errorf("unknown kind %q: %w", name, err)
+	return schema.GroupVersionKind{}, fmt.Errorf("unknown kind %q: %w", name, errors.Join(tried...))
+}
+
+// userResource spells a resource as the RESTMapper knows it: short names
+// expanded, lower case (a Kind's lower case is its singular resource).
+func userResource(gvr schema.GroupVersionResource) schema.GroupVersionResource {
+	if kind, ok := shortNames[strings.ToLower(gvr.Resource)]; ok {
+		gvr.Resource = kind
 	}
-	return gvk, nil
+	gvr.Resource = strings.ToLower(gvr.Resource)
+	return gvr
 }
 
 // JSONPathValue evaluates a kubectl-style JSONPath ("{.spec.replicas}" or

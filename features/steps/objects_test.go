@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func TestParseManifestsSkipsEmptyDocumentsAndNeedsKind(t *testing.T) {
@@ -59,5 +61,40 @@ func TestCondition(t *testing.T) {
 	}
 	if c := condition(&unstructured.Unstructured{Object: map[string]any{}}, "Ready"); c != nil {
 		t.Errorf("no status: got %+v, want nil", c)
+	}
+}
+
+func TestResolveKind(t *testing.T) {
+	beta := schema.GroupVersion{Group: "nvidia.com", Version: "v1beta1"}
+	alpha := schema.GroupVersion{Group: "nvidia.com", Version: "v1alpha1"}
+	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
+	// Discovery's order: v1beta1 preferred, as the API server serves it.
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{beta, alpha, apps})
+	for _, gv := range []schema.GroupVersion{beta, alpha} {
+		mapper.Add(gv.WithKind("DynamoGraphDeployment"), meta.RESTScopeNamespace)
+	}
+	mapper.Add(apps.WithKind("Deployment"), meta.RESTScopeNamespace)
+	for name, want := range map[string]schema.GroupVersionKind{
+		"dgd":                    alpha.WithKind("DynamoGraphDeployment"),
+		"DynamoGraphDeployment":  alpha.WithKind("DynamoGraphDeployment"),
+		"dynamographdeployments": alpha.WithKind("DynamoGraphDeployment"),
+		"dgd.v1beta1.nvidia.com": beta.WithKind("DynamoGraphDeployment"),
+		"dynamographdeployments.v1beta1.nvidia.com":  beta.WithKind("DynamoGraphDeployment"),
+		"dynamographdeployments.v1alpha1.nvidia.com": alpha.WithKind("DynamoGraphDeployment"),
+		"dgd.nvidia.com":   alpha.WithKind("DynamoGraphDeployment"),
+		"deployment":       apps.WithKind("Deployment"),
+		"deployments.apps": apps.WithKind("Deployment"),
+	} {
+		got, err := ResolveKind(mapper, name)
+		if err != nil {
+			t.Errorf("ResolveKind(%q): %v", name, err)
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("ResolveKind(%q) (-want +got):\n%s", name, diff)
+		}
+	}
+	if _, err := ResolveKind(mapper, "dgd.v2.nvidia.com"); err == nil {
+		t.Errorf("a version the API server does not serve must be an error")
 	}
 }

@@ -1,11 +1,15 @@
 @api
-Feature: The nvidia.com/v1alpha1 API accepts what Dynamo users write and rejects what is malformed
-  Platform teams keep their existing DynamoGraphDeployment and DynamoModel manifests. Every one of them
-  must be accepted unchanged and stored without losing a field, while malformed objects are rejected by
-  the API server with a message that names the field and the rule.
+Feature: The nvidia.com API accepts what Dynamo users write, in v1alpha1 and v1beta1, and rejects what is malformed
+  Platform teams keep their existing DynamoGraphDeployment and DynamoModel manifests, and write new graphs
+  as Dynamo's current documentation does, in nvidia.com/v1beta1. Every one of them must be accepted
+  unchanged and stored without losing a field, in the version it was written in, while malformed objects
+  are rejected by the API server with a message that names the field, where it was written, and the rule.
 
   Scenario: Every manifest Dynamo's users run is accepted and stored unchanged
     Then every manifest under "../shared/compat" is accepted and reads back unchanged
+
+  Scenario: Every manifest of Dynamo's current documentation is accepted in v1beta1, created or applied, and reads in v1alpha1 too
+    Then every manifest under "../shared/compat-v1beta1" is accepted and reads back unchanged when created and when applied server-side, and reads in "nvidia.com/v1alpha1"
 
   Scenario: The disaggregated graph of the operator guide is accepted
     When I apply the manifest:

@@ -66,7 +66,15 @@ func (w *world) everyGraphRunsAsWritten(ctx context.Context, dir string) error {
 }
 
 func (w *world) checkGraphFile(ctx context.Context, rel string, objs []*unstructured.Unstructured, dgds []*v1alpha1.DynamoGraphDeployment) []string {
-	ns, err := w.cluster.CreateNamespace(ctx, "compat-"+strings.TrimSuffix(filepath.Base(rel), ".yaml"))
+	return w.inNamespaceOfItsOwn(ctx, "compat-"+strings.TrimSuffix(filepath.Base(rel), ".yaml"), func() []string {
+		return w.checkGraphs(ctx, objs, dgds)
+	})
+}
+
+// inNamespaceOfItsOwn runs f with a fresh namespace, named after prefix,
+// as the scenario's, and deletes it after.
+func (w *world) inNamespaceOfItsOwn(ctx context.Context, prefix string, f func() []string) []string {
+	ns, err := w.cluster.CreateNamespace(ctx, prefix)
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -74,7 +82,10 @@ func (w *world) checkGraphFile(ctx context.Context, rel string, objs []*unstruct
 	scenarioNS := w.namespace
 	w.namespace = ns
 	defer func() { w.namespace = scenarioNS }()
+	return f()
+}
 
+func (w *world) checkGraphs(ctx context.Context, objs []*unstructured.Unstructured, dgds []*v1alpha1.DynamoGraphDeployment) []string {
 	// The Secrets and ConfigMaps the graph's docs have users create first
 	// (placeholders): a kubelet starts no pod without them.
 	if err := w.createPrereqs(ctx, objs); err != nil {
@@ -98,7 +109,7 @@ func (w *world) checkGraphFile(ctx context.Context, rel string, objs []*unstruct
 				continue
 			}
 			deploy := &appsv1.Deployment{}
-			if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: deployName}, deploy); err != nil {
+			if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: deployName}, deploy); err != nil {
 				problems = append(problems, err.Error())
 				continue
 			}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/util/jsonpath"
+	"sigs.k8s.io/controller-runtime/pkg/conversion"
 )
 
 // ParseManifests reads a multi-document YAML or JSON stream into objects,
@@ -131,4 +132,49 @@ func condition(obj *unstructured.Unstructured, condType string) *metav1.Conditio
 		return c
 	}
 	return nil
+}
+
+// ConvertManifest converts obj, written in one version of a kind the
+// operator converts (the nvidia.com/v1alpha1 hub and its v1beta1 spokes,
+// operator/api/v1beta1), into version gv with the operator's own
+// conversion, as the API server's conversion webhook does for a client
+// reading obj there.
+func ConvertManifest(s *runtime.Scheme, obj *unstructured.Unstructured, gv schema.GroupVersion) (*unstructured.Unstructured, error) {
+	kind := obj.GetKind()
+	from, err := s.New(obj.GroupVersionKind())
+	if err != nil {
+		return nil, err
+	}
+	to, err := s.New(gv.WithKind(kind))
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, from); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", kind, obj.GetName(), err)
+	}
+	if err := convert(from, to); err != nil {
+		return nil, fmt.Errorf("converting %s %s from %s to %s: %w", kind, obj.GetName(), obj.GetAPIVersion(), gv, err)
+	}
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(to)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: out}
+	u.SetGroupVersionKind(gv.WithKind(kind))
+	return u, nil
+}
+
+// convert converts a spoke to the hub, or the hub to a spoke.
+func convert(from, to runtime.Object) error {
+	spoke, fromSpoke := from.(conversion.Convertible)
+	hub, toHub := to.(conversion.Hub)
+	if fromSpoke && toHub {
+		return spoke.ConvertTo(hub)
+	}
+	hub, fromHub := from.(conversion.Hub)
+	spoke, toSpoke := to.(conversion.Convertible)
+	if fromHub && toSpoke {
+		return spoke.ConvertFrom(hub)
+	}
+	return errors.New("the kind has no conversion between these versions")
 }

@@ -8,7 +8,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
+	"github.com/dynamoctl/dynamo-operator/operator/apply"
 )
 
 func TestParseManifestsSkipsEmptyDocumentsAndNeedsKind(t *testing.T) {
@@ -96,5 +101,60 @@ func TestResolveKind(t *testing.T) {
 	}
 	if _, err := ResolveKind(mapper, "dgd.v2.nvidia.com"); err == nil {
 		t.Errorf("a version the API server does not serve must be an error")
+	}
+}
+
+func TestConvertManifest(t *testing.T) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{v1alpha1.AddToScheme, v1beta1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, err := ParseManifests([]byte(`
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {name: vllm-agg}
+spec:
+  components:
+  - name: VllmDecodeWorker
+    type: worker
+    replicas: 1
+    podTemplate:
+      spec:
+        containers:
+        - name: main
+          image: vllm-runtime:1.3.1
+          args: [--model, Qwen/Qwen3-0.6B]
+          resources: {limits: {nvidia.com/gpu: "1"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alpha, err := ConvertManifest(s, objs[0], v1alpha1.GroupVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		".apiVersion":    "nvidia.com/v1alpha1",
+		".metadata.name": "vllm-agg",
+		".spec.services.VllmDecodeWorker.componentType":                      "worker",
+		".spec.services.VllmDecodeWorker.extraPodSpec.mainContainer.image":   "vllm-runtime:1.3.1",
+		".spec.services.VllmDecodeWorker.extraPodSpec.mainContainer.args[1]": "Qwen/Qwen3-0.6B",
+		".spec.services.VllmDecodeWorker.resources.limits.gpu":               "1",
+	} {
+		if got, err := JSONPathValue(alpha.Object, path); err != nil || got != want {
+			t.Errorf("v1alpha1 %s = %q, %v; want %q", path, got, err, want)
+		}
+	}
+	back, err := ConvertManifest(s, alpha, v1beta1.GroupVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := apply.Diff(back.Object, objs[0].Object); len(diff) > 0 {
+		t.Errorf("converted back, the manifest lost: %v", diff)
+	}
+	if _, err := ConvertManifest(s, back, v1beta1.GroupVersion); err == nil {
+		t.Errorf("v1beta1 to v1beta1 is no conversion of the operator's and must be an error")
 	}
 }

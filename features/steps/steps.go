@@ -334,7 +334,7 @@ func (w *world) compareWithStored(ctx context.Context, objs []*unstructured.Unst
 		}
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("stored objects differ from what was applied:\n  %s", strings.Join(problems, "\n  "))
+		return fmt.Errorf("stored objects differ from what was written:\n  %s", strings.Join(problems, "\n  "))
 	}
 	return nil
 }

@@ -472,17 +472,19 @@ Feature: The nvidia.com API accepts what Dynamo users write, in v1alpha1 and v1b
       """
     Then it is rejected with a message containing ".spec.components[name=\"Frontend\"].replicaz: field not declared in schema"
 
-  Scenario Outline: Each kind is served with its short name and the columns kubectl shows
-    Then the API server serves "<resource>" in "nvidia.com/v1alpha1" with short name "<short>"
-    And "kubectl get <short>" shows the columns "<columns>"
+  Scenario Outline: Each kind is served with its short name and the columns kubectl shows, in each of its versions
+    Then the API server serves "<resource>" in "nvidia.com/<version>" with short name "<short>"
+    And "kubectl get <short>.<version>.nvidia.com" shows the columns "<columns>"
 
     Examples:
-      | resource                   | short | columns                                     |
-      | dynamographdeployments     | dgd   | Name, Ready, State, Backend, Age            |
-      | dynamocomponentdeployments | dcd   | Name, Type, Available, Desired, Ready, Age  |
-      | dynamomodels               | dm    | Name, Model, Base, Type, Ready, Total, Age  |
-      | dynamocomponents           | dc    | Name, Component, Image-Ready, Age           |
-      | dynamoworkermetadatas      | dwm   | Name, Age                                   |
+      | resource                   | version  | short | columns                                     |
+      | dynamographdeployments     | v1alpha1 | dgd   | Name, Ready, State, Backend, Age            |
+      | dynamographdeployments     | v1beta1  | dgd   | Name, Ready, State, Backend, Age            |
+      | dynamocomponentdeployments | v1alpha1 | dcd   | Name, Type, Available, Desired, Ready, Age  |
+      | dynamocomponentdeployments | v1beta1  | dcd   | Name, Type, Available, Desired, Ready, Age  |
+      | dynamomodels               | v1alpha1 | dm    | Name, Model, Base, Type, Ready, Total, Age  |
+      | dynamocomponents           | v1alpha1 | dc    | Name, Component, Image-Ready, Age           |
+      | dynamoworkermetadatas      | v1alpha1 | dwm   | Name, Age                                   |
 
   # The runtime writes these discovery records itself (DYN_DISCOVERY_BACKEND=kubernetes), under the
   # graph's discovery ServiceAccount; the data is its own JSON, kept as written.

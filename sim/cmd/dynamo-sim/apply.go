@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -220,6 +221,9 @@ func createPrerequisites(ctx context.Context, c client.Client, objs []*unstructu
 		byNS[ns] = append(byNS[ns], o)
 	}
 	for ns, in := range byNS {
+		if err := reportMissingClaims(ctx, c, in, ns); err != nil {
+			return err
+		}
 		for _, o := range prereq.For(in, ns) {
 			kind := o.GetObjectKind().GroupVersionKind().Kind
 			err := c.Create(ctx, o)
@@ -232,6 +236,23 @@ func createPrerequisites(ctx context.Context, c client.Client, objs []*unstructu
 			fmt.Printf("%s/%s created with placeholder values (a prerequisite the manifest names)\n",
 				strings.ToLower(kind), o.GetName())
 		}
+	}
+	return nil
+}
+
+// reportMissingClaims says which claims objs mount that neither they nor
+// the namespace hold: the simulator creates none (prereq.Claims), so the
+// pods mounting them stay Pending, as the graph's status will say.
+func reportMissingClaims(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, ns string) error {
+	for _, name := range prereq.Claims(objs) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.PersistentVolumeClaim{})
+		if err == nil {
+			continue
+		}
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading persistentvolumeclaim %s/%s: %w", ns, name, err)
+		}
+		fmt.Printf("persistentvolumeclaim/%s not found: the manifest mounts it; its pods stay Pending until you create it (with the data its docs say)\n", name)
 	}
 	return nil
 }

@@ -295,3 +295,10 @@ Feature: A DynamoGraphDeployment runs as one component per service, and its stat
   @compat
   Scenario: Every graph users run gets Deployments carrying exactly what they wrote, and becomes Ready
     Then every graph under "../shared/compat" runs with the images, commands, args, GPU limits and env as written
+
+  @compat
+  Scenario: Every graph of Dynamo's current documentation, written in v1beta1, runs as written
+    Each component's pod template, converted as the operator converts it, reaches its workload: every container
+    with its image, command, args, env and resources, the user's values winning. A graph whose pods mount a
+    claim its documentation has users create and fill first pends naming that claim where a scheduler runs.
+    Then every graph under "../shared/compat-v1beta1" runs with the images, commands, args, GPU limits and env as written

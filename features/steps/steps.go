@@ -483,14 +483,19 @@ func truncate(s string, n int) string {
 }
 
 func (w *world) readField(ctx context.Context, kind, name, path string) (string, error) {
-	gvk, err := ResolveKind(w.cluster.Client.RESTMapper(), kind)
+	obj, err := w.read(ctx, kind, name)
 	if err != nil {
 		return "", err
 	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
-	if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: name}, obj); err != nil {
-		return "", err
-	}
 	return JSONPathValue(obj.Object, path)
+}
+
+// read gets the object of a kind, named as a user writes it (ResolveKind),
+// from the scenario's namespace.
+func (w *world) read(ctx context.Context, kind, name string) (*unstructured.Unstructured, error) {
+	obj, err := w.object(kind, name)
+	if err != nil {
+		return nil, err
+	}
+	return obj, w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 }

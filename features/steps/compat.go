@@ -361,10 +361,10 @@ func containerAsWritten(want corev1.Container, got *corev1.Container) []string {
 	}
 	wantEnv, haveEnv := map[string]corev1.EnvVar{}, map[string]corev1.EnvVar{}
 	for _, e := range want.Env {
-		wantEnv[e.Name] = e
+		wantEnv[e.Name] = withAPIServerDefaults(e)
 	}
 	for _, e := range got.Env {
-		haveEnv[e.Name] = e
+		haveEnv[e.Name] = withAPIServerDefaults(e)
 	}
 	for _, name := range sortedKeys(wantEnv) {
 		if !reflect.DeepEqual(haveEnv[name], wantEnv[name]) {
@@ -387,6 +387,17 @@ func containerAsWritten(want corev1.Container, got *corev1.Container) []string {
 		}
 	}
 	return problems
+}
+
+// withAPIServerDefaults is e as the API server stores it in a pod
+// template, where a fieldRef without apiVersion gets v1: what was written
+// and what was rendered compare alike on a cluster and off it.
+func withAPIServerDefaults(e corev1.EnvVar) corev1.EnvVar {
+	if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.APIVersion == "" {
+		e = *e.DeepCopy()
+		e.ValueFrom.FieldRef.APIVersion = "v1"
+	}
+	return e
 }
 
 func containerNamed(containers []corev1.Container, name string) *corev1.Container {

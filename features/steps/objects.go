@@ -62,15 +62,14 @@ var writtenIn = map[string]string{"nvidia.com": "v1alpha1"}
 // "dgd", "deployment", "services"), or kubectl's fully qualified
 // resource.version.group ("dgd.v1beta1.nvidia.com") for one version of a
 // kind served in several. Unqualified, a kind resolves to the version of
-// writtenIn, else to the one discovery prefers.
-func ResolveKind(mapper meta.RESTMapper, name string) (schema.GroupVersionKind, error) {
-	full, partial := schema.ParseResourceArg(name)
+// writtenIn, else to the one discovery prefers. known (may be nil) names
+// the groups of the kinds it knows: a lazy RESTMapper finds a kind by
+// resource alone only in the groups it has loaded already, and a scenario
+// may be the first to ask for one (LeaderWorkerSet).
+func ResolveKind(mapper meta.RESTMapper, known *runtime.Scheme, name string) (schema.GroupVersionKind, error) {
 	var tried []error
-	for _, gvr := range []*schema.GroupVersionResource{full, {Group: partial.Group, Resource: partial.Resource}, {Resource: name}} {
-		if gvr == nil {
-			continue
-		}
-		gvks, err := mapper.KindsFor(userResource(*gvr))
+	for _, gvr := range candidateResources(known, name) {
+		gvks, err := mapper.KindsFor(userResource(gvr))
 		if err != nil || len(gvks) == 0 {
 			tried = append(tried, err)
 			continue
@@ -85,6 +84,35 @@ func ResolveKind(mapper meta.RESTMapper, name string) (schema.GroupVersionKind, 
 		return gvks[0], nil
 	}
 	return schema.GroupVersionKind{}, fmt.Errorf("unknown kind %q: %w", name, errors.Join(tried...))
+}
+
+// candidateResources are the readings of name to try in turn: as
+// resource.version.group, as resource.group, as a resource in any group
+// the mapper knows, and as a kind of known in its own group.
+func candidateResources(known *runtime.Scheme, name string) []schema.GroupVersionResource {
+	var out []schema.GroupVersionResource
+	full, partial := schema.ParseResourceArg(name)
+	if full != nil {
+		out = append(out, *full)
+	}
+	if partial.Group != "" {
+		out = append(out, partial.WithVersion(""))
+	}
+	out = append(out, schema.GroupVersionResource{Resource: name})
+	if known == nil {
+		return out
+	}
+	kind := userResource(schema.GroupVersionResource{Resource: name}).Resource
+	groups := map[string]bool{}
+	for gvk := range known.AllKnownTypes() {
+		if strings.ToLower(gvk.Kind) == kind && gvk.Group != "" {
+			groups[gvk.Group] = true
+		}
+	}
+	for _, g := range sortedKeys(groups) {
+		out = append(out, schema.GroupVersionResource{Group: g, Resource: name})
+	}
+	return out
 }
 
 // userResource spells a resource as the RESTMapper knows it: short names

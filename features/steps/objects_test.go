@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
@@ -90,7 +91,7 @@ func TestResolveKind(t *testing.T) {
 		"deployment":       apps.WithKind("Deployment"),
 		"deployments.apps": apps.WithKind("Deployment"),
 	} {
-		got, err := ResolveKind(mapper, name)
+		got, err := ResolveKind(mapper, nil, name)
 		if err != nil {
 			t.Errorf("ResolveKind(%q): %v", name, err)
 			continue
@@ -99,8 +100,41 @@ func TestResolveKind(t *testing.T) {
 			t.Errorf("ResolveKind(%q) (-want +got):\n%s", name, diff)
 		}
 	}
-	if _, err := ResolveKind(mapper, "dgd.v2.nvidia.com"); err == nil {
+	if _, err := ResolveKind(mapper, nil, "dgd.v2.nvidia.com"); err == nil {
 		t.Errorf("a version the API server does not serve must be an error")
+	}
+}
+
+// lazyMapper, like controller-runtime's, finds the resources of a group
+// by resource alone only once asked for that group.
+type lazyMapper struct {
+	meta.RESTMapper
+	lazyGroup string
+}
+
+func (m lazyMapper) KindsFor(gvr schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
+	gvks, err := m.RESTMapper.KindsFor(gvr)
+	if gvr.Group == "" && len(gvks) > 0 && gvks[0].Group == m.lazyGroup {
+		return nil, &meta.NoResourceMatchError{PartialResource: gvr}
+	}
+	return gvks, err
+}
+
+func TestResolveKindOfAGroupTheMapperHasNotLoaded(t *testing.T) {
+	lws := lwsv1.GroupVersion
+	defaults := meta.NewDefaultRESTMapper([]schema.GroupVersion{lws})
+	defaults.Add(lws.WithKind("LeaderWorkerSet"), meta.RESTScopeNamespace)
+	mapper := lazyMapper{RESTMapper: defaults, lazyGroup: lws.Group}
+	known := runtime.NewScheme()
+	if err := lwsv1.AddToScheme(known); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ResolveKind(mapper, known, "LeaderWorkerSet")
+	if err != nil || got != lws.WithKind("LeaderWorkerSet") {
+		t.Errorf("ResolveKind(LeaderWorkerSet) = %v, %v; want %v", got, err, lws.WithKind("LeaderWorkerSet"))
+	}
+	if _, err := ResolveKind(mapper, nil, "LeaderWorkerSet"); err == nil {
+		t.Errorf("without the scheme's groups the lazy mapper cannot know it; want an error")
 	}
 }
 

@@ -174,23 +174,37 @@ func kinds(objs []*unstructured.Unstructured) map[string]int {
 // managerContainer is the manager container of the rendered Deployment.
 func managerContainer(t *testing.T, objs []*unstructured.Unstructured) map[string]any {
 	t.Helper()
-	d := find(objs, "Deployment", "")
-	if d == nil {
-		t.Fatal("no Deployment rendered")
-	}
-	cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
-	for _, c := range cs {
-		if m := c.(map[string]any); m["name"] == "manager" {
-			return m
-		}
+	if c := podContainer(t, objs, "containers", "manager"); c != nil {
+		return c
 	}
 	t.Fatal("no manager container")
 	return nil
 }
 
+// podContainer is the container name in field (containers,
+// initContainers) of the rendered Deployment's pod, or nil.
+func podContainer(t *testing.T, objs []*unstructured.Unstructured, field, name string) map[string]any {
+	t.Helper()
+	d := find(objs, "Deployment", "")
+	if d == nil {
+		t.Fatal("no Deployment rendered")
+	}
+	cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", field)
+	for _, c := range cs {
+		if m := c.(map[string]any); m["name"] == name {
+			return m
+		}
+	}
+	return nil
+}
+
 func containerArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
 	t.Helper()
-	raw, _ := managerContainer(t, objs)["args"].([]any)
+	return argsOf(managerContainer(t, objs))
+}
+
+func argsOf(c map[string]any) []string {
+	raw, _ := c["args"].([]any)
 	args := make([]string, len(raw))
 	for i, a := range raw {
 		args[i] = a.(string)

@@ -31,6 +31,7 @@ import (
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
+	"github.com/dynamoctl/dynamo-operator/operator/config"
 	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 )
 
@@ -196,6 +197,28 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if len(secret.Data["tls.crt"]) == 0 {
 		t.Fatal("the operator did not fill the chart's certificate Secret")
 	}
+	// The CRDs' conversion webhook is the release's Service, and the
+	// operator, with the chart's rights, injects its CA there.
+	eventually(t, 30*time.Second, "CA bundle injected into the CRDs", func(ctx context.Context) (bool, error) {
+		names, err := crdinstall.ConvertedNames()
+		if err != nil || len(names) == 0 {
+			return false, fmt.Errorf("CRDs converted by webhook: %v %v", names, err)
+		}
+		for _, name := range names {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+				return false, err
+			}
+			cc := crd.Spec.Conversion.Webhook.ClientConfig
+			if cc.Service == nil || cc.Service.Namespace != ns || cc.Service.Name != release+"-dynamo-operator-webhook" {
+				return false, fmt.Errorf("%s: conversion webhook %+v, want the release's Service", name, cc)
+			}
+			if string(cc.CABundle) != string(secret.Data["ca.crt"]) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 
 	// A graph reconciles under the chart's ClusterRole.
 	graphNS := env.Namespace(t, "graphs")
@@ -337,11 +360,17 @@ func names(list client.ObjectList) []string {
 }
 
 // applyCRDsAsChart runs what the apply-crds init container runs
-// (dynamo-operator --apply-crds) as the chart's ServiceAccount.
+// (dynamo-operator --apply-crds with its flags and environment) as the
+// chart's ServiceAccount.
 func applyCRDsAsChart(t *testing.T, objs []*unstructured.Unstructured, ns string, log *requestLog) {
 	t.Helper()
-	if !hasInitContainer(objs) {
+	init := applyCRDsContainer(objs)
+	if init == nil {
 		t.Fatal("no apply-crds init container")
+	}
+	o, err := config.Parse(argsOf(init), envOf(init, ns))
+	if err != nil {
+		t.Fatalf("the operator refuses the init container's flags: %v", err)
 	}
 	scheme := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
@@ -352,9 +381,16 @@ func applyCRDsAsChart(t *testing.T, objs []*unstructured.Unstructured, ns string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := crdinstall.Apply(context.Background(), c, 30*time.Second); err != nil {
+	if err := crdinstall.Apply(context.Background(), c, 30*time.Second, crdinstall.ConversionFor(o)); err != nil {
 		t.Fatalf("applying the CRDs with the chart's RBAC: %v", err)
 	}
+	// The release's Service has no endpoints here: conversion goes back to
+	// the test environment's own when the test ends.
+	t.Cleanup(func() {
+		if err := env.ApplyCRDs(context.Background(), env.Conversion()); err != nil {
+			t.Errorf("routing conversion back to the test environment: %v", err)
+		}
+	})
 	// One server-side apply per CRD the binary embeds, none refused.
 	want, err := fs.Glob(crds.FS, "*.yaml")
 	if err != nil {

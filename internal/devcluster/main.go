@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
+	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 )
 
 func main() {
@@ -29,12 +30,18 @@ func main() {
 	}
 }
 
+// webhookPort is where the operator serves its webhooks, conversion
+// included.
+const webhookPort = "9443"
+
 func run(operator, dir string, operatorArgs []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	fmt.Fprintln(os.Stderr, "devcluster: starting etcd and kube-apiserver...")
-	env, err := testenv.Start()
+	// The CRDs' conversion webhook is the operator's, as the chart's init
+	// container points it at the release's; the operator injects its CA.
+	env, err := testenv.StartWith(testenv.Options{Conversion: &crdinstall.Conversion{URL: "https://127.0.0.1:" + webhookPort}})
 	if err != nil {
 		return err
 	}
@@ -73,7 +80,7 @@ func run(operator, dir string, operatorArgs []string) error {
 	}
 	args := append([]string{"--metrics-secure=false", "--metrics-bind-address=127.0.0.1:8080",
 		"--health-probe-bind-address=127.0.0.1:8081",
-		"--webhook-url-host=127.0.0.1", "--webhook-port=9443", "--webhook-cert-dir=" + certDir}, operatorArgs...)
+		"--webhook-url-host=127.0.0.1", "--webhook-port=" + webhookPort, "--webhook-cert-dir=" + certDir}, operatorArgs...)
 	cmd := exec.CommandContext(ctx, operator, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kcPath)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

@@ -30,6 +30,7 @@ import (
 
 	dynamov1alpha1 "github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	dynamov1beta1 "github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
+	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 )
 
 // Env is a running API server with the project's CRDs installed.
@@ -39,14 +40,16 @@ type Env struct {
 	// Client uses Scheme and strict field validation, as kubectl does, so
 	// unknown fields are rejected rather than silently pruned.
 	Client client.Client
-	// Scheme knows the built-in kinds and the nvidia.com/v1alpha1 and
-	// v1beta1 kinds.
+	// Scheme knows the built-in kinds, CustomResourceDefinitions and the
+	// nvidia.com/v1alpha1 and v1beta1 kinds.
 	Scheme *runtime.Scheme
 
-	env      *envtest.Environment
-	kcm      *controllerManager
-	auditLog string
-	tmpDir   string
+	env        *envtest.Environment
+	kcm        *controllerManager
+	converter  *conversionServer     // nil when Options.Conversion names another
+	conversion crdinstall.Conversion // where the CRDs send conversion reviews
+	auditLog   string
+	tmpDir     string
 }
 
 // Options change how an Env starts.
@@ -56,6 +59,10 @@ type Options struct {
 	// NoGangScheduling starts the API server without the PodGroup API
 	// (scheduling.k8s.io/v1alpha2), as Kubernetes serves by default.
 	NoGangScheduling bool
+	// Conversion, when set, is where the CRDs' conversion webhook points
+	// (e.g. the operator `make run` starts); nil: the Env serves
+	// conversion itself (see conversion.go).
+	Conversion *crdinstall.Conversion
 }
 
 // Scheme returns a scheme with client-go's kinds and this project's kinds.
@@ -70,13 +77,17 @@ func NewScheme() *runtime.Scheme {
 	if err := dynamov1beta1.AddToScheme(s); err != nil {
 		panic(err)
 	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
 	if err := lwsv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s
 }
 
-// Start launches etcd and kube-apiserver and installs crds/. The binaries
+// Start launches etcd and kube-apiserver and installs the project's CRDs
+// as the operator does (operator/crdinstall). The binaries
 // come from KUBEBUILDER_ASSETS when set, else from tools/build-k8s.sh, which
 // builds them on first use.
 func Start() (*Env, error) { return StartWith(Options{}) }
@@ -91,16 +102,9 @@ func StartWith(o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	crds, err := ReadCRDs(filepath.Join(root, "crds"))
-	if err != nil {
-		return nil, err
-	}
 	scheme := NewScheme()
 	te := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		// envtest's 10 s for the CRDs to be served is too short on a
-		// loaded 2-core machine.
-		CRDInstallOptions:        envtest.CRDInstallOptions{CRDs: WithoutConversionWebhook(crds), MaxTime: crdWait},
+		BinaryAssetsDirectory:    assets,
 		Scheme:                   scheme,
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
@@ -155,12 +159,34 @@ func StartWith(o Options) (*Env, error) {
 		auditLog: auditLog,
 		tmpDir:   tmpDir,
 	}
+	if err := e.installCRDs(o.Conversion); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
 	if e.kcm, err = startControllerManager(e, assets, !o.NoGangScheduling); err != nil {
-		_ = te.Stop()
-		_ = os.RemoveAll(tmpDir)
+		_ = e.Stop()
 		return nil, err
 	}
 	return e, nil
+}
+
+// installCRDs applies the CRDs with their conversion webhook pointing at
+// conv, or at a conversion server the Env starts when conv is nil.
+func (e *Env) installCRDs(conv *crdinstall.Conversion) error {
+	if conv == nil {
+		s, err := startConversionServer(e.Scheme, filepath.Join(e.tmpDir, "conversion-certs"))
+		if err != nil {
+			return err
+		}
+		e.converter, conv = s, &s.conv
+	}
+	e.conversion = *conv
+	// crdWait: envtest's 10 s for CRDs to be served is too short on a
+	// loaded 2-core machine.
+	if err := e.ApplyCRDs(context.Background(), e.conversion); err != nil {
+		return fmt.Errorf("installing the CRDs: %w", err)
+	}
+	return nil
 }
 
 // ReadCRDs reads the CRDs of dir (every *.yaml, one CRD each), as the
@@ -217,7 +243,12 @@ func (e *Env) Stop() error {
 	if e.kcm != nil {
 		errs = append(errs, e.kcm.stop())
 	}
-	errs = append(errs, e.env.Stop(), os.RemoveAll(e.tmpDir))
+	errs = append(errs, e.env.Stop())
+	// Last: the API server may convert until it stops.
+	if e.converter != nil {
+		e.converter.stop()
+	}
+	errs = append(errs, os.RemoveAll(e.tmpDir))
 	return errors.Join(errs...)
 }
 

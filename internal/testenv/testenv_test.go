@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dynamov1alpha1 "github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	dynamov1beta1 "github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 )
 
 var env *Env
@@ -99,6 +100,34 @@ func TestSanitize(t *testing.T) {
 		if got := NamespacePrefix(in); got != want {
 			t.Errorf("NamespacePrefix(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The Env answers conversion reviews itself: a graph stored as v1alpha1
+// reads as v1beta1, and the garbage collector, which watches the group's
+// preferred version (v1beta1), completes a graph's foreground deletion.
+func TestGraphsConvertAndForegroundDeletionCompletes(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, t.Name())
+	graph := &dynamov1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: ns},
+		Spec: dynamov1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*dynamov1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}}}}
+	if err := env.Client.Create(ctx, graph); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(graph), &dynamov1beta1.DynamoGraphDeployment{}); err != nil {
+		t.Fatalf("reading the graph as v1beta1: %v", err)
+	}
+	dependent := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dependent", Namespace: ns,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: dynamov1alpha1.GroupVersion.String(), Kind: "DynamoGraphDeployment",
+			Name: graph.Name, UID: graph.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}}}
+	if err := env.Client.Create(ctx, dependent); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, graph, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []client.Object{dependent, graph} {
+		waitGone(t, obj)
 	}
 }
 

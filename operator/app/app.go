@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -47,9 +48,11 @@ type Deps struct {
 }
 
 // NewScheme returns the types the operator reads and writes: the built-in
-// Kubernetes kinds and the nvidia.com/v1alpha1 kinds, and the
+// Kubernetes kinds and the nvidia.com/v1alpha1 kinds, the
 // nvidia.com/v1beta1 kinds its conversion webhook converts them to and from
-// (the operator itself never reads or writes v1beta1).
+// (the operator itself never reads or writes v1beta1), and
+// CustomResourceDefinitions (the webhook certificate manager injects its CA
+// into the conversion webhook of the CRDs it serves).
 func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -60,6 +63,9 @@ func NewScheme() (*runtime.Scheme, error) {
 	}
 	if err := v1beta1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("registering %s types: %w", v1beta1.GroupVersion, err)
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("registering %s types: %w", apiextensionsv1.SchemeGroupVersion, err)
 	}
 	// Multinode components' workloads; the API itself may be installed
 	// later (see controllers/multinode.go).

@@ -1,11 +1,13 @@
 package app
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dynamoctl/dynamo-operator/operator/certs"
 	"github.com/dynamoctl/dynamo-operator/operator/config"
+	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 	"github.com/dynamoctl/dynamo-operator/operator/scope"
 	"github.com/dynamoctl/dynamo-operator/operator/webhooks"
@@ -34,7 +36,11 @@ func setupWebhooks(mgr manager.Manager, o *config.Options, d Deps, gate *scope.G
 		ServiceName:       o.Webhook.ServiceName,
 		URL:               o.Webhook.URL(),
 	})
-	_, err := certs.Setup(mgr, certs.Options{
+	crds, conversion, err := conversionOwnership(o)
+	if err != nil {
+		return err
+	}
+	_, err = certs.Setup(mgr, certs.Options{
 		Mode:       o.Webhook.CertMode,
 		Namespace:  o.OperatorNamespace,
 		SecretName: o.Webhook.CertSecret,
@@ -48,8 +54,26 @@ func setupWebhooks(mgr manager.Manager, o *config.Options, d Deps, gate *scope.G
 		Clock:                  d.Clock,
 		// The chart owns them, so `helm uninstall` removes them.
 		InstallerOwnsConfigurations: !o.Webhook.ManageConfigurations,
+		CRDs:                        crds,
+		Conversion:                  conversion,
 	})
 	return err
+}
+
+// conversionOwnership is what the certificate manager needs to keep the
+// CA injected into the CRDs whose conversion webhook is this operator's:
+// the CRDs that convert by webhook (none with --webhook-inject-crds=false)
+// and this operator's own clientConfig, as crdinstall writes it.
+func conversionOwnership(o *config.Options) ([]string, *apiextensionsv1.WebhookClientConfig, error) {
+	if !o.Webhook.InjectCRDs {
+		return nil, nil, nil
+	}
+	names, err := crdinstall.ConvertedNames()
+	if err != nil {
+		return nil, nil, err
+	}
+	own, err := crdinstall.ConversionFor(o).ClientConfig()
+	return names, own, err
 }
 
 // webhookHosts are the names the API server may call the webhook server by:

@@ -51,77 +51,102 @@ func (m *Manager) desiredConfigurations(bundle []byte) []client.Object {
 }
 
 // ensureConfigurations applies each configuration that differs from what it
-// should be (a no-op pass writes nothing) and records which CAs every
-// configuration trusts.
+// should be (a no-op pass writes nothing), keeps the bundle injected into
+// the CRDs whose conversion webhook is this operator's (ensureCRDs), and
+// records which CAs every one of them trusts.
 func (m *Manager) ensureConfigurations(ctx context.Context, bundle []byte, now time.Time) error {
-	var live []client.Object
+	var bundles [][]byte
 	for _, desired := range m.desiredConfigurations(bundle) {
-		want, err := toMap(desired)
+		live, err := m.ensureConfiguration(ctx, desired, bundle)
 		if err != nil {
 			return err
 		}
-		current := desired.DeepCopyObject().(client.Object)
-		err = m.reader.Get(ctx, client.ObjectKeyFromObject(desired), current)
-		switch {
-		case apierrors.IsNotFound(err):
-			current = nil
-		case err != nil:
-			return err
+		bundles = append(bundles, configurationBundles(live)...)
+	}
+	crdBundles, err := m.ensureCRDs(ctx, bundle)
+	if err != nil {
+		return err
+	}
+	m.recordTrust(append(bundles, crdBundles...), now)
+	return nil
+}
+
+// ensureConfiguration makes one configuration what the mode wants and
+// returns it as it stands.
+func (m *Manager) ensureConfiguration(ctx context.Context, desired client.Object, bundle []byte) (client.Object, error) {
+	want, err := toMap(desired)
+	if err != nil {
+		return nil, err
+	}
+	current := desired.DeepCopyObject().(client.Object)
+	err = m.reader.Get(ctx, client.ObjectKeyFromObject(desired), current)
+	switch {
+	case apierrors.IsNotFound(err):
+		current = nil
+	case err != nil:
+		return nil, err
+	}
+	if m.o.InstallerOwnsConfigurations {
+		if current == nil {
+			return nil, fmt.Errorf("%s %s not found: the installer owns it (--webhook-manage-configurations=false) and has not created it",
+				desired.GetObjectKind().GroupVersionKind().Kind, desired.GetName())
 		}
-		if m.o.InstallerOwnsConfigurations {
-			if current == nil {
-				return fmt.Errorf("%s %s not found: the installer owns it (--webhook-manage-configurations=false) and has not created it",
-					desired.GetObjectKind().GroupVersionKind().Kind, desired.GetName())
-			}
-			if m.o.Mode != config.WebhookCertModeAuto {
-				// cert-manager or the installer keeps caBundle right.
-				live = append(live, current)
-				continue
-			}
-			if want, err = caBundleOnly(current, bundle); err != nil {
-				return err
-			}
+		if m.o.Mode != config.WebhookCertModeAuto {
+			return current, nil // cert-manager or the installer keeps caBundle right
 		}
-		key := desired.GetObjectKind().GroupVersionKind().Kind + "/" + desired.GetName()
-		currentRV := ""
-		if current != nil {
-			currentRV = current.GetResourceVersion()
-		}
-		// The cache may not show our own write yet; until it does, what we
-		// wrote stands, and applying again would be a second, useless write.
-		if w, ok := m.applied[key]; ok && w.replacedRV == currentRV {
-			live = append(live, w.stored)
-			continue
-		}
-		delete(m.applied, key)
-		if current != nil {
-			have, err := toMap(current)
-			if err != nil {
-				return err
-			}
-			if apply.Contains(have, want) {
-				live = append(live, current)
-				continue
-			}
-		}
-		u := &unstructured.Unstructured{Object: want}
-		u.SetGroupVersionKind(desired.GetObjectKind().GroupVersionKind())
-		if err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-			client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
-		}
-		m.log.Info("Applied webhook configuration", "kind", u.GetKind(), "name", u.GetName(), "mode", m.o.Mode)
-		stored := desired.DeepCopyObject().(client.Object)
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, stored); err != nil {
-			return err
-		}
-		live = append(live, stored)
-		if stored.GetResourceVersion() != "" {
-			m.applied[key] = appliedConfiguration{replacedRV: currentRV, stored: stored}
+		if want, err = caBundleOnly(current, bundle); err != nil {
+			return nil, err
 		}
 	}
-	m.recordTrust(live, now)
-	return nil
+	live, applied, err := m.converge(ctx, current, desired, want, func(current client.Object) (bool, error) {
+		have, err := toMap(current)
+		return err == nil && apply.Contains(have, want), err
+	})
+	if applied {
+		m.log.Info("Applied webhook configuration", "kind", desired.GetObjectKind().GroupVersionKind().Kind,
+			"name", desired.GetName(), "mode", m.o.Mode)
+	}
+	return live, err
+}
+
+// converge applies want, the fields this manager sets on the object typed
+// names, unless current (nil: none yet) holds them already or is still the
+// version our last apply of it replaced, and returns the object as it
+// stands (typed like typed) and whether it applied.
+func (m *Manager) converge(ctx context.Context, current, typed client.Object, want map[string]any,
+	holds func(client.Object) (bool, error)) (client.Object, bool, error) {
+	gvk := typed.GetObjectKind().GroupVersionKind()
+	key := gvk.Kind + "/" + typed.GetName()
+	currentRV := ""
+	if current != nil {
+		currentRV = current.GetResourceVersion()
+	}
+	// The cache may not show our own write yet; until it does, what we
+	// wrote stands, and applying again would be a second, useless write.
+	if w, ok := m.applied[key]; ok && w.replacedRV == currentRV {
+		return w.stored, false, nil
+	}
+	delete(m.applied, key)
+	if current != nil {
+		if ok, err := holds(current); err != nil || ok {
+			return current, false, err
+		}
+	}
+	u := &unstructured.Unstructured{Object: want}
+	u.SetGroupVersionKind(gvk)
+	if err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return nil, false, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	stored := typed.DeepCopyObject().(client.Object)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, stored); err != nil {
+		return nil, false, err
+	}
+	stored = shrink(stored)
+	if stored.GetResourceVersion() != "" {
+		m.applied[key] = appliedConfiguration{replacedRV: currentRV, stored: stored}
+	}
+	return stored, true, nil
 }
 
 // caBundleOnly is the part of a configuration the operator applies when the
@@ -156,35 +181,33 @@ type appliedConfiguration struct {
 	stored     client.Object
 }
 
-// recordTrust notes, per CA fingerprint, since when every webhook of every
-// configuration has trusted it.
-func (m *Manager) recordTrust(live []client.Object, now time.Time) {
+// configurationBundles are the CA bundles of a webhook configuration's
+// webhooks.
+func configurationBundles(obj client.Object) [][]byte {
 	var bundles [][]byte
-	for _, obj := range live {
-		switch c := obj.(type) {
-		case *admissionregistrationv1.ValidatingWebhookConfiguration:
-			for _, w := range c.Webhooks {
-				bundles = append(bundles, w.ClientConfig.CABundle)
-			}
-		case *admissionregistrationv1.MutatingWebhookConfiguration:
-			for _, w := range c.Webhooks {
-				bundles = append(bundles, w.ClientConfig.CABundle)
-			}
+	switch c := obj.(type) {
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for _, w := range c.Webhooks {
+			bundles = append(bundles, w.ClientConfig.CABundle)
+		}
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for _, w := range c.Webhooks {
+			bundles = append(bundles, w.ClientConfig.CABundle)
 		}
 	}
+	return bundles
+}
+
+// recordTrust notes, per CA fingerprint, since when every one of bundles
+// (each webhook's of every configuration, each conversion webhook's of the
+// CRDs this operator serves) has trusted it.
+func (m *Manager) recordTrust(bundles [][]byte, now time.Time) {
 	count := map[string]int{}
 	parsed := map[string][]string{} // bundle -> fingerprints
 	for _, b := range bundles {
 		fps, ok := parsed[string(b)]
 		if !ok {
-			cas, _ := ParseCertificates(b)
-			seen := map[string]bool{}
-			for _, c := range cas {
-				if fp := fingerprint(c); !seen[fp] {
-					seen[fp] = true
-					fps = append(fps, fp)
-				}
-			}
+			fps = fingerprints(b)
 			parsed[string(b)] = fps
 		}
 		for _, fp := range fps {
@@ -203,6 +226,20 @@ func (m *Manager) recordTrust(live []client.Object, now time.Time) {
 			m.trusted[fp] = now
 		}
 	}
+}
+
+// fingerprints are the distinct fingerprints of the CAs in a PEM bundle.
+func fingerprints(bundle []byte) []string {
+	cas, _ := ParseCertificates(bundle)
+	var fps []string
+	seen := map[string]bool{}
+	for _, c := range cas {
+		if fp := fingerprint(c); !seen[fp] {
+			seen[fp] = true
+			fps = append(fps, fp)
+		}
+	}
+	return fps
 }
 
 func (m *Manager) trustedSince(fp string) (time.Time, bool) {

@@ -26,4 +26,13 @@
 // The operator creates its webhook configurations itself, with server-side
 // apply as field owner "dynamo-operator", and writes them only when they
 // differ from what they should be.
+//
+// The CRDs that convert by webhook (DynamoGraphDeployment,
+// DynamoComponentDeployment) name one operator's webhook, the one that
+// installed them (operator/crdinstall). In the auto mode that operator's
+// manager also keeps its bundle in their
+// spec.conversion.webhook.clientConfig.caBundle (crds.go), and a new CA
+// waits until they trust it too. In the cert-manager mode the installer
+// annotates the CRDs for cert-manager's CA injector, in the external mode it
+// sets their bundle; the manager never reads CRDs in either.
 package certs

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -54,6 +55,13 @@ type Options struct {
 	// the auto mode. A configuration that does not exist yet keeps the
 	// manager not ready and is retried.
 	InstallerOwnsConfigurations bool
+	// CRDs names the CRDs that convert by webhook (crdinstall's
+	// ConvertedNames), and Conversion is this operator's own conversion
+	// webhook clientConfig (without caBundle): in the auto mode the
+	// manager keeps its bundle injected into each of those CRDs that names
+	// Conversion (see crds.go). Empty CRDs: CRDs are never read.
+	CRDs       []string
+	Conversion *apiextensionsv1.WebhookClientConfig
 }
 
 // Manager keeps the certificate, the cert dir and the webhook
@@ -67,7 +75,8 @@ type Manager struct {
 	client client.Client
 	log    logr.Logger
 
-	reader client.Reader // the private cache, once started
+	reader client.Reader            // the private cache, once started
+	crds   map[string]client.Reader // a cache per CRD name, in the auto mode (watchesCRDs)
 	poke   chan struct{}
 	ready  atomic.Bool
 
@@ -127,11 +136,11 @@ func (m *Manager) ReadyCheck(*http.Request) error {
 	return nil
 }
 
-// Start watches the Secret and the two configurations (by name only) and
+// Start watches the Secret and the two configurations (by name only), and
+// in the auto mode the CRDs it may serve conversion for (each by name), and
 // reconciles on every change of theirs and whenever rotation is due.
 func (m *Manager) Start(ctx context.Context) error {
-	byName := func(name string) fields.Selector { return fields.OneTermEqualSelector("metadata.name", name) }
-	c, err := cache.New(m.cfg, cache.Options{
+	c, err := startCache(ctx, m.cfg, cache.Options{
 		Scheme: m.scheme,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {
@@ -141,30 +150,16 @@ func (m *Manager) Start(ctx context.Context) error {
 			&admissionregistrationv1.ValidatingWebhookConfiguration{}: {Field: byName(m.o.Validating.Name)},
 			&admissionregistrationv1.MutatingWebhookConfiguration{}:   {Field: byName(m.o.Mutating.Name)},
 		},
-	})
+	}, m.pokeOn, &corev1.Secret{}, &admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{})
 	if err != nil {
 		return err
 	}
-	watched := []client.Object{&corev1.Secret{},
-		&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{}}
-	poke := func(any) { m.Poke() }
-	for _, obj := range watched {
-		inf, err := c.GetInformer(ctx, obj)
-		if err != nil {
-			return err
-		}
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: poke, DeleteFunc: poke, UpdateFunc: func(_, o any) { poke(o) },
-		}); err != nil {
-			return err
-		}
-	}
-	cacheDone := make(chan error, 1)
-	go func() { cacheDone <- c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		return errors.Join(errors.New("webhook certificate caches did not sync"), <-cacheDone)
-	}
 	m.reader = c
+	if m.watchesCRDs() {
+		if m.crds, err = m.startCRDCaches(ctx, m.pokeOn); err != nil {
+			return err
+		}
+	}
 
 	backoff := time.Second
 	for {
@@ -190,6 +185,37 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 		timer.Stop()
 	}
+}
+
+func (m *Manager) pokeOn(any) { m.Poke() }
+
+func byName(name string) fields.Selector { return fields.OneTermEqualSelector("metadata.name", name) }
+
+// startCache starts a cache with opts that calls poke on every change of
+// the objects of watched's kinds, and waits until it has synced. It stops
+// with ctx.
+func startCache(ctx context.Context, cfg *rest.Config, opts cache.Options, poke func(any), watched ...client.Object) (cache.Cache, error) {
+	c, err := cache.New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range watched {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: poke, DeleteFunc: poke, UpdateFunc: func(_, o any) { poke(o) },
+		}); err != nil {
+			return nil, err
+		}
+	}
+	cacheDone := make(chan error, 1)
+	go func() { cacheDone <- c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, errors.Join(errors.New("webhook certificate caches did not sync"), <-cacheDone)
+	}
+	return c, nil
 }
 
 // Poke makes the manager reconcile now.

@@ -24,8 +24,10 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/certs"
+	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 	"github.com/dynamoctl/dynamo-operator/operator/webhooks"
 )
 
@@ -46,8 +48,11 @@ func graph(ns, name string, services map[string]*v1alpha1.DynamoComponentDeploym
 // TestRotationLosesNoAdmission runs the operator in the auto cert mode with
 // certificates that live seconds, sends admission requests at a steady rate
 // through several serving-certificate and CA rotations, and counts the
-// failures: there must be none. A probe also opens fresh TLS connections,
-// verified against the bundle the configuration holds at that moment, to
+// failures: there must be none. The operator also serves the CRDs'
+// conversion webhook, and reads of a graph in v1beta1 (each one a
+// conversion) must not fail either: a new CA must be trusted by the CRDs
+// too before it signs. A probe also opens fresh TLS connections, verified
+// against the bundle the configuration and the CRD hold at that moment, to
 // check the new certificate is served without a restart.
 func TestRotationLosesNoAdmission(t *testing.T) {
 	// Renewal is due 2s before expiry and a new CA waits 1.5s in the bundle:
@@ -73,17 +78,30 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 		op.Stop()
 		deleteConfigurations(t)
 	})
+	port := webhookPort(t, args)
+	env.RouteConversion(t, crdinstall.Conversion{URL: "https://127.0.0.1:" + port})
 	ns := env.Namespace(t, "rotation")
 	waitForWebhook(t, ns)
+	eventuallyCRDBundles(t, "the operator's CA", func() []byte { return storedCA(t, "dynamo-operator-webhook-cert") })
+	stored := graph(ns, "stored", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
+	if err := env.Client.Create(context.Background(), stored); err != nil {
+		t.Fatal(err)
+	}
+	if err := eventually(func() error {
+		return env.Client.Get(context.Background(), client.ObjectKeyFromObject(stored), &v1beta1.DynamoGraphDeployment{})
+	}); err != nil {
+		t.Fatalf("the operator never converted: %v", err)
+	}
 
 	var (
-		sent, failed, denied atomic.Int64
-		probes, probeFailed  atomic.Int64
-		mu                   sync.Mutex
-		failures             []string
-		servedSerials        = map[string]bool{}
-		storedSerials        = map[string]bool{}
-		cas                  = map[string]bool{}
+		sent, failed, denied  atomic.Int64
+		probes, probeFailed   atomic.Int64
+		converted, convFailed atomic.Int64
+		mu                    sync.Mutex
+		failures              []string
+		servedSerials         = map[string]bool{}
+		storedSerials         = map[string]bool{}
+		cas                   = map[string]bool{}
 	)
 	record := func(format string, a ...any) {
 		mu.Lock()
@@ -159,30 +177,38 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 		}
 	})
 
-	// Fresh TLS connections, verified against the bundle injected now.
-	port := webhookPort(t, args)
+	// Conversions: reads of the stored graph in v1beta1.
+	every(5*interval, func() {
+		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(stored), &v1beta1.DynamoGraphDeployment{})
+		if err != nil {
+			convFailed.Add(1)
+			record("v1beta1 read: %v", err)
+			return
+		}
+		converted.Add(1)
+	})
+
+	// Fresh TLS connections, verified against the bundles injected now.
 	every(100*time.Millisecond, func() {
-		probes.Add(1)
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: webhooks.ValidatingConfigurationName("")}, vwc); err != nil {
+			probes.Add(1)
 			probeFailed.Add(1)
 			record("reading the configuration: %v", err)
 			return
 		}
-		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(vwc.Webhooks[0].ClientConfig.CABundle)
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", "127.0.0.1:"+port,
-			&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
-		if err != nil {
-			probeFailed.Add(1)
-			record("TLS probe: %v", err)
-			return
+		for _, bundle := range [][]byte{vwc.Webhooks[0].ClientConfig.CABundle, crdBundle(t, "dynamographdeployments.nvidia.com")} {
+			probes.Add(1)
+			serial, err := dialVerified(port, bundle)
+			if err != nil {
+				probeFailed.Add(1)
+				record("TLS probe: %v", err)
+				continue
+			}
+			mu.Lock()
+			servedSerials[serial] = true
+			mu.Unlock()
 		}
-		serial := conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
-		_ = conn.Close()
-		mu.Lock()
-		servedSerials[serial] = true
-		mu.Unlock()
 	})
 
 	// What the operator stores: serving certificates and CAs.
@@ -207,15 +233,19 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	servingRotations, caRotations := len(storedSerials)-1, len(cas)-1
-	fmt.Printf("admissions sent=%d failed=%d (webhook denials of invalid graphs=%d); TLS probes=%d failed=%d; "+
-		"serving certificate rotations=%d, CA rotations=%d, certificates served=%d, over %s\n",
-		sent.Load(), failed.Load(), denied.Load(), probes.Load(), probeFailed.Load(),
-		servingRotations, caRotations, len(servedSerials), duration)
+	fmt.Printf("admissions sent=%d failed=%d (webhook denials of invalid graphs=%d); conversions sent=%d failed=%d; "+
+		"TLS probes=%d failed=%d; serving certificate rotations=%d, CA rotations=%d, certificates served=%d, over %s\n",
+		sent.Load(), failed.Load(), denied.Load(), converted.Load()+convFailed.Load(), convFailed.Load(),
+		probes.Load(), probeFailed.Load(), servingRotations, caRotations, len(servedSerials), duration)
 	for _, f := range failures {
 		t.Log(f)
 	}
-	if failed.Load() > 0 || probeFailed.Load() > 0 {
-		t.Errorf("%d of %d admissions and %d of %d TLS probes failed during rotation", failed.Load(), sent.Load(), probeFailed.Load(), probes.Load())
+	if failed.Load() > 0 || probeFailed.Load() > 0 || convFailed.Load() > 0 {
+		t.Errorf("%d of %d admissions, %d of %d conversions and %d of %d TLS probes failed during rotation", failed.Load(), sent.Load(),
+			convFailed.Load(), converted.Load()+convFailed.Load(), probeFailed.Load(), probes.Load())
+	}
+	if converted.Load() == 0 {
+		t.Error("no conversion was made")
 	}
 	for i := range covered {
 		if covered[i].Load() == 0 {
@@ -254,6 +284,20 @@ func waitForWebhook(t *testing.T, ns string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// dialVerified opens a TLS connection to the webhook server, verified
+// against bundle, and returns the serial of the certificate it serves.
+func dialVerified(port string, bundle []byte) (string, error) {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(bundle)
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", "127.0.0.1:"+port,
+		&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = conn.Close() }()
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String(), nil
 }
 
 func webhookPort(t *testing.T, args []string) string {

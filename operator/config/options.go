@@ -175,6 +175,15 @@ type WebhookOptions struct {
 	// https://<URLHost>:<Port> instead of the Service, for running the
 	// operator outside the cluster.
 	URLHost string
+	// InjectCRDs, in the auto cert mode, makes the operator keep its CA
+	// bundle injected into the conversion webhook of the CRDs that name
+	// its webhook (the operator that installed them). False: it never
+	// reads or writes CRDs (an install without rights on them).
+	InjectCRDs bool
+	// CABundle (PEM, from base64 --webhook-ca-bundle) is the CA the CRDs'
+	// conversion webhook trusts, applied with them by --apply-crds in the
+	// external cert mode, where the installer provides the certificate.
+	CABundle []byte
 	// Drain is how long the operator keeps answering admissions after
 	// SIGTERM, closing each connection after its answer, before it stops:
 	// the API server keeps connections to a terminating pod alive, and a
@@ -265,6 +274,8 @@ const (
 	flagWebhookCertValidity         = "webhook-cert-validity"
 	flagWebhookCAValidity           = "webhook-ca-validity"
 	flagWebhookDrain                = "webhook-drain"
+	flagWebhookInjectCRDs           = "webhook-inject-crds"
+	flagWebhookCABundle             = "webhook-ca-bundle"
 	flagOperatorVersion             = "operator-version"
 	flagMaxConcurrentReconciles     = "max-concurrent-reconciles"
 	flagModelCheckInterval          = "model-check-interval"
@@ -314,6 +325,7 @@ type flagValues struct {
 	o        *Options
 	qps      float64
 	certMode string
+	caBundle string
 }
 
 func newFlagSet(v *flagValues) *flag.FlagSet {
@@ -383,6 +395,11 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		"Lifetime of the webhook serving certificate in the auto cert mode; renewed when a third is left.")
 	fs.DurationVar(&o.Webhook.CAValidity, flagWebhookCAValidity, 10*365*24*time.Hour,
 		"Lifetime of the webhook CA in the auto cert mode; at least twice --"+flagWebhookCertValidity+" plus margins.")
+	fs.BoolVar(&o.Webhook.InjectCRDs, flagWebhookInjectCRDs, true,
+		"In the auto cert mode, keep the CA bundle injected into the conversion webhook of the CRDs that name this operator's webhook "+
+			"(the operator that installed them); needs get, list, watch and patch on them. false: never read or write CRDs.")
+	fs.StringVar(&v.caBundle, flagWebhookCABundle, "",
+		"Base64 PEM CA bundle the CRDs' conversion webhook trusts, applied with --"+flagApplyCRDs+" in the external cert mode.")
 	fs.DurationVar(&o.Webhook.Drain, flagWebhookDrain, 5*time.Second,
 		"After SIGTERM, keep answering admissions this long, closing each connection after its answer, before stopping (0: stop at once). Keep it below the pod's termination grace period.")
 
@@ -470,6 +487,7 @@ func Parse(args []string, lookupEnv func(string) (string, bool)) (*Options, erro
 	o := v.o
 	o.Webhook.CertMode = WebhookCertMode(v.certMode)
 	validateFlags(o, v.qps, explicit, &p)
+	o.Webhook.CABundle = parseCABundle(v.caBundle, o.Webhook.CertMode, &p)
 	parseEnv(o, env, &p)
 	resolveDerived(o, explicit, env, &p)
 	if len(p) > 0 {

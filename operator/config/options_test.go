@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"reflect"
@@ -11,6 +12,10 @@ import (
 
 	"go.uber.org/zap/zapcore"
 )
+
+// testCAPEM is PEM-shaped: the flag's parsing checks the form, not the
+// certificate.
+const testCAPEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
 func envOf(vars map[string]string) func(string) (string, bool) {
 	return func(name string) (string, bool) {
@@ -46,6 +51,7 @@ func defaultOptions() Options {
 			Drain:        5 * time.Second,
 
 			ManageConfigurations: true,
+			InjectCRDs:           true,
 		},
 		OperatorVersion:         Version,
 		MaxConcurrentReconciles: 32,
@@ -203,6 +209,7 @@ func TestParseValid(t *testing.T) {
 					CAValidity:   12 * time.Second,
 
 					ManageConfigurations: true,
+					InjectCRDs:           true,
 				}
 			},
 		},
@@ -219,6 +226,21 @@ func TestParseValid(t *testing.T) {
 				o.LeaderElection.CreateLease = false
 				o.NamespaceLease.OwnerRole = "dynamo-test-dynamo-operator"
 				o.ApplyCRDs = true
+			},
+		},
+		{
+			name: "CRDs applied in the external cert mode",
+			args: []string{
+				"--apply-crds",
+				"--webhook-cert-mode=external",
+				"--webhook-ca-bundle=" + base64.StdEncoding.EncodeToString([]byte(testCAPEM)),
+				"--webhook-inject-crds=false",
+			},
+			edit: func(o *Options) {
+				o.ApplyCRDs = true
+				o.Webhook.CertMode = WebhookCertModeExternal
+				o.Webhook.CABundle = []byte(testCAPEM)
+				o.Webhook.InjectCRDs = false
 			},
 		},
 		{
@@ -364,6 +386,21 @@ func TestParseInvalid(t *testing.T) {
 			name: "webhook CA shorter than two certificate lifetimes",
 			args: []string{"--webhook-cert-validity=1h", "--webhook-ca-validity=2h"},
 			want: []string{`--webhook-ca-validity: must be more than twice --webhook-cert-validity (1h0m0s), got 2h0m0s`},
+		},
+		{
+			name: "CA bundle outside the external cert mode",
+			args: []string{"--webhook-ca-bundle=" + base64.StdEncoding.EncodeToString([]byte(testCAPEM))},
+			want: []string{`--webhook-ca-bundle: only used with --webhook-cert-mode=external; in the other modes the CA is injected`},
+		},
+		{
+			name: "CA bundle not base64",
+			args: []string{"--webhook-cert-mode=external", "--webhook-ca-bundle=" + testCAPEM},
+			want: []string{`--webhook-ca-bundle: must be base64-encoded PEM: illegal base64 data`},
+		},
+		{
+			name: "CA bundle not PEM",
+			args: []string{"--webhook-cert-mode=external", "--webhook-ca-bundle=" + base64.StdEncoding.EncodeToString([]byte("ca"))},
+			want: []string{`--webhook-ca-bundle: must be base64-encoded PEM certificates`},
 		},
 		{
 			name: "negative webhook drain",
@@ -732,7 +769,7 @@ func TestUsageListsEverything(t *testing.T) {
 		"-leader-election-renew-deadline", "-leader-election-retry-period",
 		"-metrics-bind-address", "-metrics-secure", "-health-probe-bind-address", "-pprof-bind-address",
 		"-webhook-port", "-enable-webhooks", "-webhook-cert-mode", "-webhook-cert-dir",
-		"-webhook-cert-secret", "-webhook-service-name", "-webhook-url-host",
+		"-webhook-cert-secret", "-webhook-service-name", "-webhook-url-host", "-webhook-inject-crds", "-webhook-ca-bundle",
 		"-operator-version", "-max-concurrent-reconciles", "-kube-api-qps", "-kube-api-burst",
 		"LOG_LEVEL", "DYNAMO_SYSTEM_NAMESPACE", "POD_NAMESPACE", "DYNAMO_IMAGE_BUILDER_NAMESPACE",
 		"DYNAMO_IMAGE_BUILD_ENGINE", "BUILDKIT_URL", "BUILDKIT_IMAGE", "DOCKER_REGISTRY_SERVER",

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -159,4 +161,28 @@ func parseBoolEnv(env func(string) (string, bool), p *problems, name string, def
 		return def
 	}
 	return b
+}
+
+// parseCABundle decodes --webhook-ca-bundle: base64 (as webhook
+// configurations and the chart's webhook.caBundle carry it) of PEM
+// certificates, meaningful only in the external cert mode, where the
+// installer provides the certificate.
+func parseCABundle(s string, mode WebhookCertMode, p *problems) []byte {
+	if s == "" {
+		return nil
+	}
+	if mode != WebhookCertModeExternal {
+		p.flag(flagWebhookCABundle, "only used with --%s=%s; in the other modes the CA is injected", flagWebhookCertMode, WebhookCertModeExternal)
+		return nil
+	}
+	data, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
+	if err != nil {
+		p.flag(flagWebhookCABundle, "must be base64-encoded PEM: %v", err)
+		return nil
+	}
+	if block, _ := pem.Decode(data); block == nil || block.Type != "CERTIFICATE" {
+		p.flag(flagWebhookCABundle, "must be base64-encoded PEM certificates")
+		return nil
+	}
+	return data
 }

@@ -4,6 +4,13 @@
 // --apply-crds): Helm never upgrades CRDs it installed from a chart's crds/
 // directory, and templating them would put ~2 MB of schema (DGD and DCD in
 // two versions each) into every release Secret, twice its 1 MiB limit.
+//
+// The CRDs that convert by webhook name the operator that installs them as
+// their conversion webhook (Conversion): the generated files carry a
+// placeholder clientConfig, rewritten before applying. The caBundle is never
+// applied but by an installer that provides the certificate (external
+// mode), so the bundle the operator or cert-manager injects under its own
+// field manager survives every re-apply.
 package crdinstall
 
 import (
@@ -14,6 +21,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,20 +34,24 @@ import (
 const FieldOwner = "dynamo-operator-crds"
 
 // Load returns the embedded CRDs, sorted by name.
-func Load() ([]*unstructured.Unstructured, error) {
-	files, err := fs.Glob(crds.FS, "*.yaml")
+func Load() ([]*unstructured.Unstructured, error) { return LoadFS(crds.FS) }
+
+// LoadFS returns the CRDs of the *.yaml files at the top of fsys, sorted by
+// name.
+func LoadFS(fsys fs.FS) ([]*unstructured.Unstructured, error) {
+	files, err := fs.Glob(fsys, "*.yaml")
 	if err != nil {
 		return nil, err
 	}
 	var out []*unstructured.Unstructured
 	for _, f := range files {
-		data, err := crds.FS.ReadFile(f)
+		data, err := fs.ReadFile(fsys, f)
 		if err != nil {
 			return nil, err
 		}
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(data, &u.Object); err != nil {
-			return nil, fmt.Errorf("parsing embedded %s: %w", f, err)
+			return nil, fmt.Errorf("parsing %s: %w", f, err)
 		}
 		out = append(out, u)
 	}
@@ -62,16 +74,36 @@ func Names() ([]string, error) {
 }
 
 // Apply server-side applies every embedded CRD, forcing ownership of the
-// fields (an older operator or `kubectl apply` may hold them), and waits up
-// to timeout until each is Established. c must know apiextensions/v1.
-func Apply(ctx context.Context, c client.Client, timeout time.Duration) error {
+// fields (an older operator or `kubectl apply` may hold them), with the
+// conversion webhook of those that convert by webhook pointed at conv, and
+// waits up to timeout until each is Established. c must know
+// apiextensions/v1.
+func Apply(ctx context.Context, c client.Client, timeout time.Duration, conv Conversion) error {
 	all, err := Load()
 	if err != nil {
 		return err
 	}
-	for _, u := range all {
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()),
-			client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	return ApplyCRDs(ctx, c, all, timeout, conv)
+}
+
+// ApplyCRDs is Apply with the given CRDs (e.g. read from a directory with
+// LoadFS) instead of the embedded ones.
+func ApplyCRDs(ctx context.Context, c client.Client, all []*unstructured.Unstructured, timeout time.Duration, conv Conversion) error {
+	for _, crd := range all {
+		u := crd.DeepCopy()
+		if err := conv.rewrite(u); err != nil {
+			return fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
+		}
+		err := apply(ctx, c, u)
+		if apierrors.IsInvalid(err) && ConvertsByWebhook(u) {
+			// Likely a Service and a URL at once: the one another field
+			// manager set is cleared first (switchEndpoint).
+			if err := switchEndpoint(ctx, c, u); err != nil {
+				return fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
+			}
+			err = apply(ctx, c, u)
+		}
+		if err != nil {
 			return fmt.Errorf("applying CustomResourceDefinition %s: %w", u.GetName(), err)
 		}
 	}
@@ -87,6 +119,10 @@ func Apply(ctx context.Context, c client.Client, timeout time.Duration) error {
 		}
 		return true, nil
 	})
+}
+
+func apply(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner(FieldOwner), client.ForceOwnership)
 }
 
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {

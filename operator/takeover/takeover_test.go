@@ -70,8 +70,6 @@ func TestMain(m *testing.M) {
 			}
 			ourCRDs = append(ourCRDs, crds...)
 		}
-		// No conversion webhook runs here (testenv.WithoutConversionWebhook).
-		ourCRDs = testenv.WithoutConversionWebhook(ourCRDs)
 	}))
 }
 
@@ -82,6 +80,12 @@ func installCRDs(t *testing.T, crds []*apiextensionsv1.CustomResourceDefinition,
 	ctx := context.Background()
 	if err := migration.InstallCRDs(ctx, env.Client, crds); err != nil {
 		t.Fatal(err)
+	}
+	// Ours convert by webhook: at the test environment's, as installed.
+	if ours {
+		if err := env.ApplyCRDs(ctx, env.Conversion()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	dc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
 	waitFor(t, 30*time.Second, "the API server serves the new CRDs", func() bool {

@@ -1,7 +1,10 @@
 // Package webhooks holds the operator's admission webhooks: a validating
 // webhook for each kind of nvidia.com/v1alpha1 (DynamoGraphDeployment,
 // DynamoComponentDeployment, DynamoModel, DynamoComponent) on CREATE and
-// UPDATE, and a defaulting webhook for DynamoGraphDeployment.
+// UPDATE, and a defaulting webhook for DynamoGraphDeployment; and the CRD
+// conversion webhook (PathConvert) between nvidia.com/v1alpha1, the stored
+// version, and the other served versions of DynamoGraphDeployment and
+// DynamoComponentDeployment.
 //
 // # Where each rule lives
 //

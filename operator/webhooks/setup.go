@@ -38,7 +38,9 @@ const (
 	PathMutatePod                   = "/mutate--v1-pod"
 )
 
-// Setup registers the handlers on the manager's webhook server. Call it only
+// Setup registers the admission handlers and the conversion webhook on the
+// manager's webhook server; the manager's scheme must know every served
+// version of the converted kinds. Call it only
 // with webhooks enabled: asking the manager for its webhook server starts one.
 func Setup(mgr manager.Manager, o Options) error {
 	scheme := mgr.GetScheme()
@@ -66,5 +68,10 @@ func Setup(mgr manager.Manager, o Options) error {
 		decoder: admission.NewDecoder(scheme), version: o.OperatorVersion, excluded: o.NamespaceExcluded,
 	})
 	register(PathMutatePod, "Pod", &podGroupNamer{served: o.PodGroupServed, excluded: o.NamespaceExcluded})
+	// Every replica in every mode serves conversion, though the API server
+	// calls only the operator the CRDs name (the release that installs
+	// them): a conversion has no namespace to step aside for, and which
+	// replica answers must not matter.
+	srv.Register(PathConvert, o.Drain.Wrap(ConversionHandler(scheme, mgr.GetConverterRegistry())))
 	return nil
 }

@@ -17,12 +17,16 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/kubelet"
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
@@ -205,7 +209,7 @@ func (d *Daemon) start(ctx context.Context) error {
 
 	if d.o.CRDDir != "" {
 		d.step("installing CRDs from " + d.o.CRDDir)
-		if _, err := envtest.InstallCRDs(c.AdminConfig(), envtest.CRDInstallOptions{Paths: []string{d.o.CRDDir}, ErrorIfPathMissing: true, MaxTime: crdWait}); err != nil {
+		if err := installCRDs(ctx, c, d.o.CRDDir); err != nil {
 			return fmt.Errorf("installing CRDs: %w", err)
 		}
 	}
@@ -258,6 +262,31 @@ func (d *Daemon) start(ctx context.Context) error {
 	}
 	return nil
 }
+
+// installCRDs applies the CRDs in dir as the chart's init container does,
+// with their conversion webhook at the first operator the simulator starts
+// (webhook port 9443 in every mode, called at 127.0.0.1 like its admission
+// webhooks), which then injects its CA.
+func installCRDs(ctx context.Context, c *cluster.Cluster, dir string) error {
+	all, err := crdinstall.LoadFS(os.DirFS(dir))
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	cl, err := client.New(c.AdminConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	conv := crdinstall.Conversion{URL: "https://127.0.0.1:" + strconv.Itoa(webhookPort(0))}
+	return crdinstall.ApplyCRDs(ctx, cl, all, crdWait, conv)
+}
+
+// webhookPort is the webhook port of the operator in slot (the order the
+// simulator starts operators in).
+func webhookPort(slot int) int { return 9443 + slot }
 
 // startKubelet runs the pods of mapped images as processes (sim/kubelet)
 // and probes every pod (sim/probes). A failed liveness probe restarts the
@@ -418,7 +447,7 @@ func operatorArgs(namespace string, slot int, certDir string, extra []string) []
 	args := []string{
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(8081+slot),
-		"--webhook-port=" + strconv.Itoa(9443+slot),
+		"--webhook-port=" + strconv.Itoa(webhookPort(slot)),
 		"--enable-webhooks=true",
 		"--webhook-url-host=127.0.0.1",
 		"--webhook-cert-dir=" + certDir,

@@ -2,6 +2,12 @@
 // DynamoComponentDeployment, DynamoModel, DynamoComponent and DynamoWorkerMetadata. Field names and
 // semantics follow Dynamo's documentation so users' manifests keep working.
 //
+// DynamoGraphDeployment and DynamoComponentDeployment are served in
+// nvidia.com/v1beta1 too (package v1beta1). This version stays the one
+// stored and the one the operator reads and writes: it is the conversion
+// hub, and a v1beta1 object is converted to and from it by the operator's
+// conversion webhook.
+//
 // # A status nobody has written yet
 //
 // The status of every kind the operator reports on defaults, in the CRD, to

@@ -16,7 +16,7 @@ import (
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"k8s.io/apimachinery/pkg/util/validation/field"
+	fieldpath "k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dynamoctl/dynamo-operator/crds"
@@ -79,11 +79,11 @@ func newAdmission(t *testing.T, file string) *admission {
 // schema does not know are errors, nulls of non-nullable fields are dropped,
 // defaults are applied, then the schema, list types and CEL rules are
 // checked. obj is defaulted in place.
-func (a *admission) admit(obj, old map[string]any) field.ErrorList {
-	var errs field.ErrorList
+func (a *admission) admit(obj, old map[string]any) fieldpath.ErrorList {
+	var errs fieldpath.ErrorList
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, a.structural)
 	for _, path := range structuralpruning.PruneWithOptions(obj, a.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}) {
-		errs = append(errs, field.Invalid(field.NewPath(path), nil, "unknown field"))
+		errs = append(errs, fieldpath.Invalid(fieldpath.NewPath(path), nil, "unknown field"))
 	}
 	structuraldefaulting.Default(obj, a.structural)
 	errs = append(errs, apiservervalidation.ValidateCustomResource(nil, obj, a.validator)...)

@@ -65,7 +65,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stderr io.Writer)
 		return exitFailure
 	}
 	if o.ApplyCRDs {
-		return applyCRDs(restConfig, log, stderr)
+		return applyCRDs(restConfig, crdinstall.ConversionFor(o), log, stderr)
 	}
 	mgr, err := app.New(restConfig, o, app.Deps{})
 	if err != nil {
@@ -104,8 +104,10 @@ func newLogger(o *config.Options, w io.Writer) logr.Logger {
 const crdApplyTimeout = time.Minute
 
 // applyCRDs is the --apply-crds mode: the chart's init container applies
-// the CRDs this binary embeds, so they move with the image on helm upgrade.
-func applyCRDs(cfg *rest.Config, log logr.Logger, stderr io.Writer) int {
+// the CRDs this binary embeds, so they move with the image on helm upgrade,
+// with their conversion webhook pointing at conv: the release's own webhook
+// (see crdinstall.ConversionFor).
+func applyCRDs(cfg *rest.Config, conv crdinstall.Conversion, log logr.Logger, stderr io.Writer) int {
 	scheme := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		printError(stderr, err)
@@ -118,12 +120,13 @@ func applyCRDs(cfg *rest.Config, log logr.Logger, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(ctrl.SetupSignalHandler(), crdApplyTimeout+10*time.Second)
 	defer cancel()
-	if err := crdinstall.Apply(ctx, c, crdApplyTimeout); err != nil {
+	if err := crdinstall.Apply(ctx, c, crdApplyTimeout, conv); err != nil {
 		printError(stderr, fmt.Errorf("applying CRDs: %w", err))
 		return exitFailure
 	}
 	names, _ := crdinstall.Names()
-	log.Info("CRDs applied and established", "crds", names)
+	cc, _ := conv.ClientConfig()
+	log.Info("CRDs applied and established", "crds", names, "conversionWebhook", cc)
 	return exitOK
 }
 

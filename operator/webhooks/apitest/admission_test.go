@@ -64,6 +64,7 @@ func TestMain(m *testing.M) {
 var (
 	startOnce sync.Once
 	certDir   string
+	opURL     string // where op serves its webhooks, conversion included
 )
 
 func operator(t *testing.T) *testenv.Operator {
@@ -74,6 +75,11 @@ func operator(t *testing.T) *testenv.Operator {
 			t.Fatal(err)
 		}
 		args := append(env.WebhookArgsIn(t, certDir), "--operator-version=1.2.3")
+		for _, a := range args {
+			if p, ok := strings.CutPrefix(a, "--webhook-port="); ok {
+				opURL = "https://127.0.0.1:" + p
+			}
+		}
 		o, err := env.NewOperator(args, app.Deps{})
 		if err != nil {
 			t.Fatal(err)

@@ -106,6 +106,21 @@ dynamo-operator-leader
 - dynamoworkermetadatas.nvidia.com
 {{- end -}}
 
+{{/* The CRDs that convert by webhook (crdinstall.ConvertedNames), for resourceNames. */}}
+{{- define "dynamo-operator.convertedCRDNames" -}}
+- dynamocomponentdeployments.nvidia.com
+- dynamographdeployments.nvidia.com
+{{- end -}}
+
+{{/*
+Whether the operator keeps its CA in the CRDs' conversion webhook: the
+release that installs the CRDs names its own webhook there, and in the auto
+mode its operator is the one to inject the CA.
+*/}}
+{{- define "dynamo-operator.injectCRDs" -}}
+{{- if and (include "dynamo-operator.installCRDs" .) .Values.webhook.enabled (eq (include "dynamo-operator.certMode" .) "auto") }}true{{ end -}}
+{{- end -}}
+
 {{/* The container securityContext of the restricted Pod Security Standard. */}}
 {{- define "dynamo-operator.containerSecurityContext" -}}
 allowPrivilegeEscalation: false

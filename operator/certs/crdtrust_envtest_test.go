@@ -1,0 +1,151 @@
+package certs_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
+	"github.com/dynamoctl/dynamo-operator/operator/app"
+	"github.com/dynamoctl/dynamo-operator/operator/certs"
+	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
+)
+
+// frozenCRD is the CRD whose conversion webhook bundle freezeCRDBundle
+// keeps from changing.
+const frozenCRD = "dynamographdeployments.nvidia.com"
+
+// freezeCRDBundle makes the API server refuse any change of the CRD's
+// conversion webhook caBundle until the returned func is called: a CRD
+// the operator cannot update, while its webhook configurations it can.
+func freezeCRDBundle(t *testing.T) (thaw func()) {
+	t.Helper()
+	bundle := func(o string) string {
+		cc := o + ".spec.conversion.webhook.clientConfig"
+		return "(has(" + o + ".spec.conversion) && has(" + o + ".spec.conversion.webhook) && has(" + cc + ") && has(" + cc + ".caBundle) ? " + cc + ".caBundle : b'')"
+	}
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "freeze-crd-bundle"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				ResourceNames: []string{frozenCRD},
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{"apiextensions.k8s.io"}, APIVersions: []string{"v1"},
+						Resources: []string{"customresourcedefinitions"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: bundle("object") + " == " + bundle("oldObject"), Message: "frozen"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "freeze-crd-bundle"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	for _, obj := range []client.Object{policy, binding} {
+		if err := env.Client.Create(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	thaw = func() {
+		for _, obj := range []client.Object{binding, policy} {
+			_ = env.Client.Delete(context.Background(), obj)
+		}
+	}
+	t.Cleanup(thaw)
+	// The API server takes the policy up from its watch: frozen once a
+	// dry-run change is refused.
+	if err := eventually(func() error {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: frozenCRD}, crd); err != nil {
+			return err
+		}
+		crd.Spec.Conversion.Webhook.ClientConfig.CABundle = newTestCA(t).certPEM
+		err := env.Client.Update(context.Background(), crd, client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "frozen") {
+			return errNotFrozen
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return thaw
+}
+
+var errNotFrozen = &annotationError{frozenCRD, "not frozen yet"}
+
+// A new CA never signs while a CRD whose conversion webhook is the
+// operator's does not trust it, though the webhook configurations do: with
+// the CRD's bundle frozen through the time the CA rotates, the served
+// certificate always verifies against the CRD's bundle, and the rotation
+// completes once the CRD can take the new bundle. (A pass whose CRD write
+// is refused records no trust; a manager that went on regardless, counting
+// the configurations' bundles alone, fails here at the new CA's grace.)
+func TestNewCAWaitsUntilTheCRDsTrustIt(t *testing.T) {
+	// The next CA enters the bundle at 18 s (CAValidity - CertValidity -
+	// 2 grace) and may sign 3 s later; the freeze lasts to 27 s.
+	const certValidity, caValidity, frozenUntil = 12 * time.Second, 36 * time.Second, 27 * time.Second
+	const secret = "crd-trust-cert"
+	args := append(env.WebhookArgs(t), "--webhook-cert-secret="+secret,
+		"--webhook-cert-validity="+certValidity.String(), "--webhook-ca-validity="+caValidity.String())
+	op, err := env.NewOperator(args, app.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := op.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		op.Stop()
+		deleteConfigurations(t)
+		_ = env.Client.Delete(context.Background(), secretObject(secret))
+	})
+	port := webhookPort(t, args)
+	env.RouteConversion(t, crdinstall.Conversion{URL: "https://127.0.0.1:" + port})
+	eventuallyCRDBundles(t, "the operator's CA", func() []byte { return storedCA(t, secret) })
+	thaw := freezeCRDBundle(t)
+
+	frozen := crdBundle(t, frozenCRD)
+	pending := false // a next CA waited in the Secret during the freeze
+	for time.Since(start) < frozenUntil {
+		if _, err := dialVerified(port, frozen); err != nil {
+			t.Fatalf("at %s the operator serves a certificate the CRD's bundle does not verify: %v",
+				time.Since(start).Round(time.Millisecond), err)
+		}
+		if cas, _ := certs.ParseCertificates(storedCA(t, secret)); len(cas) > 1 {
+			pending = true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !pending {
+		t.Fatal("no new CA came during the freeze: the test proves nothing")
+	}
+	thaw()
+	// The CRD takes the new bundle, then the new CA signs.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := dialVerified(port, frozen); err != nil && strings.Contains(err.Error(), "unknown authority") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new CA never signed after the CRD could trust it")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := dialVerified(port, crdBundle(t, frozenCRD)); err != nil {
+		t.Errorf("the CRD's bundle does not verify the certificate the new CA signed: %v", err)
+	}
+}
+
+func secretObject(name string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.OperatorNamespace, Name: name}}
+}

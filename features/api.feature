@@ -1,11 +1,15 @@
 @api
-Feature: The nvidia.com/v1alpha1 API accepts what Dynamo users write and rejects what is malformed
-  Platform teams keep their existing DynamoGraphDeployment and DynamoModel manifests. Every one of them
-  must be accepted unchanged and stored without losing a field, while malformed objects are rejected by
-  the API server with a message that names the field and the rule.
+Feature: The nvidia.com API accepts what Dynamo users write, in v1alpha1 and v1beta1, and rejects what is malformed
+  Platform teams keep their existing DynamoGraphDeployment and DynamoModel manifests, and write new graphs
+  as Dynamo's current documentation does, in nvidia.com/v1beta1. Every one of them must be accepted
+  unchanged and stored without losing a field, in the version it was written in, while malformed objects
+  are rejected by the API server with a message that names the field, where it was written, and the rule.
 
   Scenario: Every manifest Dynamo's users run is accepted and stored unchanged
     Then every manifest under "../shared/compat" is accepted and reads back unchanged
+
+  Scenario: Every manifest of Dynamo's current documentation is accepted in v1beta1, created or applied, and reads in v1alpha1 too
+    Then every manifest under "../shared/compat-v1beta1" is accepted and reads back unchanged when created and when applied server-side, and reads in "nvidia.com/v1alpha1"
 
   Scenario: The disaggregated graph of the operator guide is accepted
     When I apply the manifest:
@@ -337,17 +341,150 @@ Feature: The nvidia.com/v1alpha1 API accepts what Dynamo users write and rejects
       """
     Then it is rejected with a message containing "spec.dynamoComponent"
 
-  Scenario Outline: Each kind is served with its short name and the columns kubectl shows
-    Then the API server serves "<resource>" in "nvidia.com/v1alpha1" with short name "<short>"
-    And "kubectl get <short>" shows the columns "<columns>"
+  Scenario: A v1beta1 graph is rejected at the fields as the user wrote them: /dev/shm, pod labels, a Secret's name
+    The operator's rules run on the stored v1alpha1 form; each violation is named at its v1beta1 path, the
+    main container counted where it sits among the pod template's containers.
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1beta1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: bad-worker
+      spec:
+        components:
+        - name: Frontend
+          type: frontend
+        - name: VllmDecodeWorker
+          type: worker
+          sharedMemorySize: -1Gi
+          podTemplate:
+            metadata:
+              labels:
+                "team a": inference
+            spec:
+              containers:
+              - name: proxy
+                image: envoy:1.31
+              - name: main
+                image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1
+                envFrom:
+                - secretRef:
+                    name: HF_Token
+      """
+    Then it is rejected with a message containing "spec.components[1].sharedMemorySize: Invalid value: \"-1Gi\": must be greater than 0"
+    And the message also contains "sharedMemorySize: \"0\""
+    And the message also contains "spec.components[1].podTemplate.metadata.labels: Invalid value: \"team a\""
+    And the message also contains "spec.components[1].podTemplate.spec.containers[1].envFrom[0]: Invalid value: \"HF_Token\": must be a valid Secret name"
+
+  Scenario: A v1beta1 compilation cache naming a claim that cannot exist is rejected at its pvcName
+    When I create the manifest:
+      """
+      apiVersion: nvidia.com/v1beta1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: cache
+      spec:
+        components:
+        - name: VllmDecodeWorker
+          type: worker
+          compilationCache:
+            pvcName: Compilation_Cache
+      """
+    Then it is rejected with a message containing "spec.components[0].compilationCache.pvcName: Invalid value: \"Compilation_Cache\": must be a valid PersistentVolumeClaim name"
+
+  Scenario: A v1beta1 component whose children's names would be too long is rejected at the component
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1beta1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: a-graph-with-a-long-name-for-its-children
+      spec:
+        components:
+        - name: Frontend
+          type: frontend
+        - name: AWorkerWhoseNameMakesTheServiceNameTooLong
+          type: worker
+      """
+    Then it is rejected with a message containing "spec.components[1]: Invalid value: \"a-graph-with-a-long-name-for-its-children-aworkerwhosenamemakestheservicenametoolong\""
+    And the message also contains "must be no more than 63 characters"
+
+  Scenario: v1beta1 component names are unique regardless of case
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1beta1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: twins
+      spec:
+        components:
+        - name: Frontend
+          type: frontend
+        - name: frontend
+          type: worker
+      """
+    Then it is rejected with a message containing "spec.components: Invalid value: component names must be unique case-insensitively"
+
+  Scenario: A v1beta1 graph has at most one endpoint picker
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1beta1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: two-pickers
+      spec:
+        components:
+        - name: Epp
+          type: epp
+        - name: EppCanary
+          type: epp
+      """
+    Then it is rejected with a message containing "spec.components: Invalid value: at most one component may have type epp"
+
+  Scenario: A v1beta1 graph cannot be created with a restart request
+    When I create the manifest:
+      """
+      apiVersion: nvidia.com/v1beta1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: restarted
+      spec:
+        restart:
+          id: first
+        components:
+        - name: Frontend
+          type: frontend
+      """
+    Then it is rejected with a message containing "spec.restart must be unset on create; set spec.restart.id after creation to request a restart"
+
+  Scenario: An unknown v1beta1 field is rejected by server-side apply at its path
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1beta1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: typo
+      spec:
+        components:
+        - name: Frontend
+          type: frontend
+          replicaz: 2
+      """
+    Then it is rejected with a message containing ".spec.components[name=\"Frontend\"].replicaz: field not declared in schema"
+
+  Scenario Outline: Each kind is served with its short name and the columns kubectl shows, in each of its versions
+    Then the API server serves "<resource>" in "nvidia.com/<version>" with short name "<short>"
+    And "kubectl get <short>.<version>.nvidia.com" shows the columns "<columns>"
 
     Examples:
-      | resource                   | short | columns                                     |
-      | dynamographdeployments     | dgd   | Name, Ready, State, Backend, Age            |
-      | dynamocomponentdeployments | dcd   | Name, Type, Available, Desired, Ready, Age  |
-      | dynamomodels               | dm    | Name, Model, Base, Type, Ready, Total, Age  |
-      | dynamocomponents           | dc    | Name, Component, Image-Ready, Age           |
-      | dynamoworkermetadatas      | dwm   | Name, Age                                   |
+      | resource                   | version  | short | columns                                     |
+      | dynamographdeployments     | v1alpha1 | dgd   | Name, Ready, State, Backend, Age            |
+      | dynamographdeployments     | v1beta1  | dgd   | Name, Ready, State, Backend, Age            |
+      | dynamocomponentdeployments | v1alpha1 | dcd   | Name, Type, Available, Desired, Ready, Age  |
+      | dynamocomponentdeployments | v1beta1  | dcd   | Name, Type, Available, Desired, Ready, Age  |
+      | dynamomodels               | v1alpha1 | dm    | Name, Model, Base, Type, Ready, Total, Age  |
+      | dynamocomponents           | v1alpha1 | dc    | Name, Component, Image-Ready, Age           |
+      | dynamoworkermetadatas      | v1alpha1 | dwm   | Name, Age                                   |
 
   # The runtime writes these discovery records itself (DYN_DISCOVERY_BACKEND=kubernetes), under the
   # graph's discovery ServiceAccount; the data is its own JSON, kept as written.

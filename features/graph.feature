@@ -87,6 +87,55 @@ Feature: A DynamoGraphDeployment runs as one component per service, and its stat
     And the dgd "llm" eventually has ".status.state" equal to "successful"
     And the dgd "llm" has ".status.observedGeneration" equal to "2"
 
+  Scenario: A graph written in v1beta1 reads its status as Dynamo writes it, in v1beta1 and in v1alpha1
+    The operator stores and writes v1alpha1; a reader of v1beta1 gets status.components keyed by component
+    name, each component's status.component, and the columns kubectl shows for v1beta1.
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1beta1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: agg
+      spec:
+        backendFramework: vllm
+        components:
+        - name: Frontend
+          type: frontend
+          podTemplate:
+            spec:
+              containers:
+              - name: main
+                image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1
+        - name: VllmDecodeWorker
+          type: worker
+          replicas: 2
+          podTemplate:
+            spec:
+              containers:
+              - name: main
+                image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1
+                command: ["python3", "-m", "dynamo.vllm"]
+                args: ["--model", "Qwen/Qwen3-0.6B"]
+                resources:
+                  limits:
+                    nvidia.com/gpu: "1"
+      """
+    Then it reads back unchanged
+    And the dgd.v1beta1.nvidia.com "agg" eventually has ".status.state" equal to "successful"
+    And the dgd.v1beta1.nvidia.com "agg" has ".status.conditions[?(@.type=="Ready")].status" equal to "True"
+    And the dgd.v1beta1.nvidia.com "agg" has ".status.observedGeneration" equal to "1"
+    And the dgd.v1beta1.nvidia.com "agg" has ".status.components.VllmDecodeWorker.componentKind" equal to "Deployment"
+    And the dgd.v1beta1.nvidia.com "agg" has ".status.components.VllmDecodeWorker.componentNames[*]" equal to "agg-vllmdecodeworker"
+    And the dgd.v1beta1.nvidia.com "agg" has ".status.components.VllmDecodeWorker.readyReplicas" equal to "2"
+    And the dgd.v1beta1.nvidia.com "agg" has ".status.components.Frontend.availableReplicas" equal to "1"
+    And the dgd "agg" has ".status.state" equal to "successful"
+    And the dgd "agg" has ".status.services.VllmDecodeWorker.componentName" equal to "agg-vllmdecodeworker"
+    And the dgd "agg" has ".status.services.VllmDecodeWorker.readyReplicas" equal to "2"
+    And the dcd.v1beta1.nvidia.com "agg-vllmdecodeworker" has ".status.component.readyReplicas" equal to "2"
+    And the dcd "agg-vllmdecodeworker" has ".status.service.readyReplicas" equal to "2"
+    And "kubectl get dgd.v1beta1.nvidia.com" shows the columns "Name, Ready, State, Backend, Age"
+    And the Deployment "agg-vllmdecodeworker" has ".spec.template.spec.containers[?(@.name=="main")].resources.limits.nvidia\.com/gpu" equal to "1"
+
   Scenario: A new service gets its component, and a removed service takes its workload with it
     Given the dgd "llm" eventually has ".status.state" equal to "successful"
     When I patch the dgd "llm" with:
@@ -246,3 +295,10 @@ Feature: A DynamoGraphDeployment runs as one component per service, and its stat
   @compat
   Scenario: Every graph users run gets Deployments carrying exactly what they wrote, and becomes Ready
     Then every graph under "../shared/compat" runs with the images, commands, args, GPU limits and env as written
+
+  @compat
+  Scenario: Every graph of Dynamo's current documentation, written in v1beta1, runs as written
+    Each component's pod template, converted as the operator converts it, reaches its workload: every container
+    with its image, command, args, env and resources, the user's values winning. A graph whose pods mount a
+    claim its documentation has users create and fill first pends naming that claim where a scheduler runs.
+    Then every graph under "../shared/compat-v1beta1" runs with the images, commands, args, GPU limits and env as written

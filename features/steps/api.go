@@ -44,7 +44,7 @@ func (w *world) servesWithShortName(_ context.Context, resource, groupVersion, s
 // showsColumns asks the API server for a Table, as kubectl get does, and
 // compares the column names kubectl prints without -o wide.
 func (w *world) showsColumns(ctx context.Context, kind, want string) error {
-	gvk, err := ResolveKind(w.cluster.Client.RESTMapper(), kind)
+	gvk, err := ResolveKind(w.cluster.Client.RESTMapper(), w.cluster.Client.Scheme(), kind)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (w *world) showsColumns(ctx context.Context, kind, want string) error {
 // scaleTo changes replicas through the scale subresource, as kubectl scale
 // and a HorizontalPodAutoscaler do.
 func (w *world) scaleTo(ctx context.Context, kind, name string, replicas int32) error {
-	gvk, err := ResolveKind(w.cluster.Client.RESTMapper(), kind)
+	gvk, err := ResolveKind(w.cluster.Client.RESTMapper(), w.cluster.Client.Scheme(), kind)
 	if err != nil {
 		return err
 	}

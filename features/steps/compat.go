@@ -2,15 +2,17 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,12 +20,15 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
+	"github.com/dynamoctl/dynamo-operator/sim/prereq"
 )
 
 // everyGraphRunsAsWritten applies every DynamoGraphDeployment manifest under
-// dir, each file in a namespace of its own, and checks that each service's
-// Deployment carries the image, command, args, GPU limit and env the user
-// wrote, and that the graph becomes Ready.
+// dir, in v1alpha1 or v1beta1, each file in a namespace of its own, and
+// checks that each service's workload carries the images, commands, args,
+// GPU limit and env the user wrote (a v1beta1 graph as its v1alpha1 form,
+// the operator's conversion of it), and that the graph becomes Ready or
+// pends on its true cause (readyOrWaitingForClaim).
 func (w *world) everyGraphRunsAsWritten(ctx context.Context, dir string) error {
 	files, err := manifestFiles(w.resolve(dir))
 	if err != nil {
@@ -36,16 +41,9 @@ func (w *world) everyGraphRunsAsWritten(ctx context.Context, dir string) error {
 		if err != nil {
 			return err
 		}
-		var dgds []*v1alpha1.DynamoGraphDeployment
-		for _, o := range objs {
-			if o.GetKind() != "DynamoGraphDeployment" {
-				continue
-			}
-			dgd := &v1alpha1.DynamoGraphDeployment{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, dgd); err != nil {
-				return fmt.Errorf("%s: %w", f, err)
-			}
-			dgds = append(dgds, dgd)
+		dgds, err := graphsOf(w.cluster.Client.Scheme(), objs)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
 		}
 		if len(dgds) == 0 {
 			continue
@@ -66,7 +64,15 @@ func (w *world) everyGraphRunsAsWritten(ctx context.Context, dir string) error {
 }
 
 func (w *world) checkGraphFile(ctx context.Context, rel string, objs []*unstructured.Unstructured, dgds []*v1alpha1.DynamoGraphDeployment) []string {
-	ns, err := w.cluster.CreateNamespace(ctx, "compat-"+strings.TrimSuffix(filepath.Base(rel), ".yaml"))
+	return w.inNamespaceOfItsOwn(ctx, "compat-"+strings.TrimSuffix(filepath.Base(rel), ".yaml"), func() []string {
+		return w.checkGraphs(ctx, objs, dgds)
+	})
+}
+
+// inNamespaceOfItsOwn runs f with a fresh namespace, named after prefix,
+// as the scenario's, and deletes it after.
+func (w *world) inNamespaceOfItsOwn(ctx context.Context, prefix string, f func() []string) []string {
+	ns, err := w.cluster.CreateNamespace(ctx, prefix)
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -74,7 +80,10 @@ func (w *world) checkGraphFile(ctx context.Context, rel string, objs []*unstruct
 	scenarioNS := w.namespace
 	w.namespace = ns
 	defer func() { w.namespace = scenarioNS }()
+	return f()
+}
 
+func (w *world) checkGraphs(ctx context.Context, objs []*unstructured.Unstructured, dgds []*v1alpha1.DynamoGraphDeployment) []string {
 	// The Secrets and ConfigMaps the graph's docs have users create first
 	// (placeholders): a kubelet starts no pod without them.
 	if err := w.createPrereqs(ctx, objs); err != nil {
@@ -98,7 +107,7 @@ func (w *world) checkGraphFile(ctx context.Context, rel string, objs []*unstruct
 				continue
 			}
 			deploy := &appsv1.Deployment{}
-			if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: deployName}, deploy); err != nil {
+			if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: deployName}, deploy); err != nil {
 				problems = append(problems, err.Error())
 				continue
 			}
@@ -106,11 +115,74 @@ func (w *world) checkGraphFile(ctx context.Context, rel string, objs []*unstruct
 				problems = append(problems, fmt.Sprintf("service %s: %s", name, p))
 			}
 		}
-		if err := w.fieldEventuallyEquals(ctx, "dgd", dgd.Name, `.status.conditions[?(@.type=="Ready")].status`, "True"); err != nil {
+		if err := w.readyOrWaitingForClaim(ctx, dgd.Name, prereq.Claims(objs)); err != nil {
 			problems = append(problems, err.Error())
 		}
 	}
 	return problems
+}
+
+// graphsOf decodes the DynamoGraphDeployments of objs in v1alpha1, the
+// form the operator renders: one written in v1beta1 as the operator
+// converts it (ConvertManifest).
+func graphsOf(s *runtime.Scheme, objs []*unstructured.Unstructured) ([]*v1alpha1.DynamoGraphDeployment, error) {
+	var out []*v1alpha1.DynamoGraphDeployment
+	for _, o := range objs {
+		if o.GetKind() != "DynamoGraphDeployment" {
+			continue
+		}
+		alpha := o
+		if o.GroupVersionKind().GroupVersion() != v1alpha1.GroupVersion {
+			var err error
+			if alpha, err = ConvertManifest(s, o, v1alpha1.GroupVersion); err != nil {
+				return nil, err
+			}
+		}
+		dgd := &v1alpha1.DynamoGraphDeployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(alpha.Object, dgd); err != nil {
+			return nil, err
+		}
+		out = append(out, dgd)
+	}
+	return out, nil
+}
+
+// readyOrWaitingForClaim waits until the graph is Ready or, when its
+// manifest mounts claims it does not hold (prereq.Claims: users create and
+// fill them beforehand, and no placeholder stands in), until its Ready
+// condition names one of them missing, in the scheduler's words: the graph
+// pends on its true cause, which it prints. Without a scheduler (envtest)
+// every graph becomes Ready.
+func (w *world) readyOrWaitingForClaim(ctx context.Context, name string, claims []string) error {
+	var ready *metav1.Condition
+	err := w.eventually(ctx, func() error {
+		obj, err := w.read(ctx, "dgd", name)
+		if err != nil {
+			return err
+		}
+		if ready = condition(obj, "Ready"); ready == nil {
+			return errors.New("no Ready condition yet")
+		}
+		if ready.Status == metav1.ConditionTrue || missingClaimNamed(ready.Message, claims) {
+			return nil
+		}
+		return fmt.Errorf("Ready %s: %s", ready.Status, ready.Message)
+	})
+	if err != nil {
+		return fmt.Errorf("dgd %s is neither Ready nor pending on a claim it mounts and its manifest lacks %q: %w", name, claims, err)
+	}
+	if ready.Status != metav1.ConditionTrue {
+		fmt.Printf("    dgd %s pends on a claim its manifest mounts and lacks: %s\n", name, ready.Message)
+	}
+	return nil
+}
+
+// missingClaimNamed: message reports one of claims not found, as the
+// scheduler does (`persistentvolumeclaim "x" not found`).
+func missingClaimNamed(message string, claims []string) bool {
+	return slices.ContainsFunc(claims, func(c string) bool {
+		return strings.Contains(message, fmt.Sprintf("persistentvolumeclaim %q not found", c))
+	})
 }
 
 // leaderWorkerSetMatchesService checks a multinode service's
@@ -160,10 +232,8 @@ func argsKept(svc *v1alpha1.DynamoComponentDeploymentSharedSpec, t *corev1.PodTe
 		return nil
 	}
 	var line string
-	for _, c := range t.Spec.Containers {
-		if c.Name == render.MainContainerName {
-			line = strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
-		}
+	if c := containerNamed(t.Spec.Containers, render.MainContainerName); c != nil {
+		line = strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
 	}
 	rest := line
 	for _, a := range svc.ExtraPodSpec.MainContainer.Args {
@@ -177,30 +247,16 @@ func argsKept(svc *v1alpha1.DynamoComponentDeploymentSharedSpec, t *corev1.PodTe
 }
 
 // deploymentMatchesService compares what the user wrote for a service with
-// the main container of its Deployment.
+// its Deployment's pod template: the main container and its GPU limit, and
+// every other container written for the pod (a v1beta1 pod template's
+// containers besides main), init containers included.
 func deploymentMatchesService(dgd *v1alpha1.DynamoGraphDeployment, svc *v1alpha1.DynamoComponentDeploymentSharedSpec, deploy *appsv1.Deployment) []string {
-	var main *corev1.Container
-	for i := range deploy.Spec.Template.Spec.Containers {
-		if deploy.Spec.Template.Spec.Containers[i].Name == render.MainContainerName {
-			main = &deploy.Spec.Template.Spec.Containers[i]
-		}
-	}
+	pod := &deploy.Spec.Template.Spec
+	main := containerNamed(pod.Containers, render.MainContainerName)
 	if main == nil {
 		return []string{"no main container"}
 	}
-	var problems []string
-	if svc.ExtraPodSpec != nil && svc.ExtraPodSpec.MainContainer != nil {
-		mc := svc.ExtraPodSpec.MainContainer
-		if mc.Image != "" && main.Image != mc.Image {
-			problems = append(problems, fmt.Sprintf("image %q, wrote %q", main.Image, mc.Image))
-		}
-		if len(mc.Command) > 0 && !reflect.DeepEqual(main.Command, mc.Command) {
-			problems = append(problems, fmt.Sprintf("command %q, wrote %q", main.Command, mc.Command))
-		}
-		if len(mc.Args) > 0 && !reflect.DeepEqual(main.Args, mc.Args) {
-			problems = append(problems, fmt.Sprintf("args %q, wrote %q", main.Args, mc.Args))
-		}
-	}
+	problems := containerAsWritten(mainAsWritten(dgd, svc), main)
 	if svc.Resources != nil && svc.Resources.Limits != nil && svc.Resources.Limits.GPU != "" {
 		gpuType := svc.Resources.Limits.GPUType
 		if gpuType == "" {
@@ -211,38 +267,158 @@ func deploymentMatchesService(dgd *v1alpha1.DynamoGraphDeployment, svc *v1alpha1
 			problems = append(problems, fmt.Sprintf("limits[%s] %q, wrote %q", gpuType, got.String(), svc.Resources.Limits.GPU))
 		}
 	}
-	// The env the user wrote, with its precedence: global < service < mainContainer.
-	want := map[string]corev1.EnvVar{}
-	for _, list := range [][]corev1.EnvVar{dgd.Spec.Envs, svc.Envs, mainContainerEnv(svc)} {
-		for _, e := range list {
-			want[e.Name] = e
+	for _, want := range otherContainersAsWritten(svc) {
+		got := containerNamed(append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...), want.Name)
+		if got == nil {
+			problems = append(problems, fmt.Sprintf("no container %s", want.Name))
+			continue
+		}
+		problems = append(problems, containerAsWritten(want, got)...)
+	}
+	return problems
+}
+
+// mainAsWritten is what the user wrote for the main container: the env
+// with its precedence, global < service < mainContainer (later entries win
+// in containerAsWritten), and envFromSecret among its envFrom.
+func mainAsWritten(dgd *v1alpha1.DynamoGraphDeployment, svc *v1alpha1.DynamoComponentDeploymentSharedSpec) corev1.Container {
+	c := corev1.Container{Name: render.MainContainerName}
+	if svc.ExtraPodSpec != nil && svc.ExtraPodSpec.MainContainer != nil {
+		mc := svc.ExtraPodSpec.MainContainer
+		c.Image, c.Command, c.Args = mc.Image, mc.Command, mc.Args
+		c.Env, c.EnvFrom = mc.Env, mc.EnvFrom
+	}
+	c.Env = append(append(append([]corev1.EnvVar{}, dgd.Spec.Envs...), svc.Envs...), c.Env...)
+	if svc.EnvFromSecret != nil && *svc.EnvFromSecret != "" {
+		c.EnvFrom = append(c.EnvFrom, secretRef(*svc.EnvFromSecret))
+	}
+	return c
+}
+
+// otherContainersAsWritten are the containers besides main the user wrote
+// for a service's pod: extraPodSpec's containers and init containers, and
+// the frontend sidecar with extraPodSpec's container of its name laid over
+// it, as the render merges them.
+func otherContainersAsWritten(svc *v1alpha1.DynamoComponentDeploymentSharedSpec) []corev1.Container {
+	var out []corev1.Container
+	if s := svc.FrontendSidecar; s != nil {
+		c := corev1.Container{Name: render.SidecarContainerName, Image: s.Image, Command: s.Command, Args: s.Args, Env: s.Envs}
+		if s.EnvFromSecret != nil && *s.EnvFromSecret != "" {
+			c.EnvFrom = []corev1.EnvFromSource{secretRef(*s.EnvFromSecret)}
+		}
+		out = append(out, c)
+	}
+	if svc.ExtraPodSpec == nil || svc.ExtraPodSpec.PodSpec == nil {
+		return out
+	}
+	for _, c := range append(append([]corev1.Container{}, svc.ExtraPodSpec.InitContainers...), svc.ExtraPodSpec.Containers...) {
+		if c.Name == render.MainContainerName {
+			continue
+		}
+		if base := containerNamed(out, c.Name); base != nil {
+			c = layOver(*base, c)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// layOver is base with what over writes: image, command and args replaced,
+// env and envFrom added after base's (later env entries win).
+func layOver(base, over corev1.Container) corev1.Container {
+	if over.Image != "" {
+		base.Image = over.Image
+	}
+	if len(over.Command) > 0 {
+		base.Command = over.Command
+	}
+	if len(over.Args) > 0 {
+		base.Args = over.Args
+	}
+	base.Env = append(append([]corev1.EnvVar{}, base.Env...), over.Env...)
+	base.EnvFrom = append(append([]corev1.EnvFromSource{}, base.EnvFrom...), over.EnvFrom...)
+	return base
+}
+
+// containerAsWritten compares what the user wrote for a container with the
+// rendered one: image, command and args as written, each variable of env
+// (the last one written of a name), each resource limit and request (a
+// GPU on a container besides main) and each envFrom entry, the user's
+// values winning over the operator's defaults.
+func containerAsWritten(want corev1.Container, got *corev1.Container) []string {
+	var problems []string
+	add := func(format string, a ...any) {
+		problems = append(problems, fmt.Sprintf("container %s: ", want.Name)+fmt.Sprintf(format, a...))
+	}
+	if want.Image != "" && got.Image != want.Image {
+		add("image %q, wrote %q", got.Image, want.Image)
+	}
+	if len(want.Command) > 0 && !reflect.DeepEqual(got.Command, want.Command) {
+		add("command %q, wrote %q", got.Command, want.Command)
+	}
+	if len(want.Args) > 0 && !reflect.DeepEqual(got.Args, want.Args) {
+		add("args %q, wrote %q", got.Args, want.Args)
+	}
+	wantEnv, haveEnv := map[string]corev1.EnvVar{}, map[string]corev1.EnvVar{}
+	for _, e := range want.Env {
+		wantEnv[e.Name] = withAPIServerDefaults(e)
+	}
+	for _, e := range got.Env {
+		haveEnv[e.Name] = withAPIServerDefaults(e)
+	}
+	for _, name := range sortedKeys(wantEnv) {
+		if !reflect.DeepEqual(haveEnv[name], wantEnv[name]) {
+			add("env %s = %+v, wrote %+v", name, haveEnv[name], wantEnv[name])
 		}
 	}
-	have := map[string]corev1.EnvVar{}
-	for _, e := range main.Env {
-		have[e.Name] = e
+	for _, r := range []struct {
+		kind      string
+		want, got corev1.ResourceList
+	}{{"limits", want.Resources.Limits, got.Resources.Limits}, {"requests", want.Resources.Requests, got.Resources.Requests}} {
+		for _, name := range sortedKeys(r.want) {
+			if have, q := r.got[name], r.want[name]; have.Cmp(q) != 0 {
+				add("%s[%s] %q, wrote %q", r.kind, name, have.String(), q.String())
+			}
+		}
 	}
-	for _, name := range sortedKeys(want) {
-		if !reflect.DeepEqual(have[name], want[name]) {
-			problems = append(problems, fmt.Sprintf("env %s = %+v, wrote %+v", name, have[name], want[name]))
+	for _, from := range want.EnvFrom {
+		if !slices.ContainsFunc(got.EnvFrom, func(e corev1.EnvFromSource) bool { return reflect.DeepEqual(e, from) }) {
+			add("envFrom %+v missing, have %+v", from, got.EnvFrom)
 		}
 	}
 	return problems
 }
 
-func mainContainerEnv(svc *v1alpha1.DynamoComponentDeploymentSharedSpec) []corev1.EnvVar {
-	if svc.ExtraPodSpec == nil || svc.ExtraPodSpec.MainContainer == nil {
-		return nil
+// withAPIServerDefaults is e as the API server stores it in a pod
+// template, where a fieldRef without apiVersion gets v1: what was written
+// and what was rendered compare alike on a cluster and off it.
+func withAPIServerDefaults(e corev1.EnvVar) corev1.EnvVar {
+	if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.APIVersion == "" {
+		e = *e.DeepCopy()
+		e.ValueFrom.FieldRef.APIVersion = "v1"
 	}
-	return svc.ExtraPodSpec.MainContainer.Env
+	return e
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+func containerNamed(containers []corev1.Container, name string) *corev1.Container {
+	for i := range containers {
+		if containers[i].Name == name {
+			return &containers[i]
+		}
+	}
+	return nil
+}
+
+func secretRef(name string) corev1.EnvFromSource {
+	return corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}
+}
+
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
 }
 

@@ -249,10 +249,8 @@ func (w *world) keepsTemplateUntilBuilt(ctx context.Context, deployName, dcName 
 		ready := meta.IsStatusConditionTrue(dc.Status.Conditions, v1alpha1.ConditionImageReady)
 		if d.Generation != before {
 			image := ""
-			for _, c := range d.Spec.Template.Spec.Containers {
-				if c.Name == render.MainContainerName {
-					image = c.Image
-				}
+			if c := containerNamed(d.Spec.Template.Spec.Containers, render.MainContainerName); c != nil {
+				image = c.Image
 			}
 			if !ready || image != dc.Status.Image {
 				violation = fmt.Errorf("Deployment %s was written (generation %d -> %d, image %q) before the image of DynamoComponent %s was ready",

@@ -18,7 +18,7 @@ import (
 // Steps that change objects after they exist and watch them go.
 
 func (w *world) object(kind, name string) (*unstructured.Unstructured, error) {
-	gvk, err := ResolveKind(w.cluster.Client.RESTMapper(), kind)
+	gvk, err := ResolveKind(w.cluster.Client.RESTMapper(), w.cluster.Client.Scheme(), kind)
 	if err != nil {
 		return nil, err
 	}

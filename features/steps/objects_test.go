@@ -5,8 +5,16 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
+	"github.com/dynamoctl/dynamo-operator/operator/apply"
 )
 
 func TestParseManifestsSkipsEmptyDocumentsAndNeedsKind(t *testing.T) {
@@ -59,5 +67,128 @@ func TestCondition(t *testing.T) {
 	}
 	if c := condition(&unstructured.Unstructured{Object: map[string]any{}}, "Ready"); c != nil {
 		t.Errorf("no status: got %+v, want nil", c)
+	}
+}
+
+func TestResolveKind(t *testing.T) {
+	beta := schema.GroupVersion{Group: "nvidia.com", Version: "v1beta1"}
+	alpha := schema.GroupVersion{Group: "nvidia.com", Version: "v1alpha1"}
+	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
+	// Discovery's order: v1beta1 preferred, as the API server serves it.
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{beta, alpha, apps})
+	for _, gv := range []schema.GroupVersion{beta, alpha} {
+		mapper.Add(gv.WithKind("DynamoGraphDeployment"), meta.RESTScopeNamespace)
+	}
+	mapper.Add(apps.WithKind("Deployment"), meta.RESTScopeNamespace)
+	for name, want := range map[string]schema.GroupVersionKind{
+		"dgd":                    alpha.WithKind("DynamoGraphDeployment"),
+		"DynamoGraphDeployment":  alpha.WithKind("DynamoGraphDeployment"),
+		"dynamographdeployments": alpha.WithKind("DynamoGraphDeployment"),
+		"dgd.v1beta1.nvidia.com": beta.WithKind("DynamoGraphDeployment"),
+		"dynamographdeployments.v1beta1.nvidia.com":  beta.WithKind("DynamoGraphDeployment"),
+		"dynamographdeployments.v1alpha1.nvidia.com": alpha.WithKind("DynamoGraphDeployment"),
+		"dgd.nvidia.com":   alpha.WithKind("DynamoGraphDeployment"),
+		"deployment":       apps.WithKind("Deployment"),
+		"deployments.apps": apps.WithKind("Deployment"),
+	} {
+		got, err := ResolveKind(mapper, nil, name)
+		if err != nil {
+			t.Errorf("ResolveKind(%q): %v", name, err)
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("ResolveKind(%q) (-want +got):\n%s", name, diff)
+		}
+	}
+	if _, err := ResolveKind(mapper, nil, "dgd.v2.nvidia.com"); err == nil {
+		t.Errorf("a version the API server does not serve must be an error")
+	}
+}
+
+// lazyMapper, like controller-runtime's, finds the resources of a group
+// by resource alone only once asked for that group.
+type lazyMapper struct {
+	meta.RESTMapper
+	lazyGroup string
+}
+
+func (m lazyMapper) KindsFor(gvr schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
+	gvks, err := m.RESTMapper.KindsFor(gvr)
+	if gvr.Group == "" && len(gvks) > 0 && gvks[0].Group == m.lazyGroup {
+		return nil, &meta.NoResourceMatchError{PartialResource: gvr}
+	}
+	return gvks, err
+}
+
+func TestResolveKindOfAGroupTheMapperHasNotLoaded(t *testing.T) {
+	lws := lwsv1.GroupVersion
+	defaults := meta.NewDefaultRESTMapper([]schema.GroupVersion{lws})
+	defaults.Add(lws.WithKind("LeaderWorkerSet"), meta.RESTScopeNamespace)
+	mapper := lazyMapper{RESTMapper: defaults, lazyGroup: lws.Group}
+	known := runtime.NewScheme()
+	if err := lwsv1.AddToScheme(known); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ResolveKind(mapper, known, "LeaderWorkerSet")
+	if err != nil || got != lws.WithKind("LeaderWorkerSet") {
+		t.Errorf("ResolveKind(LeaderWorkerSet) = %v, %v; want %v", got, err, lws.WithKind("LeaderWorkerSet"))
+	}
+	if _, err := ResolveKind(mapper, nil, "LeaderWorkerSet"); err == nil {
+		t.Errorf("without the scheme's groups the lazy mapper cannot know it; want an error")
+	}
+}
+
+func TestConvertManifest(t *testing.T) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{v1alpha1.AddToScheme, v1beta1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, err := ParseManifests([]byte(`
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {name: vllm-agg}
+spec:
+  components:
+  - name: VllmDecodeWorker
+    type: worker
+    replicas: 1
+    podTemplate:
+      spec:
+        containers:
+        - name: main
+          image: vllm-runtime:1.3.1
+          args: [--model, Qwen/Qwen3-0.6B]
+          resources: {limits: {nvidia.com/gpu: "1"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alpha, err := ConvertManifest(s, objs[0], v1alpha1.GroupVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		".apiVersion":    "nvidia.com/v1alpha1",
+		".metadata.name": "vllm-agg",
+		".spec.services.VllmDecodeWorker.componentType":                      "worker",
+		".spec.services.VllmDecodeWorker.extraPodSpec.mainContainer.image":   "vllm-runtime:1.3.1",
+		".spec.services.VllmDecodeWorker.extraPodSpec.mainContainer.args[1]": "Qwen/Qwen3-0.6B",
+		".spec.services.VllmDecodeWorker.resources.limits.gpu":               "1",
+	} {
+		if got, err := JSONPathValue(alpha.Object, path); err != nil || got != want {
+			t.Errorf("v1alpha1 %s = %q, %v; want %q", path, got, err, want)
+		}
+	}
+	back, err := ConvertManifest(s, alpha, v1beta1.GroupVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := apply.Diff(back.Object, objs[0].Object); len(diff) > 0 {
+		t.Errorf("converted back, the manifest lost: %v", diff)
+	}
+	if _, err := ConvertManifest(s, back, v1beta1.GroupVersion); err == nil {
+		t.Errorf("v1beta1 to v1beta1 is no conversion of the operator's and must be an error")
 	}
 }

@@ -17,10 +17,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
 	"github.com/dynamoctl/dynamo-operator/sim/prereq"
 )
@@ -122,7 +124,7 @@ func (c *Cluster) InitializeScenario(sc *godog.ScenarioContext) {
 	sc.Step(`^it is rejected with a message containing `+quoted+`$`, unquote1(w.rejectedWith))
 	sc.Step(`^the message also contains `+quoted+`$`, unquote1(w.messageContains))
 	sc.Step(`^it reads back unchanged$`, w.readsBackUnchanged)
-	sc.Step(`^every manifest under `+quoted+` is accepted and reads back unchanged$`, unquote1(w.everyManifestUnder))
+	sc.Step(`^every manifest under `+quoted+` is accepted and reads back unchanged( when created and when applied server-side)?(?:, and reads in `+quoted+`)?$`, w.everyManifestUnder)
 	sc.Step(`^the (\S+) `+quoted+` has `+anything+` equal to `+anything+`$`, unquote4(w.fieldEquals))
 	sc.Step(`^the API server serves `+quoted+` in `+quoted+` with short name `+quoted+`$`, w.servesWithShortName)
 	sc.Step(`^"kubectl get (\S+)" shows the columns `+quoted+`$`, w.showsColumns)
@@ -186,14 +188,21 @@ func (w *world) createManifest(ctx context.Context, doc *godog.DocString) error 
 	if err != nil {
 		return fmt.Errorf("the manifest in the feature file does not parse: %w", err)
 	}
-	w.applied, w.lastErr = objs, nil
+	w.applied, w.lastErr = objs, w.create(ctx, objs)
+	return nil
+}
+
+// create creates objs in order into the scenario's namespace, as kubectl
+// create and a first client-side kubectl apply do, and stops at the first
+// error, which it returns.
+func (w *world) create(ctx context.Context, objs []*unstructured.Unstructured) error {
 	for _, obj := range objs {
 		live := obj.DeepCopy()
 		if live.GetNamespace() == "" {
 			live.SetNamespace(w.namespace)
 		}
-		if w.lastErr = w.cluster.Client.Create(ctx, live); w.lastErr != nil {
-			break
+		if err := w.cluster.Client.Create(ctx, live); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -325,7 +334,7 @@ func (w *world) compareWithStored(ctx context.Context, objs []*unstructured.Unst
 		}
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("stored objects differ from what was applied:\n  %s", strings.Join(problems, "\n  "))
+		return fmt.Errorf("stored objects differ from what was written:\n  %s", strings.Join(problems, "\n  "))
 	}
 	return nil
 }
@@ -338,11 +347,24 @@ func stripNamespace(obj map[string]any) map[string]any {
 	return cp.Object
 }
 
-func (w *world) everyManifestUnder(ctx context.Context, dir string) error {
-	root := w.resolve(dir)
+// everyManifestUnder server-side applies each manifest file under dir into
+// the scenario's namespace and reads its objects back. created: each file
+// is also created, in a namespace of its own (names repeat across files).
+// readsIn: the objects of the kinds the operator converts also read, in
+// that API version, as the operator's conversion of what was written.
+func (w *world) everyManifestUnder(ctx context.Context, dir, created, readsIn string) error {
+	root := w.resolve(unescape(dir))
 	files, err := manifestFiles(root)
 	if err != nil {
 		return err
+	}
+	var other *schema.GroupVersion
+	if readsIn != "" {
+		gv, err := schema.ParseGroupVersion(unescape(readsIn))
+		if err != nil {
+			return err
+		}
+		other = &gv
 	}
 	var problems []string
 	for _, f := range files {
@@ -352,18 +374,73 @@ func (w *world) everyManifestUnder(ctx context.Context, dir string) error {
 			problems = append(problems, err.Error())
 			continue
 		}
-		if err := w.apply(ctx, objs); err != nil {
-			problems = append(problems, fmt.Sprintf("%s: rejected: %v", rel, err))
+		for _, p := range w.writtenAndRead(ctx, objs, w.apply, other) {
+			problems = append(problems, rel+": "+p)
+		}
+		if created == "" {
 			continue
 		}
-		if err := w.compareWithStored(ctx, objs); err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", rel, err))
+		for _, p := range w.inNamespaceOfItsOwn(ctx, "created", func() []string {
+			return w.writtenAndRead(ctx, objs, w.create, other)
+		}) {
+			problems = append(problems, rel+": created: "+p)
 		}
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%d of %d manifests failed:\n%s", len(problems), len(files), strings.Join(problems, "\n"))
+		return fmt.Errorf("%d problems in %d manifests:\n%s", len(problems), len(files), strings.Join(problems, "\n"))
 	}
 	return nil
+}
+
+// writtenAndRead writes objs with write and reports how they fail to read
+// back as written and, unless other is nil, in the version other.
+func (w *world) writtenAndRead(ctx context.Context, objs []*unstructured.Unstructured,
+	write func(context.Context, []*unstructured.Unstructured) error, other *schema.GroupVersion) []string {
+	if err := write(ctx, objs); err != nil {
+		return []string{"rejected: " + err.Error()}
+	}
+	var problems []string
+	if err := w.compareWithStored(ctx, objs); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if other == nil {
+		return problems
+	}
+	converted, err := w.convertedTo(objs, *other)
+	if err != nil {
+		return append(problems, err.Error())
+	}
+	if err := w.compareWithStored(ctx, converted); err != nil {
+		problems = append(problems, fmt.Sprintf("read in %s: %v", other, err))
+	}
+	return problems
+}
+
+// convertedTo converts the objects of objs written in another version of
+// gv's group, of a kind gv serves, to gv as the operator converts them
+// (ConvertManifest), leaving out what that conversion cannot predict: the
+// status, and the conversion's own annotations (the API server converts an
+// object after its schema's defaults are applied, which those may record).
+func (w *world) convertedTo(objs []*unstructured.Unstructured, gv schema.GroupVersion) ([]*unstructured.Unstructured, error) {
+	scheme := w.cluster.Client.Scheme()
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		written := o.GroupVersionKind()
+		if written.Group != gv.Group || written.Version == gv.Version || !scheme.Recognizes(gv.WithKind(written.Kind)) {
+			continue
+		}
+		c, err := ConvertManifest(scheme, o, gv)
+		if err != nil {
+			return nil, err
+		}
+		unstructured.RemoveNestedField(c.Object, "status")
+		unstructured.RemoveNestedField(c.Object, "metadata", "creationTimestamp")
+		for _, key := range v1beta1.ConversionAnnotations {
+			unstructured.RemoveNestedField(c.Object, "metadata", "annotations", key)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 func (w *world) fieldEquals(ctx context.Context, kind, name, path, want string) error {
@@ -406,14 +483,19 @@ func truncate(s string, n int) string {
 }
 
 func (w *world) readField(ctx context.Context, kind, name, path string) (string, error) {
-	gvk, err := ResolveKind(w.cluster.Client.RESTMapper(), kind)
+	obj, err := w.read(ctx, kind, name)
 	if err != nil {
 		return "", err
 	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
-	if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: name}, obj); err != nil {
-		return "", err
-	}
 	return JSONPathValue(obj.Object, path)
+}
+
+// read gets the object of a kind, named as a user writes it (ResolveKind),
+// from the scenario's namespace.
+func (w *world) read(ctx context.Context, kind, name string) (*unstructured.Unstructured, error) {
+	obj, err := w.object(kind, name)
+	if err != nil {
+		return nil, err
+	}
+	return obj, w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 }

@@ -28,7 +28,12 @@ func betaGraphErrors(graph *v1alpha1.DynamoGraphDeployment, errs field.ErrorList
 	if err := beta.ConvertFrom(graph.DeepCopy()); err != nil {
 		return errs
 	}
-	return mapErrors(errs, func(path string) string { return betaGraphPath(path, beta) })
+	return mapErrors(errs, func(path string) string {
+		if rest, ok := strings.CutPrefix(path, "spec.pvcs["); ok {
+			return betaClaimPath(path, rest, graph, beta)
+		}
+		return betaGraphPath(path, beta)
+	})
 }
 
 // betaComponentErrors does the same for a DynamoComponentDeployment.
@@ -77,6 +82,33 @@ func betaGraphPath(path string, beta *v1beta1.DynamoGraphDeployment) string {
 		return path
 	}
 	return "spec.components[" + strconv.Itoa(i) + "]" + betaComponentPath(strings.TrimPrefix(rest, "."), &beta.Spec.Components[i])
+}
+
+// betaClaimPath maps spec.pvcs[i]... (rest is what follows "spec.pvcs[").
+// v1beta1 has no list of claims: a claim there comes from the
+// compilationCache that names it, whose pvcName is the claim's name. A
+// claim only v1alpha1 spelled keeps its path.
+func betaClaimPath(path, rest string, graph *v1alpha1.DynamoGraphDeployment, beta *v1beta1.DynamoGraphDeployment) string {
+	end := strings.Index(rest, "]")
+	if end < 0 {
+		return path
+	}
+	i, err := strconv.Atoi(rest[:end])
+	if err != nil || i < 0 || i >= len(graph.Spec.PVCs) {
+		return path
+	}
+	name := graph.Spec.PVCs[i].Name
+	j := slices.IndexFunc(beta.Spec.Components, func(c v1beta1.DynamoComponentDeploymentSharedSpec) bool {
+		return c.CompilationCache != nil && c.CompilationCache.PVCName == name
+	})
+	if j < 0 {
+		return path
+	}
+	cache := "spec.components[" + strconv.Itoa(j) + "].compilationCache"
+	if rest[end+1:] == ".name" {
+		return cache + ".pvcName"
+	}
+	return cache
 }
 
 // serviceKey splits ".Name.rest" or "[Name].rest" into the service name and

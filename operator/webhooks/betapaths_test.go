@@ -76,6 +76,9 @@ func TestBetaGraphPaths(t *testing.T) {
 		"spec.services.VllmWorker.extraPodSpec.nodeSelector":        worker + ".podTemplate.spec.nodeSelector",
 		"spec.services.VllmWorker.multinode.nodeCount":              worker + ".multinode.nodeCount",
 		"spec.services.Unknown.replicas":                            "spec.services.Unknown.replicas",
+		"spec.pvcs[0].name":                                         worker + ".compilationCache.pvcName",
+		"spec.pvcs[0]":                                              worker + ".compilationCache",
+		"spec.pvcs[1].name":                                         "spec.pvcs[1].name",
 	}
 	for alphaPath, want := range cases {
 		t.Run(alphaPath, func(t *testing.T) {

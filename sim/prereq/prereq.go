@@ -60,6 +60,67 @@ func For(objs []*unstructured.Unstructured, ns string) []client.Object {
 	return out
 }
 
+// Claims returns the names of the PersistentVolumeClaims objs mount and do
+// not themselves contain or have the operator create, sorted: a pod
+// template's persistentVolumeClaim volumes, a v1beta1 compilationCache's
+// pvcName, and v1alpha1's pvcs and pvc entries without create: true. For
+// makes no placeholders of them: the docs have users create and fill them
+// (model weights, a LoRA cache), and an empty claim would hide that the
+// graph cannot run as written; its pods stay Pending until the claim
+// exists, which the scheduler and the graph's status say.
+func Claims(objs []*unstructured.Unstructured) []string {
+	claims := map[string]bool{}
+	have := map[string]bool{}
+	for _, o := range objs {
+		if o.GetKind() == "PersistentVolumeClaim" {
+			have[o.GetName()] = true
+		}
+		walkClaims(o.Object, claims)
+	}
+	var out []string
+	for _, name := range sortedKeys(claims) {
+		if !have[name] {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// walkClaims collects the claims v names.
+func walkClaims(v any, claims map[string]bool) {
+	switch t := v.(type) {
+	case []any:
+		for _, e := range t {
+			walkClaims(e, claims)
+		}
+	case map[string]any:
+		for field, key := range map[string]string{"persistentVolumeClaim": "claimName", "compilationCache": "pvcName"} {
+			if r, ok := t[field].(map[string]any); ok {
+				if name, _ := r[key].(string); name != "" {
+					claims[name] = true
+				}
+			}
+		}
+		var entries []any
+		if list, ok := t["pvcs"].([]any); ok {
+			entries = list
+		}
+		if one, ok := t["pvc"].(map[string]any); ok {
+			entries = append(entries, one)
+		}
+		for _, e := range entries {
+			entry, _ := e.(map[string]any)
+			name, _ := entry["name"].(string)
+			if create, _ := entry["create"].(bool); name != "" && !create {
+				claims[name] = true
+			}
+		}
+		for _, e := range t {
+			walkClaims(e, claims)
+		}
+	}
+}
+
 // walk collects the references in v.
 func walk(v any, secrets, configMaps map[string]map[string]bool) {
 	switch t := v.(type) {

@@ -98,7 +98,7 @@ func serviceSharedMemory(spec *v1alpha1.DynamoComponentDeploymentSharedSpec, pat
 		return nil
 	}
 	return field.ErrorList{field.Invalid(path.Child("sharedMemory", "size"), shm.Size.String(),
-		"must be greater than 0; set sharedMemory.disabled: true to run without /dev/shm")}
+		"must be greater than 0; to run without /dev/shm set sharedMemory.disabled: true (in v1beta1, sharedMemorySize: \"0\")")}
 }
 
 // serviceDeprecations: autoscaling is accepted for compatibility but has no

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -171,41 +172,53 @@ func cmdWait(args []string) error {
 		if !ok || (kind != "dgd" && kind != "dynamographdeployment") {
 			return fmt.Errorf("wait: %q: only dgd/NAME is supported", arg)
 		}
-		last := ""
-		for {
-			var d v1alpha1.DynamoGraphDeployment
-			err := c.Get(ctx, client.ObjectKey{Namespace: *ns, Name: name}, &d)
-			line := ""
-			if err != nil {
-				line = err.Error()
-			} else {
-				ready := "Unknown"
-				msg := ""
-				if cond := meta.FindStatusCondition(d.Status.Conditions, "Ready"); cond != nil {
-					ready, msg = string(cond.Status), cond.Message
-				}
-				line = fmt.Sprintf("state=%s ready=%s %s %s", d.Status.State, ready, services(&d), truncate(msg, 80))
-				if ready == "True" && d.Status.ObservedGeneration == d.Generation {
-					fmt.Printf("  [%5.1fs] dgd/%s: %s\n", time.Since(start).Seconds(), name, line)
-					fmt.Printf("dynamo-sim: dgd/%s is Ready after %.1fs\n", name, time.Since(start).Seconds())
-					break
-				}
-			}
-			if st, err := daemon.NewClient(*dir).Status(ctx); err == nil && st.Operator.Pid != 0 && !st.Operator.Running {
-				line += fmt.Sprintf(" (the operator is not running; see %s)", st.Operator.Log)
-			}
-			if line != last {
-				fmt.Printf("  [%5.1fs] dgd/%s: %s\n", time.Since(start).Seconds(), name, line)
-				last = line
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("dgd/%s not Ready within %s; last: %s", name, *timeout, last)
-			case <-time.After(250 * time.Millisecond):
-			}
+		if err := waitReady(ctx, c, *dir, *ns, name, start); err != nil {
+			return fmt.Errorf("%w within %s", err, *timeout)
 		}
 	}
 	return nil
+}
+
+// waitReady polls a graph, read in v1alpha1 whichever version it was
+// written in, until it is Ready for its current generation, printing each
+// change; when ctx ends first it names the last state read and the Ready
+// condition's whole message (the progress lines shorten it).
+func waitReady(ctx context.Context, c client.Client, dir, ns, name string, start time.Time) error {
+	last, message := "", ""
+	for {
+		var d v1alpha1.DynamoGraphDeployment
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d)
+		line := ""
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			line = err.Error()
+		default:
+			ready := "Unknown"
+			message = ""
+			if cond := meta.FindStatusCondition(d.Status.Conditions, "Ready"); cond != nil {
+				ready, message = string(cond.Status), cond.Message
+			}
+			line = fmt.Sprintf("state=%s ready=%s %s %s", d.Status.State, ready, services(&d), truncate(message, 80))
+			if ready == "True" && d.Status.ObservedGeneration == d.Generation {
+				fmt.Printf("  [%5.1fs] dgd/%s: %s\n", time.Since(start).Seconds(), name, line)
+				fmt.Printf("dynamo-sim: dgd/%s is Ready after %.1fs\n", name, time.Since(start).Seconds())
+				return nil
+			}
+		}
+		if st, err := daemon.NewClient(dir).Status(ctx); err == nil && st.Operator.Pid != 0 && !st.Operator.Running {
+			line += fmt.Sprintf(" (the operator is not running; see %s)", st.Operator.Log)
+		}
+		if line != last && ctx.Err() == nil {
+			fmt.Printf("  [%5.1fs] dgd/%s: %s\n", time.Since(start).Seconds(), name, line)
+			last = line
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("dgd/%s not Ready (last: %s; Ready: %s)", name, last, message)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // createPrerequisites creates the Secrets and ConfigMaps objs refer to and
@@ -220,6 +233,9 @@ func createPrerequisites(ctx context.Context, c client.Client, objs []*unstructu
 		byNS[ns] = append(byNS[ns], o)
 	}
 	for ns, in := range byNS {
+		if err := reportMissingClaims(ctx, c, in, ns); err != nil {
+			return err
+		}
 		for _, o := range prereq.For(in, ns) {
 			kind := o.GetObjectKind().GroupVersionKind().Kind
 			err := c.Create(ctx, o)
@@ -232,6 +248,23 @@ func createPrerequisites(ctx context.Context, c client.Client, objs []*unstructu
 			fmt.Printf("%s/%s created with placeholder values (a prerequisite the manifest names)\n",
 				strings.ToLower(kind), o.GetName())
 		}
+	}
+	return nil
+}
+
+// reportMissingClaims says which claims objs mount that neither they nor
+// the namespace hold: the simulator creates none (prereq.Claims), so the
+// pods mounting them stay Pending, as the graph's status will say.
+func reportMissingClaims(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, ns string) error {
+	for _, name := range prereq.Claims(objs) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.PersistentVolumeClaim{})
+		if err == nil {
+			continue
+		}
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading persistentvolumeclaim %s/%s: %w", ns, name, err)
+		}
+		fmt.Printf("persistentvolumeclaim/%s not found: the manifest mounts it; its pods stay Pending until you create it (with the data its docs say)\n", name)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/probes"
 )
 
 // Deployment renders the workload of a component. graphPVCs are the graph's
@@ -83,8 +84,8 @@ func podTemplate(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.G
 		// The runtime's default probes, then the service's probes over
 		// them; extraPodSpec.mainContainer's probes go over both.
 		StartupProbe:   c.startup.DeepCopy(),
-		LivenessProbe:  overlayProbe(c.liveness, spec.LivenessProbe),
-		ReadinessProbe: overlayProbe(c.readiness, spec.ReadinessProbe),
+		LivenessProbe:  probes.Overlay(c.liveness, spec.LivenessProbe),
+		ReadinessProbe: probes.Overlay(c.readiness, spec.ReadinessProbe),
 		VolumeMounts:   mounts,
 	}
 	pod := corev1.PodSpec{
@@ -229,7 +230,7 @@ func handlerlessProbes(spec *v1alpha1.DynamoComponentDeploymentSharedSpec, main 
 	}
 	var errs field.ErrorList
 	check := func(p *corev1.Probe, name string) {
-		if p == nil || hasHandler(p) {
+		if p == nil || probes.HasHandler(p) {
 			return
 		}
 		// The service's own livenessProbe and readinessProbe, unless

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/probes"
 )
 
 // Options are the operator-wide settings rendered into every component.
@@ -332,7 +333,7 @@ func sidecarContainer(s *v1alpha1.FrontendSidecar, env []corev1.EnvVar) corev1.C
 // user's valueFrom would sit next to a generated value, and the order would
 // depend on the patch), envFrom and resources.claims (no merge key: the
 // user's list would drop the generated entries). So are the probes (see
-// overlayProbe): the strategic merge would put a user's exec next to the
+// probes.Overlay): the strategic merge would put a user's exec next to the
 // default httpGet, a probe with two handlers.
 func mergeExtraPodSpec(pod corev1.PodSpec, extra *v1alpha1.ExtraPodSpec, path *field.Path) (corev1.PodSpec, *field.Error) {
 	if extra == nil || (extra.PodSpec == nil && extra.MainContainer == nil) {
@@ -349,9 +350,9 @@ func mergeExtraPodSpec(pod corev1.PodSpec, extra *v1alpha1.ExtraPodSpec, path *f
 			main.Env = MergeEnv(main.Env, user.Env)
 			main.EnvFrom = appendEnvFrom(main.EnvFrom, user.EnvFrom)
 			main.Resources.Claims = mergeClaims(main.Resources.Claims, user.Resources.Claims)
-			main.StartupProbe = overlayProbe(main.StartupProbe, user.StartupProbe)
-			main.LivenessProbe = overlayProbe(main.LivenessProbe, user.LivenessProbe)
-			main.ReadinessProbe = overlayProbe(main.ReadinessProbe, user.ReadinessProbe)
+			main.StartupProbe = probes.Overlay(main.StartupProbe, user.StartupProbe)
+			main.LivenessProbe = probes.Overlay(main.LivenessProbe, user.LivenessProbe)
+			main.ReadinessProbe = probes.Overlay(main.ReadinessProbe, user.ReadinessProbe)
 			user.Env, user.EnvFrom, user.Resources.Claims = nil, nil, nil
 			user.StartupProbe, user.LivenessProbe, user.ReadinessProbe = nil, nil, nil
 		}
@@ -453,36 +454,6 @@ func dropNulls(v any) {
 			dropNulls(e)
 		}
 	}
-}
-
-// overlayProbe lays a user's probe over a default one. A user's probe with a
-// handler (httpGet, tcpSocket, exec, grpc) replaces the default whole; one
-// without, such as only `initialDelaySeconds: 180` as Dynamo's examples
-// write, adjusts the default's timings and keeps its handler. The fields the
-// user set (non-zero) win.
-func overlayProbe(base, user *corev1.Probe) *corev1.Probe {
-	switch {
-	case user == nil:
-		return base
-	case base == nil || hasHandler(user):
-		return user.DeepCopy()
-	}
-	out := base.DeepCopy()
-	// A probe's JSON omits its zero fields, so unmarshalling the user's
-	// probe over the default sets exactly the fields the user set.
-	raw, err := json.Marshal(user)
-	if err == nil {
-		err = json.Unmarshal(raw, out)
-	}
-	if err != nil {
-		return user.DeepCopy()
-	}
-	return out
-}
-
-func hasHandler(p *corev1.Probe) bool {
-	h := p.ProbeHandler
-	return h.Exec != nil || h.HTTPGet != nil || h.TCPSocket != nil || h.GRPC != nil
 }
 
 func findContainer(containers []corev1.Container, name string) *corev1.Container {

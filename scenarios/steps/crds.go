@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -17,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
 )
 
@@ -33,27 +31,6 @@ func registerCRDSteps(w *World, sc *godog.ScenarioContext) {
 	sc.Step(`^every graph and component reads in (v\w+)(?: and (v\w+))?$`, w.everyObjectReadsInVersions)
 }
 
-// releaseCRDs reads a release's crds/*.yaml.
-func releaseCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no CRDs in %s: %v", dir, err)
-	}
-	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(data, crd); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		out = append(out, crd)
-	}
-	return out, nil
-}
-
 // crdsServedAre compares each CRD of the release with the one the API
 // server serves: names, and each version's served/storage flags, schema,
 // subresources and printer columns.
@@ -62,7 +39,7 @@ func (w *World) crdsServedAre(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	want, err := releaseCRDs(r.CRDs)
+	want, err := testenv.ReadCRDs(r.CRDs)
 	if err != nil {
 		return err
 	}
@@ -134,11 +111,11 @@ func (w *World) noNewFields(ctx context.Context, newer, older string) error {
 	if err != nil {
 		return err
 	}
-	nc, err := releaseCRDs(rn.CRDs)
+	nc, err := testenv.ReadCRDs(rn.CRDs)
 	if err != nil {
 		return err
 	}
-	oc, err := releaseCRDs(ro.CRDs)
+	oc, err := testenv.ReadCRDs(ro.CRDs)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/probes"
 )
 
 // FrontendSidecarContainerName is the container v1alpha1's frontendSidecar
@@ -105,8 +106,8 @@ func mainContainerUp(s *v1alpha1.DynamoComponentDeploymentSharedSpec) corev1.Con
 	main.Env = mergeEnv(s.Envs, main.Env)
 	main.EnvFrom = appendEnvFrom(secretEnvFrom(s.EnvFromSecret), main.EnvFrom)
 	main.Resources = mergeResources(toNative(s.Resources), main.Resources)
-	main.LivenessProbe = overlayProbe(s.LivenessProbe, main.LivenessProbe)
-	main.ReadinessProbe = overlayProbe(s.ReadinessProbe, main.ReadinessProbe)
+	main.LivenessProbe = probes.Overlay(s.LivenessProbe, main.LivenessProbe)
+	main.ReadinessProbe = probes.Overlay(s.ReadinessProbe, main.ReadinessProbe)
 	for _, m := range pvcMounts(s.VolumeMounts) {
 		path := m.MountPoint
 		if path == "" {
@@ -287,32 +288,6 @@ func appendEnvFrom(base, user []corev1.EnvFromSource) []corev1.EnvFromSource {
 		}
 	}
 	return out
-}
-
-// overlayProbe lays a user's probe over a base one as the renderer does: a
-// probe with a handler replaces the base whole, one without adjusts its
-// timings.
-func overlayProbe(base, user *corev1.Probe) *corev1.Probe {
-	switch {
-	case user == nil:
-		return base.DeepCopy()
-	case base == nil || hasHandler(user):
-		return user.DeepCopy()
-	}
-	out := base.DeepCopy()
-	raw, err := json.Marshal(user)
-	if err == nil {
-		err = json.Unmarshal(raw, out)
-	}
-	if err != nil {
-		return user.DeepCopy()
-	}
-	return out
-}
-
-func hasHandler(p *corev1.Probe) bool {
-	h := p.ProbeHandler
-	return h.Exec != nil || h.HTTPGet != nil || h.TCPSocket != nil || h.GRPC != nil
 }
 
 // toNative is the short resource form as Kubernetes requirements, each

@@ -65,7 +65,12 @@ func TestDowngradeToReleaseWithoutConversion(t *testing.T) {
 	// applies the Secret's CA with the rest, so the bundle stays and the
 	// operator has nothing to write.
 	o, err := config.Parse([]string{"--apply-crds", "--webhook-url-host=127.0.0.1", "--webhook-port=" + port, "--webhook-cert-secret=downgrade-cert"},
-		func(k string) (string, bool) { return testenv.OperatorNamespace, k == "POD_NAMESPACE" })
+		func(k string) (string, bool) {
+			if k == "POD_NAMESPACE" {
+				return testenv.OperatorNamespace, true
+			}
+			return "", false
+		})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,6 +114,7 @@ func podTemplate(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.G
 				"set the frontend sidecar's image"))
 		}
 		main := findContainer(pod.Containers, MainContainerName)
+		followSystemPort(main)
 		errs = append(errs, handlerlessProbes(spec, main, specPath)...)
 		// The type's default process, only when the user chose none: a
 		// default command beside a user's args (or the reverse) could

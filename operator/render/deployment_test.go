@@ -841,3 +841,40 @@ func TestDeploymentRendersEveryRichField(t *testing.T) {
 		}
 	}
 }
+
+// The runtime serves its system server on the DYN_SYSTEM_PORT its env sets
+// (Dynamo's OpenEngine sidecars: 8081); the port named "system", which the
+// probes, Services and model endpoints name, goes there with it.
+func TestSystemPortFollowsTheEnv(t *testing.T) {
+	for name, c := range map[string]struct {
+		env  corev1.EnvVar
+		want int32
+	}{
+		"another port":          {env: corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "8081"}, want: 8081},
+		"the default":           {env: corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "9090"}, want: SystemPort},
+		"no port":               {env: corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "eighty"}, want: SystemPort},
+		"out of range":          {env: corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "70000"}, want: SystemPort},
+		"held by the nixl port": {env: corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "19090"}, want: SystemPort},
+		"from a Secret":         {env: corev1.EnvVar{Name: "DYN_SYSTEM_PORT", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}}, want: SystemPort},
+		"another variable":      {env: corev1.EnvVar{Name: "DYN_HTTP_PORT", Value: "8081"}, want: SystemPort},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
+				d.Spec.ExtraPodSpec.MainContainer.Env = []corev1.EnvVar{c.env}
+			})
+			_, main := mustDeploy(t, dcd, nil, Options{})
+			var got []int32
+			for _, p := range main.Ports {
+				if p.Name == SystemPortName {
+					got = append(got, p.ContainerPort)
+				}
+			}
+			if diff := cmp.Diff([]int32{c.want}, got); diff != "" {
+				t.Errorf("system ports (-want +got):\n%s", diff)
+			}
+			if port := main.ReadinessProbe.HTTPGet.Port.String(); port != SystemPortName {
+				t.Errorf("the readiness probe names port %s, want %s", port, SystemPortName)
+			}
+		})
+	}
+}

@@ -127,6 +127,39 @@ func containerPorts(componentType v1alpha1.ComponentType) []corev1.ContainerPort
 	return append(ports, c.ports...)
 }
 
+// followSystemPort moves main's "system" port to the DYN_SYSTEM_PORT its
+// env sets, where the runtime serves its system server: Dynamo's OpenEngine
+// sidecars run on 8081. The probes, the Services and the model endpoints
+// name that port, so they follow. A value that is no port, or one another
+// port of main holds, leaves it alone.
+func followSystemPort(main *corev1.Container) {
+	if main == nil {
+		return
+	}
+	var value string
+	for _, e := range main.Env {
+		if e.Name == "DYN_SYSTEM_PORT" && e.ValueFrom == nil {
+			value = e.Value
+		}
+	}
+	port, err := strconv.Atoi(value)
+	if err != nil || port < 1 || port > 65535 || port == SystemPort {
+		return
+	}
+	system := -1
+	for i, p := range main.Ports {
+		switch {
+		case p.Name == SystemPortName:
+			system = i
+		case p.ContainerPort == int32(port):
+			return
+		}
+	}
+	if system >= 0 && main.Ports[system].ContainerPort == SystemPort {
+		main.Ports[system].ContainerPort = int32(port)
+	}
+}
+
 func httpContainerPort() corev1.ContainerPort {
 	return corev1.ContainerPort{Name: HTTPPortName, ContainerPort: HTTPPort, Protocol: corev1.ProtocolTCP}
 }

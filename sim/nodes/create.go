@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -56,5 +57,22 @@ func CreatePools(ctx context.Context, cs kubernetes.Interface, pools []Pool) err
 		return err
 	default:
 	}
+	if err := createRuntimeClass(ctx, cs); err != nil {
+		return err
+	}
 	return createDRA(ctx, cs, pools)
+}
+
+// NVIDIARuntimeClass is the RuntimeClass NVIDIA's GPU Operator installs on
+// GPU clusters (handler nvidia, the NVIDIA container runtime). Pods that
+// name it (Dynamo's snapshot-restore example: runtimeClassName: nvidia) are
+// refused where it does not exist; KWOK's nodes run any handler.
+const NVIDIARuntimeClass = "nvidia"
+
+func createRuntimeClass(ctx context.Context, cs kubernetes.Interface) error {
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: NVIDIARuntimeClass}, Handler: NVIDIARuntimeClass}
+	if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating RuntimeClass %s: %w", NVIDIARuntimeClass, err)
+	}
+	return nil
 }

@@ -59,7 +59,8 @@ func TestGPUPodsScheduleAndRun(t *testing.T) {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				// NVIDIA's runtime, as GPU clusters have it installed.
+				Spec: corev1.PodSpec{RuntimeClassName: ptr.To(NVIDIARuntimeClass), Containers: []corev1.Container{{
 					Name: "main", Image: "example/worker:1",
 					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{GPUResource: resource.MustParse("1")}},
 				}}},

@@ -65,7 +65,7 @@ func startAuto(t *testing.T, secret string) (*testenv.Operator, string) {
 // (non-empty).
 func eventuallyCRDBundles(t *testing.T, what string, want func() []byte) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(45 * time.Second) // CRD writes take seconds on a loaded machine
 	for {
 		w, ok := want(), true
 		for _, name := range convertedCRDs(t) {

@@ -85,7 +85,17 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 	env.RouteConversion(t, crdinstall.Conversion{URL: "https://127.0.0.1:" + port})
 	ns := env.Namespace(t, "rotation")
 	waitForWebhook(t, ns)
-	eventuallyCRDBundles(t, "the operator's CA", func() []byte { return storedCA(t, "dynamo-operator-webhook-cert") })
+	// The CRD must trust what the operator serves before the run counts
+	// conversions. Checked by a verified TLS connection, not by comparing
+	// bundles: on a loaded machine the start can take long enough for the
+	// first CA rotation to begin, and the stored bundle then changes under
+	// the comparison.
+	if err := eventually(func() error {
+		_, err := dialVerified(port, crdBundle(t, "dynamographdeployments.nvidia.com"))
+		return err
+	}); err != nil {
+		t.Fatalf("the CRD's conversion webhook bundle never verified the certificate the operator serves: %v", err)
+	}
 	stored := graph(ns, "stored", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
 	if err := env.Client.Create(context.Background(), stored); err != nil {
 		t.Fatal(err)

@@ -215,7 +215,6 @@ type ImageBuilderOptions struct {
 	BuildkitURL               string
 	BuildkitImage             string
 	DockerRegistryServer      string
-	DockerRegistryUsername    string
 	DockerRegistrySecure      bool
 	RepositoryName            string
 	EstargzEnabled            bool
@@ -449,7 +448,7 @@ func Usage(w io.Writer) {
 		{envBuildkitImage, "BuildKit image for build jobs (default " + defaultBuildkitImageHelp + ")"},
 		{envInternalImagesBuildkit, "BuildKit image for build jobs, Dynamo's name (wins over " + envBuildkitImage + ")"},
 		{envDockerRegistryServer, "registry that built images are pushed to"},
-		{envDockerRegistryUsername, "registry user name"},
+		{envDockerRegistryUsername, "accepted as Dynamo's operator documents it, and ignored: build Jobs push with the credentials of the DynamoComponent's dockerConfigJsonSecretName"},
 		{envDockerRegistrySecure, "use HTTPS for the registry (default true)"},
 		{envImageRepositoryName, "repository for built images (default dynamo-components)"},
 		{envDockerRegistryRepositoryName, "repository for built images, Dynamo's name (wins over " + envImageRepositoryName + ")"},
@@ -652,7 +651,6 @@ func parseEnv(o *Options, env func(string) (string, bool), p *problems) {
 		ib.BuildkitImage = s // Dynamo's documented name
 	}
 	ib.DockerRegistryServer, _ = env(envDockerRegistryServer)
-	ib.DockerRegistryUsername, _ = env(envDockerRegistryUsername)
 	ib.DockerRegistrySecure = parseBoolEnv(env, p, envDockerRegistrySecure, true)
 	ib.RepositoryName = "dynamo-components"
 	for _, name := range []string{envImageRepositoryName, envDockerRegistryRepositoryName} {

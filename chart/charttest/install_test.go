@@ -103,8 +103,9 @@ func asServiceAccount(ns, name string) *rest.Config {
 // startChartOperator runs the operator in-process as the chart's
 // Deployment would: its args and environment, authenticated as its
 // ServiceAccount. Ports are the only change (free ones, several operators
-// share this process; the probes and metrics are not under test here).
-func startChartOperator(t *testing.T, objs []*unstructured.Unstructured, ns string, log *requestLog) *testenv.Operator {
+// share this process; the probes and metrics are not under test here),
+// and extra flags, which come last and win.
+func startChartOperator(t *testing.T, objs []*unstructured.Unstructured, ns string, log *requestLog, extra ...string) *testenv.Operator {
 	t.Helper()
 	args := containerArgs(t, objs)
 	lookup := containerEnv(t, objs, ns)
@@ -122,6 +123,7 @@ func startChartOperator(t *testing.T, objs []*unstructured.Unstructured, ns stri
 		"--webhook-port="+strconv.Itoa(port), "--webhook-cert-dir="+t.TempDir(),
 		// Quick elections so the test sees several renewals.
 		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms")
+	args = append(args, extra...)
 	sa := find(objs, "ServiceAccount", "").GetName()
 	op, err := env.NewOperatorWithConfig(log.wrap(asServiceAccount(ns, sa)), args, envVars, app.Deps{})
 	if err != nil {

@@ -233,13 +233,20 @@ func argsOf(c map[string]any) []string {
 // deployment is the rendered operator Deployment, typed.
 func deployment(t *testing.T, objs []*unstructured.Unstructured) *appsv1.Deployment {
 	t.Helper()
-	u := find(objs, "Deployment", "")
+	return rendered[appsv1.Deployment](t, objs, "Deployment")
+}
+
+// rendered is the first rendered object of kind, typed as T (unknown
+// fields refused: the chart must render what the API defines).
+func rendered[T any](t *testing.T, objs []*unstructured.Unstructured, kind string) *T {
+	t.Helper()
+	u := find(objs, kind, "")
 	if u == nil {
-		t.Fatal("no Deployment rendered")
+		t.Fatalf("no %s rendered", kind)
 	}
-	d := &appsv1.Deployment{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, d, true); err != nil {
-		t.Fatalf("the rendered Deployment: %v", err)
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, out, true); err != nil {
+		t.Fatalf("the rendered %s: %v", kind, err)
 	}
-	return d
+	return out
 }

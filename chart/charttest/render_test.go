@@ -13,7 +13,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -195,20 +194,12 @@ func TestValueCombinations(t *testing.T) {
 					t.Errorf("replicas %v", r)
 				}
 				wantArgs(t, args, "--leader-elect=true")
-				want := policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
-					Selector: &metav1.LabelSelector{MatchLabels: selectorLabels}}
-				if d := cmp.Diff(want, pdbSpec(t, objs)); d != "" {
-					t.Errorf("PodDisruptionBudget spec (-want +got):\n%s", d)
-				}
+				wantPDB(t, objs, policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1))})
 			}},
 		{name: "three replicas, PodDisruptionBudget by maxUnavailable", set: []string{"dynamo-operator.controllerManager.replicas=3",
 			"dynamo-operator.controllerManager.podDisruptionBudget.maxUnavailable=1"},
 			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
-				want := policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-					Selector: &metav1.LabelSelector{MatchLabels: selectorLabels}}
-				if d := cmp.Diff(want, pdbSpec(t, objs)); d != "" {
-					t.Errorf("PodDisruptionBudget spec (-want +got):\n%s", d)
-				}
+				wantPDB(t, objs, policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))})
 			}},
 		{name: "two replicas, PodDisruptionBudget off", set: []string{"dynamo-operator.controllerManager.replicas=2",
 			"dynamo-operator.controllerManager.podDisruptionBudget.enabled=false"},
@@ -218,11 +209,7 @@ func TestValueCombinations(t *testing.T) {
 		{name: "one replica, PodDisruptionBudget asked for", set: []string{"dynamo-operator.controllerManager.podDisruptionBudget.enabled=true",
 			"--set-string=dynamo-operator.controllerManager.podDisruptionBudget.minAvailable=50%"},
 			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
-				want := policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromString("50%")),
-					Selector: &metav1.LabelSelector{MatchLabels: selectorLabels}}
-				if d := cmp.Diff(want, pdbSpec(t, objs)); d != "" {
-					t.Errorf("PodDisruptionBudget spec (-want +got):\n%s", d)
-				}
+				wantPDB(t, objs, policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromString("50%"))})
 			}},
 		{name: "an existing ServiceAccount", set: []string{"dynamo-operator.serviceAccount.create=false",
 			"dynamo-operator.serviceAccount.name=platform-operator"},
@@ -654,16 +641,12 @@ func defaultSpread() []corev1.TopologySpreadConstraint {
 		WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: selectorLabels}}}
 }
 
-// pdbSpec is the spec of the one rendered PodDisruptionBudget.
-func pdbSpec(t *testing.T, objs []*unstructured.Unstructured) policyv1.PodDisruptionBudgetSpec {
+// wantPDB compares the one rendered PodDisruptionBudget's spec with want,
+// which selects the release's operator pods.
+func wantPDB(t *testing.T, objs []*unstructured.Unstructured, want policyv1.PodDisruptionBudgetSpec) {
 	t.Helper()
-	u := find(objs, "PodDisruptionBudget", "")
-	if u == nil {
-		t.Fatal("no PodDisruptionBudget rendered")
+	want.Selector = &metav1.LabelSelector{MatchLabels: selectorLabels}
+	if d := cmp.Diff(want, rendered[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget").Spec); d != "" {
+		t.Errorf("PodDisruptionBudget spec (-want +got):\n%s", d)
 	}
-	pdb := &policyv1.PodDisruptionBudget{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, pdb, true); err != nil {
-		t.Fatal(err)
-	}
-	return pdb.Spec
 }

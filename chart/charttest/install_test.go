@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -155,11 +156,16 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	release := "dynamo-platform"
 	// The webhook Service has no endpoints in this API server's world, so
 	// graph writes go through with Ignore; the operator's CA injection and
-	// the configurations' lifecycle are what is under test.
-	sets := []string{"--set", "dynamo-operator.webhook.failurePolicy=Ignore"}
+	// the configurations' lifecycle are what is under test. Two replicas
+	// (one runs here) bring the PodDisruptionBudget.
+	sets := []string{"--set", "dynamo-operator.webhook.failurePolicy=Ignore", "--set", "dynamo-operator.controllerManager.replicas=2"}
 	started := time.Now()
 	h.mustRun(append([]string{"install", release, chartDir(t), "--namespace", ns}, sets...)...)
 	objs := h.template(release, ns, sets...)
+	pdb := &policyv1.PodDisruptionBudget{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: release + "-dynamo-operator"}, pdb); err != nil {
+		t.Fatalf("the release's PodDisruptionBudget: %v", err)
+	}
 
 	log := &requestLog{}
 	// The init container's step, with the chart's rights: the CRDs exist
@@ -326,13 +332,14 @@ func assertNothingLeft(t *testing.T, ns, release string) {
 		}
 	}
 	nsLists := map[string]client.ObjectList{
-		"Lease":          &coordinationv1.LeaseList{},
-		"Secret":         &corev1.SecretList{},
-		"Service":        &corev1.ServiceList{},
-		"ServiceAccount": &corev1.ServiceAccountList{},
-		"Deployment":     &appsv1.DeploymentList{},
-		"Role":           &rbacv1.RoleList{},
-		"RoleBinding":    &rbacv1.RoleBindingList{},
+		"Lease":               &coordinationv1.LeaseList{},
+		"Secret":              &corev1.SecretList{},
+		"Service":             &corev1.ServiceList{},
+		"ServiceAccount":      &corev1.ServiceAccountList{},
+		"Deployment":          &appsv1.DeploymentList{},
+		"PodDisruptionBudget": &policyv1.PodDisruptionBudgetList{},
+		"Role":                &rbacv1.RoleList{},
+		"RoleBinding":         &rbacv1.RoleBindingList{},
 	}
 	for kind, list := range nsLists {
 		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {

@@ -115,6 +115,10 @@ verify-generate: generate ## Fail when regenerating changes the checked-in deepc
 golden: ## Rewrite operator/render/testdata/*.golden.yaml and testdata/buildjobs/ from the current rendering; review the diff.
 	$(GOTEST) ./operator/render -run 'TestGolden(BuildJobs)?$$' -update
 
+.PHONY: argocd-health
+argocd-health: ## Rewrite chart/gitops/argocd/argocd-cm.yaml, the Argo CD health checks' ConfigMap patch, from chart/gitops/argocd/health-*.lua.
+	$(GOTEST) ./chart/gitops -run TestArgoCDConfigMap -update
+
 .PHONY: steps-doc
 steps-doc: ## Rewrite features/STEPS.md, the catalogue of feature steps, from the steps registered in features/steps.
 	$(GOTEST) ./features/steps -run TestStepCatalogue -update

@@ -116,7 +116,7 @@ golden: ## Rewrite operator/render/testdata/*.golden.yaml and testdata/buildjobs
 	$(GOTEST) ./operator/render -run 'TestGolden(BuildJobs)?$$' -update
 
 .PHONY: argocd-health
-argocd-health: ## Rewrite chart/gitops/argocd/argocd-cm.yaml, the Argo CD health checks' ConfigMap patch, from chart/gitops/argocd/health-*.lua.
+argocd-health: ## Rewrite chart/gitops/argocd/argocd-cm.yaml, the Argo CD health checks' ConfigMap patch, from chart/gitops/argocd/health.lua.
 	$(GOTEST) ./chart/gitops -run TestArgoCDConfigMap -update
 
 .PHONY: steps-doc

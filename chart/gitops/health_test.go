@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-var update = flag.Bool("update", false, "rewrite argocd/argocd-cm.yaml from argocd/health-*.lua")
+var update = flag.Bool("update", false, "rewrite argocd/argocd-cm.yaml from argocd/health.lua")
 
 const snippetPath = "argocd/argocd-cm.yaml"
 
@@ -35,7 +35,7 @@ type want struct {
 }
 
 // captured lists every object in testdata/ (captured from the simulator by
-// testdata/capture.sh) with how Argo CD, through the scripts, and kstatus
+// testdata/capture.sh) with how Argo CD, through the script, and kstatus
 // (Flux) read it. Both tools agree on Healthy/Current and on
 // Progressing/InProgress, except where a pod fails now: Argo CD reads that
 // as it reads the failing Pod (Degraded) and kstatus as a rollout still in
@@ -143,8 +143,8 @@ var captured = map[string]want{
 	},
 }
 
-// TestCapturedObjects evaluates the scripts as argocd-cm.yaml carries them,
-// each picked by the object's kind under the key Argo CD looks up, and
+// TestCapturedObjects evaluates the script as argocd-cm.yaml carries it,
+// picked by the object's kind under the key Argo CD looks up, and
 // kstatus on every captured object.
 func TestCapturedObjects(t *testing.T) {
 	scripts := snippetScripts(t)
@@ -188,7 +188,7 @@ func TestCapturedObjects(t *testing.T) {
 }
 
 // TestEveryKindHealthyProgressingDegraded: the captures cover each kind
-// with a script in each state Argo CD can show for it, and both API
+// in each state Argo CD can show for it, and both API
 // versions where the kind serves two.
 func TestEveryKindHealthyProgressingDegraded(t *testing.T) {
 	got := map[string]map[string]bool{}
@@ -202,7 +202,7 @@ func TestEveryKindHealthyProgressingDegraded(t *testing.T) {
 		versions[obj.GetKind()][obj.GetAPIVersion()] = true
 	}
 	two := map[string]bool{"DynamoGraphDeployment": true, "DynamoComponentDeployment": true}
-	for kind := range Scripts {
+	for _, kind := range Kinds {
 		for _, s := range []string{"Healthy", "Progressing", "Degraded"} {
 			if !got[kind][s] {
 				t.Errorf("no captured %s reads %s", kind, s)
@@ -214,9 +214,9 @@ func TestEveryKindHealthyProgressingDegraded(t *testing.T) {
 	}
 }
 
-// TestArgoCDConfigMap fails when argocd-cm.yaml is not what the scripts
-// generate (`make argocd-health` rewrites it), and checks that the file,
-// read as YAML, carries each script byte for byte under its key.
+// TestArgoCDConfigMap fails when argocd-cm.yaml is not what the script
+// generates (`make argocd-health` rewrites it), and checks that the file,
+// read as YAML, carries the script byte for byte under each kind's key.
 func TestArgoCDConfigMap(t *testing.T) {
 	generated, err := ArgoCDConfigMap()
 	if err != nil {
@@ -232,18 +232,14 @@ func TestArgoCDConfigMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(string(generated), string(onDisk)); diff != "" {
-		t.Errorf("%s differs from the scripts; run 'make argocd-health' (-generated +file):\n%s", snippetPath, diff)
+		t.Errorf("%s differs from the script; run 'make argocd-health' (-generated +file):\n%s", snippetPath, diff)
 	}
 	wantData := map[string]string{}
-	for kind := range Scripts {
-		script, err := Script(kind)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantData[ConfigMapKey(kind)] = script
+	for _, kind := range Kinds {
+		wantData[ConfigMapKey(kind)] = Script()
 	}
 	if diff := cmp.Diff(wantData, snippetScripts(t)); diff != "" {
-		t.Errorf("%s as YAML (-scripts +data):\n%s", snippetPath, diff)
+		t.Errorf("%s as YAML (-script +data):\n%s", snippetPath, diff)
 	}
 }
 

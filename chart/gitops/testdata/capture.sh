@@ -165,6 +165,21 @@ cap dgd-failed-v1beta1 dgd/slow-build v1beta1
 
 # DynamoModel: an adapter loaded on every worker (healthy), one whose base
 # model no pod serves (progressing), one a worker refuses (degraded).
+# lora NAME BASE applies the adapter team/NAME of the base model BASE.
+lora() {
+  kubectl apply --server-side -f - <<EOF
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoModel
+metadata:
+  name: $1
+spec:
+  modelName: team/$1
+  baseModelName: $2
+  modelType: lora
+  source:
+    uri: s3://my-loras/team/$1
+EOF
+}
 kubectl create secret generic minio-secret --from-literal=AWS_ACCESS_KEY_ID=minio --from-literal=AWS_SECRET_ACCESS_KEY=minio123 \
   --dry-run=client -o yaml | kubectl apply --server-side -f -
 kubectl apply --server-side -f $compat/lora/agg_lora.yaml
@@ -172,33 +187,11 @@ waitfor jsonpath='{.status.state}'=successful 240s dgd/vllm-agg-lora
 kubectl apply --server-side -f $compat/lora/lora-model.yaml
 waitfor jsonpath='{.status.conditions[?(@.type=="Ready")].reason}'=Loaded 120s dm/codelion-recovery-lora
 cap dm-loaded dm/codelion-recovery-lora
-kubectl apply --server-side -f - <<'EOF'
-apiVersion: nvidia.com/v1alpha1
-kind: DynamoModel
-metadata:
-  name: orphan-lora
-spec:
-  modelName: team/orphan-lora
-  baseModelName: Qwen/Qwen3-32B
-  modelType: lora
-  source:
-    uri: s3://my-loras/team/orphan-lora
-EOF
+lora orphan-lora Qwen/Qwen3-32B
 waitfor jsonpath='{.status.conditions[?(@.type=="Ready")].reason}'=NoEndpoints 60s dm/orphan-lora
 cap dm-no-endpoints dm/orphan-lora
 worker=$(kubectl get pods -l nvidia.com/dynamo-component=vllm-agg-lora-vllmdecodeworker -o jsonpath='{.items[0].metadata.name}')
 kubectl annotate pod "$worker" sim.dynamo.dev/lora-load-fails=true
-kubectl apply --server-side -f - <<'EOF'
-apiVersion: nvidia.com/v1alpha1
-kind: DynamoModel
-metadata:
-  name: refused-lora
-spec:
-  modelName: team/refused-lora
-  baseModelName: Qwen/Qwen3-0.6B
-  modelType: lora
-  source:
-    uri: s3://my-loras/team/refused-lora
-EOF
+lora refused-lora Qwen/Qwen3-0.6B
 waitfor jsonpath='{.status.conditions[?(@.type=="Ready")].reason}'=LoadFailed 120s dm/refused-lora
 cap dm-load-failed dm/refused-lora

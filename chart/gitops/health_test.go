@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,11 +12,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	lua "github.com/yuin/gopher-lua"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/yaml"
+
+	"github.com/dynamoctl/dynamo-operator/crds"
 )
 
 var update = flag.Bool("update", false, "rewrite argocd/argocd-cm.yaml from argocd/health.lua")
@@ -37,10 +42,11 @@ type want struct {
 // captured lists every object in testdata/ (captured from the simulator by
 // testdata/capture.sh) with how Argo CD, through the script, and kstatus
 // (Flux) read it. Both tools agree on Healthy/Current and on
-// Progressing/InProgress, except where a pod fails now: Argo CD reads that
-// as it reads the failing Pod (Degraded) and kstatus as a rollout still in
-// progress, until the progress deadline passes and the operator says
-// Stalled, which both read as failed.
+// Progressing/InProgress. Where something fails now (a component's pod, a
+// worker refusing an adapter) Argo CD reads Degraded, as it reads a failing
+// Pod, and kstatus a rollout still in progress, until the operator says
+// Stalled (for a pod, once the progress deadline passed), which both read
+// as failed.
 var captured = map[string]want{
 	// Graphs.
 	"dgd-healthy-v1alpha1": {
@@ -188,30 +194,80 @@ func TestCapturedObjects(t *testing.T) {
 }
 
 // TestEveryKindHealthyProgressingDegraded: the captures cover each kind
-// in each state Argo CD can show for it, and both API
-// versions where the kind serves two.
+// in each state Argo CD can show for it, in every API version its CRD
+// serves.
 func TestEveryKindHealthyProgressingDegraded(t *testing.T) {
-	got := map[string]map[string]bool{}
+	states := map[string]map[string]bool{}
 	versions := map[string]map[string]bool{}
 	for name, w := range captured {
 		obj := readObject(t, filepath.Join("testdata", name+".yaml"))
-		if got[obj.GetKind()] == nil {
-			got[obj.GetKind()], versions[obj.GetKind()] = map[string]bool{}, map[string]bool{}
+		kind := obj.GetKind()
+		if states[kind] == nil {
+			states[kind], versions[kind] = map[string]bool{}, map[string]bool{}
 		}
-		got[obj.GetKind()][w.ArgoCD.Status] = true
-		versions[obj.GetKind()][obj.GetAPIVersion()] = true
+		states[kind][w.ArgoCD.Status] = true
+		versions[kind][strings.TrimPrefix(obj.GetAPIVersion(), Group+"/")] = true
 	}
-	two := map[string]bool{"DynamoGraphDeployment": true, "DynamoComponentDeployment": true}
+	served := servedCRDs(t)
 	for _, kind := range Kinds {
 		for _, s := range []string{"Healthy", "Progressing", "Degraded"} {
-			if !got[kind][s] {
+			if !states[kind][s] {
 				t.Errorf("no captured %s reads %s", kind, s)
 			}
 		}
-		if two[kind] && len(versions[kind]) != 2 {
-			t.Errorf("%s is captured in %v, not in both v1alpha1 and v1beta1", kind, versions[kind])
+		if diff := cmp.Diff(served[kind].versions, versions[kind]); diff != "" {
+			t.Errorf("%s: API versions served (-) and captured (+):\n%s", kind, diff)
 		}
 	}
+}
+
+// TestKindsAreTheCRDsWithStatus: the health script is installed for every
+// kind of crds/ that has a status, so a new kind cannot ship without one.
+func TestKindsAreTheCRDsWithStatus(t *testing.T) {
+	var withStatus []string
+	for kind, crd := range servedCRDs(t) {
+		if crd.status {
+			withStatus = append(withStatus, kind)
+		}
+	}
+	if diff := cmp.Diff(Kinds, withStatus, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("Kinds (-) and the CRDs with a status subresource (+):\n%s", diff)
+	}
+}
+
+// crd is what the tests need of a CRD in crds/.
+type crd struct {
+	versions map[string]bool // served
+	status   bool            // a version has the status subresource
+}
+
+// servedCRDs reads crds/, by kind.
+func servedCRDs(t *testing.T) map[string]crd {
+	t.Helper()
+	files, err := fs.Glob(crds.FS, "*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]crd{}
+	for _, file := range files {
+		b, err := crds.FS.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var def apiextensionsv1.CustomResourceDefinition
+		if err := yaml.Unmarshal(b, &def); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		c := crd{versions: map[string]bool{}}
+		for _, v := range def.Spec.Versions {
+			if v.Served {
+				c.versions[v.Name] = true
+				c.status = c.status || (v.Subresources != nil && v.Subresources.Status != nil)
+			}
+		}
+		out[def.Spec.Names.Kind] = c
+	}
+	return out
 }
 
 // TestArgoCDConfigMap fails when argocd-cm.yaml is not what the script
@@ -260,6 +316,8 @@ func snippetScripts(t *testing.T) map[string]string {
 	return cm.Data
 }
 
+// readObject reads a captured object as Argo CD and kstatus get it from
+// the API server: unstructured, numbers as int64.
 func readObject(t *testing.T, path string) *unstructured.Unstructured {
 	t.Helper()
 	b, err := os.ReadFile(path)

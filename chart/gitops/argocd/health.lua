@@ -1,4 +1,4 @@
--- Argo CD health of dynamo-operator's kinds: one script for each of
+-- Argo CD health of dynamo-operator's kinds: one script for all of
 -- DynamoGraphDeployment, DynamoComponentDeployment, DynamoModel and
 -- DynamoComponent (group nvidia.com), under each kind's key of argocd-cm.
 -- It reads only status.observedGeneration, status.conditions and a graph's

@@ -204,7 +204,7 @@ scenarios: k8s-bins sim-build $(HELM) $(LWS) ## Upgrade and fault scenarios on t
 ##@ Run
 
 SIM       := $(BIN)/dynamo-sim
-SIM_GRAPH ?= ../shared/compat/examples/backends/vllm/deploy/disagg.yaml
+SIM_GRAPH ?= examples/v1beta1/disagg.yaml
 SIM_FLAGS ?=
 
 .PHONY: sim-build
@@ -212,7 +212,7 @@ sim-build: build ## Build the simulator CLI into bin/dynamo-sim (and the operato
 	$(GOBUILD) -o $(SIM) ./sim/cmd/dynamo-sim
 
 .PHONY: sim
-sim: k8s-bins sim-build $(HELM) ## Simulated GPU cluster, the operator installed with helm install of chart/, apply SIM_GRAPH (a compat graph), show it Ready; left running.
+sim: k8s-bins sim-build $(HELM) ## Simulated GPU cluster, the operator installed with helm install of chart/, apply SIM_GRAPH (an example graph of examples/), show it Ready; left running.
 	@$(SIM) down >/dev/null
 	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(SIM) up --install helm --helm $(HELM) --image-tag $(VERSION) $(SIM_FLAGS)
 	$(SIM) apply -f $(SIM_GRAPH)

@@ -119,6 +119,14 @@ golden: ## Rewrite operator/render/testdata/*.golden.yaml and testdata/buildjobs
 steps-doc: ## Rewrite features/STEPS.md, the catalogue of feature steps, from the steps registered in features/steps.
 	$(GOTEST) ./features/steps -run TestStepCatalogue -update
 
+.PHONY: docs
+docs: ## Regenerate docs/reference (API from crds/, chart values from values.yaml, flags from operator/config).
+	$(GO) run ./internal/docgen
+
+.PHONY: verify-docs
+verify-docs: ## Fail when docs/reference differs from what make docs would write.
+	$(GO) run ./internal/docgen -check
+
 .PHONY: verify-align
 verify-align: ## Fail when a tool module could share more compiled dependencies than its go.mod says (tools/align.sh).
 	tools/align.sh
@@ -157,7 +165,7 @@ lint: ## gofmt and go vet, for the main module and the tools module.
 	cd tools/image && $(GO) vet $(RACE) ./...
 
 .PHONY: test
-test: lint chart-lint verify-generate verify-golden verify-align ## Everything CI runs: lint, chart lint, generated-code and golden drift, every Go test with -race, brief fuzzing.
+test: lint chart-lint verify-generate verify-golden verify-align verify-docs ## Everything CI runs: lint, chart lint, generated-code and golden drift, every Go test with -race, brief fuzzing.
 	@# Fuzzing beside the Go tests: its instrumented build (minutes on a fresh
 	@# machine) and run fill the time the tests spend waiting on API servers.
 	$(MAKE) --no-print-directory -j2 test-go fuzz

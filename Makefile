@@ -17,7 +17,7 @@ LDFLAGS   := -X github.com/dynamoctl/dynamo-operator/operator/config.Version=$(V
 # dependencies serves the operator, the simulator, the image, the scenarios'
 # releases and (with tools/align.sh) helm and controller-gen; the Kubernetes
 # binaries and the LeaderWorkerSet controller share another. On a fresh
-# machine each copy is minutes of compiling (CONTRIBUTING, "A fresh machine").
+# machine each copy is minutes of compiling (docs/dev/fresh-machine.md).
 GOBUILD   := CGO_ENABLED=0 $(GO) build -trimpath
 # -race in CI and by default; RACE= turns it off for a quicker local loop.
 # -w: no DWARF in test binaries, a quarter less linking for each of about 45
@@ -245,7 +245,7 @@ run: k8s-bins build ## Start a local control plane (etcd, kube-apiserver, CRDs) 
 BENCH_FLAGS ?=
 # BENCH_TIMEOUT: go test's limit for one benchmark run. 150m covers N=2,000 on
 # envtest (35 minutes on 2 cores); on the simulator's control plane N=2,000
-# needs more on 2 cores (CONTRIBUTING, "Measure"): BENCH_TIMEOUT=6h.
+# needs more on 2 cores (docs/dev/performance.md): BENCH_TIMEOUT=6h.
 BENCH_TIMEOUT ?= 150m
 .PHONY: bench
 bench: k8s-bins ## Scale benchmark: 500 graphs x 4 services, shipped defaults, against raw-write floors (BENCH_FLAGS='-graphs=100 -steady=10s', '-sim' on the simulator's control plane, '-graphs=2000'; BENCH_TIMEOUT=150m).

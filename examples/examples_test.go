@@ -1,10 +1,12 @@
 package examples
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/conversion"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dynamoctl/dynamo-operator/internal/compat"
@@ -74,52 +76,36 @@ func TestExamplesAreAccepted(t *testing.T) {
 func admit(kind string, raw []byte) (field.ErrorList, []string, error) {
 	switch kind {
 	case "nvidia.com/v1alpha1 DynamoGraphDeployment":
-		obj := &v1alpha1.DynamoGraphDeployment{}
-		if err := yaml.UnmarshalStrict(raw, obj); err != nil {
-			return nil, nil, err
-		}
-		errs, warnings := rules.ValidateGraph(obj)
-		return errs, warnings, nil
+		return check(raw, &v1alpha1.DynamoGraphDeployment{}, rules.ValidateGraph)
 	case "nvidia.com/v1beta1 DynamoGraphDeployment":
-		obj := &v1beta1.DynamoGraphDeployment{}
-		if err := yaml.UnmarshalStrict(raw, obj); err != nil {
-			return nil, nil, err
-		}
-		hub := &v1alpha1.DynamoGraphDeployment{}
-		if err := obj.ConvertTo(hub); err != nil {
-			return nil, nil, err
-		}
-		errs, warnings := rules.ValidateGraph(hub)
-		return errs, warnings, nil
+		return check(raw, &v1beta1.DynamoGraphDeployment{}, viaHub[*v1beta1.DynamoGraphDeployment](&v1alpha1.DynamoGraphDeployment{}, rules.ValidateGraph))
 	case "nvidia.com/v1alpha1 DynamoComponentDeployment":
-		obj := &v1alpha1.DynamoComponentDeployment{}
-		if err := yaml.UnmarshalStrict(raw, obj); err != nil {
-			return nil, nil, err
-		}
-		errs, warnings := rules.ValidateComponentDeployment(obj)
-		return errs, warnings, nil
+		return check(raw, &v1alpha1.DynamoComponentDeployment{}, rules.ValidateComponentDeployment)
 	case "nvidia.com/v1beta1 DynamoComponentDeployment":
-		obj := &v1beta1.DynamoComponentDeployment{}
-		if err := yaml.UnmarshalStrict(raw, obj); err != nil {
-			return nil, nil, err
-		}
-		hub := &v1alpha1.DynamoComponentDeployment{}
-		if err := obj.ConvertTo(hub); err != nil {
-			return nil, nil, err
-		}
-		errs, warnings := rules.ValidateComponentDeployment(hub)
-		return errs, warnings, nil
+		return check(raw, &v1beta1.DynamoComponentDeployment{}, viaHub[*v1beta1.DynamoComponentDeployment](&v1alpha1.DynamoComponentDeployment{}, rules.ValidateComponentDeployment))
 	case "nvidia.com/v1alpha1 DynamoModel":
-		obj := &v1alpha1.DynamoModel{}
-		if err := yaml.UnmarshalStrict(raw, obj); err != nil {
-			return nil, nil, err
-		}
-		errs, warnings := rules.ValidateModel(obj)
-		return errs, warnings, nil
+		return check(raw, &v1alpha1.DynamoModel{}, rules.ValidateModel)
 	}
-	return nil, nil, errUnknownKind(kind)
+	return nil, nil, fmt.Errorf("no API type for %s in this test", kind)
 }
 
-type errUnknownKind string
+// check decodes raw strictly into obj and validates it.
+func check[T any](raw []byte, obj *T, validate func(*T) (field.ErrorList, []string)) (field.ErrorList, []string, error) {
+	if err := yaml.UnmarshalStrict(raw, obj); err != nil {
+		return nil, nil, err
+	}
+	errs, warnings := validate(obj)
+	return errs, warnings, nil
+}
 
-func (e errUnknownKind) Error() string { return "no API type for " + string(e) + " in this test" }
+// viaHub validates a v1beta1 object as the webhooks see it: converted to
+// the stored v1alpha1 (the webhook configurations name v1alpha1 with
+// matchPolicy Equivalent, so the API server converts before calling them).
+func viaHub[B conversion.Convertible, H conversion.Hub](hub H, validate func(H) (field.ErrorList, []string)) func(B) (field.ErrorList, []string) {
+	return func(obj B) (field.ErrorList, []string) {
+		if err := obj.ConvertTo(hub); err != nil {
+			return field.ErrorList{field.InternalError(nil, err)}, nil
+		}
+		return validate(hub)
+	}
+}

@@ -57,6 +57,19 @@ func TestCell(t *testing.T) {
 	}
 }
 
+// tableRows returns the lines of page that start with one of prefixes.
+func tableRows(page []byte, prefixes ...string) map[string]bool {
+	rows := map[string]bool{}
+	for _, line := range strings.Split(string(page), "\n") {
+		for _, p := range prefixes {
+			if strings.HasPrefix(line, p) {
+				rows[line] = true
+			}
+		}
+	}
+	return rows
+}
+
 // writeTree lays out files (path: content) under a new temporary root.
 func writeTree(t *testing.T, files map[string]string) string {
 	t.Helper()
@@ -138,12 +151,7 @@ func TestValuesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := map[string]bool{}
-	for _, line := range strings.Split(string(got), "\n") {
-		if strings.HasPrefix(line, "| `") {
-			rows[line] = true
-		}
-	}
+	rows := tableRows(got, "| `")
 	want := map[string]bool{
 		"| `sub.enabled` | bool | `true` | Install the subchart. |":                                           true,
 		"| `sub.image.repository` | string | `\"example.com/op\"` | Image repository. |":                      true,
@@ -161,12 +169,7 @@ func TestAPIReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := map[string]bool{}
-	for _, line := range strings.Split(string(got), "\n") {
-		if strings.HasPrefix(line, "| `") || strings.HasPrefix(line, "| [") {
-			rows[line] = true
-		}
-	}
+	rows := tableRows(got, "| `", "| [")
 	// The embedded pod spec, undescribed, is listed but not walked into.
 	want := map[string]bool{
 		"| [Widget](#widget) | wg | Namespaced | **v1alpha1** |":     true,

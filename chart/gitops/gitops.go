@@ -12,7 +12,7 @@
 // The tests evaluate the script as Argo CD does (gopher-lua, without the
 // string library) and kstatus on objects captured from the simulator
 // (testdata/capture.sh), so what users see in either tool is asserted on
-// statuses the operator really wrote. See docs/gitops-health.md.
+// statuses the operator really wrote. See docs/tasks/gitops-health.md.
 package gitops
 
 import (
@@ -59,7 +59,7 @@ func ArgoCDConfigMap() ([]byte, error) {
 #
 #   kubectl -n argocd patch configmap argocd-cm --patch-file argocd-cm.yaml
 #
-# or list it under a kustomization's patches. See docs/gitops-health.md.
+# or list it under a kustomization's patches. See docs/tasks/gitops-health.md.
 apiVersion: v1
 kind: ConfigMap
 metadata:

@@ -4,18 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
-	nodefast "sigs.k8s.io/kwok/kustomize/stage/node/fast"
-	nodeheartbeat "sigs.k8s.io/kwok/kustomize/stage/node/heartbeat-with-lease"
-	podfast "sigs.k8s.io/kwok/kustomize/stage/pod/fast"
-	"sigs.k8s.io/kwok/pkg/apis/internalversion"
 	"sigs.k8s.io/kwok/pkg/client/clientset/versioned"
-	kwokconfig "sigs.k8s.io/kwok/pkg/config"
 	"sigs.k8s.io/kwok/pkg/kwok/controllers"
 	kwoklog "sigs.k8s.io/kwok/pkg/log"
 	kwokclient "sigs.k8s.io/kwok/pkg/utils/client"
@@ -39,43 +33,6 @@ type KWOKOptions struct {
 	Clock clock.Clock
 	// Log receives KWOK's warnings and errors; nil discards them.
 	Log io.Writer
-}
-
-// Stages returns KWOK's default node and pod stages (shipped in the kwok
-// module), its pod-ready stage replaced by one that leaves probed pods'
-// readiness to the prober and delayed by podReadyDelay (in two: a Dynamo
-// component's pod starts only once admitted, see AdmittedAnnotation), its
-// pod-complete stage by ones that end Jobs' pods as their AnnotationJobOutcome
-// says, plus the simulator's pod-ready-again stage.
-func Stages(podReadyDelay time.Duration) (map[internalversion.StageResourceRef][]*internalversion.Stage, error) {
-	out := map[internalversion.StageResourceRef][]*internalversion.Stage{}
-	for _, doc := range []string{
-		nodefast.DefaultNodeInit,
-		nodeheartbeat.DefaultNodeHeartbeatWithLease,
-		podReadyStage("pod-ready", `
-    - key: '.metadata.labels["`+dynamoComponentLabel+`"]'
-      operator: 'DoesNotExist'`),
-		podReadyStage("pod-ready-admitted", `
-    - key: '.metadata.labels["`+dynamoComponentLabel+`"]'
-      operator: 'Exists'
-    - key: '.metadata.annotations["`+AdmittedAnnotation+`"]'
-      operator: 'Exists'`),
-		jobPodComplete,
-		jobPodFail,
-		podfast.DefaultPodDelete,
-		podReadyAgain,
-	} {
-		st, err := kwokconfig.UnmarshalWithType[*internalversion.Stage](doc)
-		if err != nil {
-			return nil, fmt.Errorf("parsing a KWOK default stage: %w", err)
-		}
-		if strings.HasPrefix(st.Name, "pod-ready") && st.Name != "pod-ready-again" && podReadyDelay > 0 {
-			ms := podReadyDelay.Milliseconds()
-			st.Spec.Delay = &internalversion.StageDelay{DurationMilliseconds: &ms}
-		}
-		out[st.Spec.ResourceRef] = append(out[st.Spec.ResourceRef], st)
-	}
-	return out, nil
 }
 
 // StartKWOK runs the KWOK controller in this process until ctx ends. It

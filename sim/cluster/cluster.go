@@ -322,18 +322,6 @@ leaderElection:
   leaderElect: false
 `
 
-// auditPolicy records the operator's writes only: enough to tell whether a
-// reconcile with nothing to do wrote anything, and cheap at scale.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: Metadata
-  users: ["` + OperatorUser + `", "` + LocalOperatorUser + `", "` + ChartOperatorUser + `"]
-  verbs: ["create", "update", "patch", "delete", "deletecollection"]
-- level: None
-`
-
 func (c *Cluster) waitAPIServer(ctx context.Context) error {
 	rt, err := rest.TransportFor(c.admin)
 	if err != nil {

@@ -48,7 +48,7 @@ func (c *Cluster) writePKI() error {
 	if err := os.WriteFile(c.path("sa.pub"), saPub, 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(c.path("audit-policy.yaml"), []byte(auditPolicy), 0o644); err != nil {
+	if err := os.WriteFile(c.path("audit-policy.yaml"), auditPolicy, 0o644); err != nil {
 		return err
 	}
 

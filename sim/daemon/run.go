@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/kubelet"
@@ -332,29 +334,21 @@ func waitReadyz(ctx context.Context, args []string) error {
 	if addr == "" || addr == "0" {
 		return nil // no probe to ask
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	var last error
-	for time.Now().Before(deadline) {
+	return await.Until(ctx, "the operator's /readyz", func() error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+		if err != nil {
+			return gomega.StopTrying("a bad address").Wrap(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("/readyz answered %s", resp.Status)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz answered %s", resp.Status)
 		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("not ready within 2 minutes: %v", last)
+		return nil
+	}, await.Within(2*time.Minute))
 }
 
 // opPlan is one operator a mode runs.
@@ -472,32 +466,25 @@ func (d *Daemon) waitNodesReady(ctx context.Context) error {
 	for _, p := range d.o.Pools {
 		want += p.Count
 	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
+	return await.Until(ctx, "the nodes Ready", func() error {
 		list, err := d.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err == nil {
-			ready := 0
-			for _, n := range list.Items {
-				for _, c := range n.Status.Conditions {
-					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-						ready++
-					}
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for _, n := range list.Items {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					ready++
 				}
 			}
-			d.setState(func(s *State) { s.Step = fmt.Sprintf("waiting for the nodes to be Ready (%d/%d)", ready, want) })
-			if ready >= want {
-				return nil
-			}
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("nodes not Ready within 5 minutes (last error: %v)", err)
+		d.setState(func(s *State) { s.Step = fmt.Sprintf("waiting for the nodes to be Ready (%d/%d)", ready, want) })
+		if ready < want {
+			return fmt.Errorf("%d of %d nodes Ready", ready, want)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return nil
+	}, await.Within(5*time.Minute))
 }
 
 // watchFailures reports a control plane component that died.

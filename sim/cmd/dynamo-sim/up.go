@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/daemon"
 	"github.com/dynamoctl/dynamo-operator/sim/kubelet"
@@ -324,20 +325,24 @@ func cmdDown(args []string) error {
 // Its children die with it (Pdeathsig), its namespace with the last of them.
 func stopDaemon(dir string, pid int, grace time.Duration) error {
 	_ = syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			time.Sleep(200 * time.Millisecond)
-			if alive(pid) {
-				return fmt.Errorf("daemon pid %d survives SIGKILL", pid)
-			}
-			break
+	if exited(pid, grace, 100*time.Millisecond) != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if exited(pid, 200*time.Millisecond, 50*time.Millisecond) != nil {
+			return fmt.Errorf("daemon pid %d survives SIGKILL", pid)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	_ = os.Remove(daemon.PidPath(dir))
 	return nil
+}
+
+// exited waits up to within for the daemon pid to be gone.
+func exited(pid int, within, every time.Duration) error {
+	return await.Until(context.Background(), fmt.Sprintf("daemon pid %d gone", pid), func() error {
+		if alive(pid) {
+			return await.ErrNotYet
+		}
+		return nil
+	}, await.Within(within), await.Every(every))
 }
 
 // alive reports whether pid runs and is a simulator daemon (a zombie does

@@ -54,54 +54,22 @@ func StartKWOK(ctx context.Context, o KWOKOptions) error {
 	if err != nil {
 		return err
 	}
-	cs, err := kwokclient.NewClientset("", o.Kubeconfig)
+	cfg, err := kwokClients(o.Kubeconfig)
 	if err != nil {
 		return err
 	}
-	restConfig, err := cs.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("KWOK client: %w", err)
-	}
-	dyn, err := cs.ToDynamicClient()
-	if err != nil {
-		return err
-	}
-	mapper, err := cs.ToRESTMapper()
-	if err != nil {
-		return err
-	}
-	restClient, err := rest.RESTClientFor(restConfig)
-	if err != nil {
-		return err
-	}
-	typed, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		return err
-	}
-	typedKwok, err := versioned.NewForConfig(restConfig)
-	if err != nil {
-		return err
-	}
-	ctr, err := controllers.NewController(controllers.Config{
-		Clock:                        o.Clock,
-		DynamicClient:                dyn,
-		RESTClient:                   restClient,
-		RESTMapper:                   mapper,
-		ImpersonatingDynamicClient:   cs.ToImpersonatingDynamicClient(),
-		ImpersonatingTypedClient:     cs.ToImpersonatingTypedClient(),
-		TypedClient:                  typed,
-		TypedKwokClient:              typedKwok,
-		ManageNodesWithLabelSelector: LabelManaged + "=" + ManagedValue,
-		CIDR:                         podCIDR,
-		NodeIP:                       nodeIP,
-		LocalStages:                  stages,
-		NodeLeaseDurationSeconds:     uint(o.LeaseDuration / time.Second),
-		ID:                           ControllerID,
-		PodPlayStageParallelism:      16,
-		NodePlayStageParallelism:     16,
-		NodeLeaseParallelism:         16,
-		PodsOnNodeSyncParallelism:    16,
-	})
+	cfg.Clock = o.Clock
+	cfg.ManageNodesWithLabelSelector = LabelManaged + "=" + ManagedValue
+	cfg.CIDR = podCIDR
+	cfg.NodeIP = nodeIP
+	cfg.LocalStages = stages
+	cfg.NodeLeaseDurationSeconds = uint(o.LeaseDuration / time.Second)
+	cfg.ID = ControllerID
+	cfg.PodPlayStageParallelism = 16
+	cfg.NodePlayStageParallelism = 16
+	cfg.NodeLeaseParallelism = 16
+	cfg.PodsOnNodeSyncParallelism = 16
+	ctr, err := controllers.NewController(cfg)
 	if err != nil {
 		return fmt.Errorf("creating the KWOK controller: %w", err)
 	}
@@ -109,4 +77,46 @@ func StartKWOK(ctx context.Context, o KWOKOptions) error {
 		return fmt.Errorf("starting the KWOK controller: %w", err)
 	}
 	return nil
+}
+
+// kwokClients is a KWOK controller configuration with the clients it
+// needs, all reaching the API server through kubeconfig.
+func kwokClients(kubeconfig string) (controllers.Config, error) {
+	cs, err := kwokclient.NewClientset("", kubeconfig)
+	if err != nil {
+		return controllers.Config{}, err
+	}
+	restConfig, err := cs.ToRESTConfig()
+	if err != nil {
+		return controllers.Config{}, fmt.Errorf("KWOK client: %w", err)
+	}
+	dyn, err := cs.ToDynamicClient()
+	if err != nil {
+		return controllers.Config{}, err
+	}
+	mapper, err := cs.ToRESTMapper()
+	if err != nil {
+		return controllers.Config{}, err
+	}
+	restClient, err := rest.RESTClientFor(restConfig)
+	if err != nil {
+		return controllers.Config{}, err
+	}
+	typed, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return controllers.Config{}, err
+	}
+	typedKwok, err := versioned.NewForConfig(restConfig)
+	if err != nil {
+		return controllers.Config{}, err
+	}
+	return controllers.Config{
+		DynamicClient:              dyn,
+		RESTClient:                 restClient,
+		RESTMapper:                 mapper,
+		ImpersonatingDynamicClient: cs.ToImpersonatingDynamicClient(),
+		ImpersonatingTypedClient:   cs.ToImpersonatingTypedClient(),
+		TypedClient:                typed,
+		TypedKwokClient:            typedKwok,
+	}, nil
 }

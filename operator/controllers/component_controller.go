@@ -152,7 +152,7 @@ func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Reque
 		// Rendering a Deployment beside another operator's workload would
 		// run the service twice on the same GPUs.
 		return reconcile.Result{}, r.failWith(ctx, dcd, ReasonNotAdoptable, fmt.Errorf(
-			"its %s %s was created by another operator and cannot be adopted in place; see docs/migration.md",
+			"its %s %s was created by another operator and cannot be adopted in place; see docs/tasks/migration.md",
 			kind, dcd.Status.Service.ComponentName))
 	}
 	input := workloadInput(dcd, graphPVCs)

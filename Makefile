@@ -114,8 +114,9 @@ verify-generate: generate ## Fail when regenerating changes the checked-in deepc
 	fi
 
 .PHONY: golden
-golden: ## Rewrite operator/render/testdata/*.golden.yaml and testdata/buildjobs/ from the current rendering; review the diff.
+golden: ## Rewrite operator/render/testdata/*.golden.yaml and testdata/buildjobs/ from the current rendering, and sim/nodes/testdata/*/output.yaml from the simulator's KWOK stages; review the diff.
 	$(GOTEST) ./operator/render -run 'TestGolden(BuildJobs)?$$' -update
+	$(GOTEST) ./sim/nodes -run 'TestStageGolden$$' -update
 
 .PHONY: argocd-health
 argocd-health: ## Rewrite chart/gitops/argocd/argocd-cm.yaml, the Argo CD health checks' ConfigMap patch, from chart/gitops/argocd/health.lua.
@@ -143,7 +144,7 @@ verify-align: ## Fail when a tool module could share more compiled dependencies 
 
 .PHONY: verify-golden
 verify-golden: golden ## Fail when the golden files do not match the rendering (or were not committed).
-	@changed=$$(git status --porcelain -- operator/render/testdata); \
+	@changed=$$(git status --porcelain -- operator/render/testdata sim/nodes/testdata); \
 	if [ -n "$$changed" ]; then \
 	  echo "golden files are out of date; run 'make golden', review and commit:"; echo "$$changed"; exit 1; \
 	fi

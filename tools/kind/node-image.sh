@@ -57,7 +57,7 @@ routes_image=kind.local/kind-routes:v1
 
 inputs_hash=$( {
   echo "$kube_version $etcd_version $coredns_version $kind_version $suite $packages $pause_image $routes_image"
-  cd "$root" && git ls-files -co --exclude-standard -- tools/kind ':!*.md' tools/kube/go.mod tools/etcd/go.mod | LC_ALL=C sort | xargs sha256sum
+  cd "$root" && git ls-files -co --exclude-standard -- tools/kind tools/kube/go.mod tools/etcd/go.mod | grep -v '\.md$' | LC_ALL=C sort | xargs -r sha256sum
 } | sha256sum | cut -c1-12)
 image="kind.local/node:${kube_version}-${inputs_hash}"
 archive="$cache/node-${kube_version}-${inputs_hash}.tar"

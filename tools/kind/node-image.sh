@@ -158,12 +158,13 @@ chroot "$rootfs" sh -c 'ctr oci spec' |
   jq '.hooks.createContainer[.hooks.createContainer | length] |= . + {"path": "/kind/bin/mount-product-files.sh"}' |
   jq 'del(.process.rlimits)' >"$rootfs/etc/containerd/cri-base.json"
 # The Dockerfile's clean-up: no services but the node's, journald not
-# reading the kernel log, /sbin/init is systemd.
+# reading the kernel log, no documentation, /sbin/init is systemd.
 find "$rootfs/lib/systemd/system/sysinit.target.wants/" -name systemd-tmpfiles-setup.service -delete
 rm -f "$rootfs"/lib/systemd/system/multi-user.target.wants/* "$rootfs"/etc/systemd/system/*.wants/* \
   "$rootfs"/lib/systemd/system/local-fs.target.wants/* "$rootfs"/lib/systemd/system/sockets.target.wants/*udev* \
   "$rootfs"/lib/systemd/system/sockets.target.wants/*initctl* "$rootfs"/lib/systemd/system/basic.target.wants/*
 echo "ReadKMsg=no" >>"$rootfs/etc/systemd/journald.conf"
+rm -rf "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/var/cache/debconf/*-old
 ln -sf /usr/lib/systemd/systemd "$rootfs/sbin/init"
 chroot "$rootfs" systemctl enable kubelet.service containerd.service undo-mount-hacks.service >/dev/null 2>&1
 chroot "$rootfs" systemctl mask systemd-binfmt.service >/dev/null 2>&1

@@ -23,7 +23,8 @@
 #
 # The archive's name carries a hash of every input (versions, package list,
 # this directory's files), as .cache/k8s is keyed by versions: a changed
-# input builds a new image, an unchanged one loads in seconds.
+# input builds a new image, an unchanged one loads in seconds. The archive
+# of the last build is kept, no older one.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -259,6 +260,8 @@ trap - EXIT
 
 docker save -o "$archive.tmp" "$image"
 mv "$archive.tmp" "$archive"
+# One archive is kept, the last built (each is about a gigabyte).
+find "$cache" -maxdepth 1 -name 'node-*.tar' ! -name "$(basename "$archive")" -delete
 rm -rf "$work"
 log "built $image in $((SECONDS - start))s; archive $archive"
 echo "$image"

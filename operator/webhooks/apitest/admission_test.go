@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
@@ -100,17 +102,10 @@ func operator(t *testing.T) *testenv.Operator {
 func waitForWebhooks(t *testing.T, c client.Client) {
 	t.Helper()
 	ns := env.Namespace(t, "wait")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := c.Create(context.Background(), badGraph(ns), client.DryRunAll)
-		if err != nil && strings.Contains(err.Error(), "admission webhook") && strings.Contains(err.Error(), "denied the request") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the webhook never judged a graph; last result: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	await.New(t).Eventually(func() error {
+		return c.Create(context.Background(), badGraph(ns), client.DryRunAll)
+	}).Should(gomega.MatchError(gomega.And(gomega.ContainSubstring("admission webhook"), gomega.ContainSubstring("denied the request"))),
+		"the webhook judges a graph")
 }
 
 func badGraph(ns string) *v1alpha1.DynamoGraphDeployment {
@@ -336,23 +331,12 @@ func TestCABundleIsRestoredAndNotRewritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, vwc); err != nil {
-			t.Fatal(err)
-		}
-		restored := true
+	await.New(t).Eventually(func(g gomega.Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, vwc)).To(gomega.Succeed())
 		for _, w := range vwc.Webhooks {
-			restored = restored && string(w.ClientConfig.CABundle) == string(bundle)
+			g.Expect(string(w.ClientConfig.CABundle)).To(gomega.Equal(string(bundle)), "webhook %s", w.Name)
 		}
-		if restored {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the CA bundle was not restored")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	}).Should(gomega.Succeed(), "the CA bundle is restored")
 	waitForWebhooks(t, env.Client)
 	fmt.Println("CA bundle restored after being edited away")
 }

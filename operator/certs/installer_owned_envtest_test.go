@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/webhooks"
@@ -98,18 +99,11 @@ func TestInstallerOwnedConfigurations(t *testing.T) {
 
 func waitForSecret(t *testing.T, name string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	await.New(t).Eventually(func(g gomega.Gomega) {
 		s := &corev1.Secret{}
-		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: testenv.OperatorNamespace, Name: name}, s)
-		if err == nil && len(s.Data[corev1.TLSCertKey]) > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the operator wrote no certificate into %s: %v", name, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: testenv.OperatorNamespace, Name: name}, s)).To(gomega.Succeed())
+		g.Expect(s.Data).To(gomega.HaveKeyWithValue(corev1.TLSCertKey, gomega.Not(gomega.BeEmpty())))
+	}).Should(gomega.Succeed(), "the operator writes a certificate into %s", name)
 }
 
 func assertNoConfigurations(t *testing.T, op *testenv.Operator) {

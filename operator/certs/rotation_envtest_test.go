@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
@@ -90,21 +92,17 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 	// bundles: on a loaded machine the start can take long enough for the
 	// first CA rotation to begin, and the stored bundle then changes under
 	// the comparison.
-	if err := eventually(func() error {
+	await.New(t).Eventually(func() error {
 		_, err := dialVerified(port, crdBundle(t, "dynamographdeployments.nvidia.com"))
 		return err
-	}); err != nil {
-		t.Fatalf("the CRD's conversion webhook bundle never verified the certificate the operator serves: %v", err)
-	}
+	}).Should(gomega.Succeed(), "the CRD's conversion webhook bundle verifies the certificate the operator serves")
 	stored := graph(ns, "stored", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
 	if err := env.Client.Create(context.Background(), stored); err != nil {
 		t.Fatal(err)
 	}
-	if err := eventually(func() error {
+	await.New(t).Eventually(func() error {
 		return env.Client.Get(context.Background(), client.ObjectKeyFromObject(stored), &v1beta1.DynamoGraphDeployment{})
-	}); err != nil {
-		t.Fatalf("the operator never converted: %v", err)
-	}
+	}).Should(gomega.Succeed(), "the operator converts")
 
 	var (
 		sent, failed, denied  atomic.Int64
@@ -282,25 +280,13 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 // denied, pass undefaulted.
 func waitForWebhook(t *testing.T, ns string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	await.New(t).Eventually(func(g gomega.Gomega) {
 		err := env.Client.Create(context.Background(), graph(ns, "bad", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"my_worker": {}}), client.DryRunAll)
-		judged := err != nil && strings.Contains(err.Error(), "denied the request")
-		var replicas *int32
-		if judged {
-			dgd := graph(ns, "llm", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
-			if err = env.Client.Create(context.Background(), dgd, client.DryRunAll); err == nil {
-				replicas = dgd.Spec.Services["Frontend"].Replicas
-				if replicas != nil && *replicas == 1 {
-					return
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the webhooks never both acted on a graph: validating judged %t, defaulted replicas %v: %v", judged, replicas, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("denied the request")), "the validating webhook judges")
+		dgd := graph(ns, "llm", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
+		g.Expect(env.Client.Create(context.Background(), dgd, client.DryRunAll)).To(gomega.Succeed())
+		g.Expect(dgd.Spec.Services["Frontend"].Replicas).To(gomega.HaveValue(gomega.BeEquivalentTo(1)), "the mutating webhook defaults replicas")
+	}).Should(gomega.Succeed(), "both webhooks act on a graph")
 }
 
 // dialVerified opens a TLS connection to the webhook server, verified

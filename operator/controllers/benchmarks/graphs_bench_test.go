@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +34,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
@@ -102,15 +104,15 @@ func BenchmarkGraphs(b *testing.B) {
 		b.Fatal(err)
 	}
 	created := time.Since(start)
-	waitFor(ctx, b, "children", func() (bool, error) { return childrenExist(ctx, w) })
+	awaitBench(b).Eventually(func() (bool, error) { return childrenExist(ctx, w) }).Should(gomega.BeTrue(), "children")
 	children := time.Since(start)
 	svcRate, err := serviceRate(ctx, w, start)
 	if err != nil {
 		b.Fatal(err)
 	}
-	waitFor(ctx, b, "children and status", func() (bool, error) { return childrenAndStatusCurrent(ctx, w) })
+	awaitBench(b).Eventually(func() (bool, error) { return childrenAndStatusCurrent(ctx, w) }).Should(gomega.BeTrue(), "children and status")
 	elapsed := time.Since(start)
-	waitFor(ctx, b, "every graph Ready", func() (bool, error) { return allReady(ctx, w) })
+	awaitBench(b).Eventually(func() (bool, error) { return allReady(ctx, w) }).Should(gomega.BeTrue(), "every graph Ready")
 	ready := time.Since(start)
 	cpuReady := op.cpu()
 	statusesReady := statuses.summary(func(kind string, key types.NamespacedName) time.Time {
@@ -200,12 +202,10 @@ func measureFloor(ctx context.Context, b *testing.B, env *benchCluster) floorTim
 	ns := mustNamespace(ctx, b, env, "bench-floor")
 	defer func() {
 		env.DeleteNamespace(ctx, ns)
-		for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
-			if err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
-				return
-			}
-		}
-		b.Fatalf("namespace %s of the floor was not deleted within 10 minutes", ns)
+		await.New(b).Eventually(func() error {
+			return env.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		}).WithTimeout(10*time.Minute).WithPolling(time.Second).Should(gomega.Satisfy(apierrors.IsNotFound),
+			"namespace %s of the floor is deleted", ns)
 	}()
 	var objs []client.Object
 	var dgds []*v1alpha1.DynamoGraphDeployment
@@ -276,7 +276,7 @@ func measureFloor(ctx context.Context, b *testing.B, env *benchCluster) floorTim
 		b.Fatal(err)
 	}
 	t.withStatus = time.Since(start)
-	waitFor(ctx, b, "every raw Deployment available", func() (bool, error) {
+	awaitBench(b).Eventually(func() (bool, error) {
 		var list appsv1.DeploymentList
 		if err := w.list(ctx, &list); err != nil {
 			return false, err
@@ -287,7 +287,7 @@ func measureFloor(ctx context.Context, b *testing.B, env *benchCluster) floorTim
 			}
 		}
 		return len(list.Items) == len(dcds), nil
-	})
+	}).Should(gomega.BeTrue(), "every raw Deployment available")
 	t.available = time.Since(start)
 	return t
 }
@@ -353,19 +353,15 @@ func graph(ns string, i int) *v1alpha1.DynamoGraphDeployment {
 	}
 }
 
-// waitFor polls until done says so. A failed poll is retried: a loaded
-// API server drops a large list now and then, and one lost poll must not
-// lose a run of many minutes.
-func waitFor(ctx context.Context, b *testing.B, what string, done func() (bool, error)) {
-	var last error
-	for deadline := time.Now().Add(30 * time.Minute); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
-		ok, err := done()
-		if err == nil && ok {
-			return
-		}
-		last = err
-	}
-	b.Fatalf("%s: not within 30 minutes (last error: %v)", what, last)
+// awaitBench polls for up to 30 minutes, every 250 ms (the resolution of
+// the times measured). A failed poll is retried: a loaded API server drops
+// a large list now and then, and one lost poll must not lose a run of many
+// minutes.
+func awaitBench(b *testing.B) gomega.Gomega {
+	g := await.New(b)
+	g.SetDefaultEventuallyTimeout(30 * time.Minute)
+	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
+	return g
 }
 
 // childrenExist: every component, Deployment and Service exists.

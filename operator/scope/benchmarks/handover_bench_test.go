@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
@@ -206,8 +208,7 @@ func createLease(ctx context.Context, b *testing.B, env *testenv.Env, ns string)
 
 // waitConverged waits until every worker Deployment has the replicas.
 func waitConverged(ctx context.Context, b *testing.B, env *testenv.Env, ns string, replicas int32) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	await.New(b).Eventually(func() int {
 		dcds := &v1alpha1.DynamoComponentDeploymentList{}
 		if err := env.Client.List(ctx, dcds, client.InNamespace(ns)); err != nil {
 			b.Fatal(err)
@@ -218,14 +219,8 @@ func waitConverged(ctx context.Context, b *testing.B, env *testenv.Env, ns strin
 				done++
 			}
 		}
-		if done == *graphs {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d workers at %d replicas after 2 minutes", done, *graphs, replicas)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return done
+	}).WithTimeout(2*time.Minute).WithPolling(20*time.Millisecond).Should(gomega.Equal(*graphs), "workers at %d replicas", replicas)
 }
 
 // writeTimes lists when the cluster-wide operator's writes in ns completed,

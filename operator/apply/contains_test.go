@@ -1,9 +1,10 @@
 package apply
 
 import (
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -47,8 +48,8 @@ func TestDiff(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Diff(tc.have, tc.want)
-			if len(got) != len(tc.diffs) || (len(got) > 0 && !reflect.DeepEqual(got, tc.diffs)) {
-				t.Fatalf("Diff = %q, want %q", got, tc.diffs)
+			if diff := cmp.Diff(tc.diffs, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("Diff (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -5,11 +5,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"flag"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -358,8 +358,8 @@ func TestParseValid(t *testing.T) {
 			}
 			want := defaultOptions()
 			tt.edit(&want)
-			if !reflect.DeepEqual(*got, want) {
-				t.Errorf("Parse(%q) =\n%+v\nwant\n%+v", tt.args, *got, want)
+			if diff := cmp.Diff(want, *got); diff != "" {
+				t.Errorf("Parse(%q) (-want +got):\n%s", tt.args, diff)
 			}
 		})
 	}

@@ -1,11 +1,10 @@
 package render
 
 import (
-	"github.com/google/go-cmp/cmp"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -46,15 +45,15 @@ func TestDeploymentMetadata(t *testing.T) {
 		LabelGraphName: "g", LabelComponent: "g-worker", LabelManagedBy: ManagedByValue,
 		"team": "a", "svc": "l",
 	}
-	if !reflect.DeepEqual(d.Labels, wantLabels) {
-		t.Errorf("labels %v, want %v", d.Labels, wantLabels)
+	if diff := cmp.Diff(wantLabels, d.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 	wantAnnotations := map[string]string{"owner": "me", "svc-note": "n"}
-	if !reflect.DeepEqual(d.Annotations, wantAnnotations) {
-		t.Errorf("annotations %v, want %v", d.Annotations, wantAnnotations)
+	if diff := cmp.Diff(wantAnnotations, d.Annotations); diff != "" {
+		t.Errorf("annotations (-want +got):\n%s", diff)
 	}
-	if want := map[string]string{LabelComponent: "g-worker"}; !reflect.DeepEqual(d.Spec.Selector.MatchLabels, want) {
-		t.Errorf("selector %v, want %v", d.Spec.Selector, want)
+	if diff := cmp.Diff(map[string]string{LabelComponent: "g-worker"}, d.Spec.Selector.MatchLabels); diff != "" {
+		t.Errorf("selector (-want +got):\n%s", diff)
 	}
 	wantPodLabels := map[string]string{
 		LabelComponent: "g-worker", LabelGraphName: "g",
@@ -63,12 +62,12 @@ func TestDeploymentMetadata(t *testing.T) {
 		LabelMetricsEnabled: "true", LabelDiscoveryBackend: "kubernetes", LabelDiscoveryEnabled: "true",
 		LabelDynamoNamespace: "ns-g",
 	}
-	if !reflect.DeepEqual(d.Spec.Template.Labels, wantPodLabels) {
-		t.Errorf("pod labels %v, want %v", d.Spec.Template.Labels, wantPodLabels)
+	if diff := cmp.Diff(wantPodLabels, d.Spec.Template.Labels); diff != "" {
+		t.Errorf("pod labels (-want +got):\n%s", diff)
 	}
 	wantPodAnnotations := map[string]string{"svc-note": "n", "prometheus.io/scrape": "true"}
-	if !reflect.DeepEqual(d.Spec.Template.Annotations, wantPodAnnotations) {
-		t.Errorf("pod annotations %v, want %v", d.Spec.Template.Annotations, wantPodAnnotations)
+	if diff := cmp.Diff(wantPodAnnotations, d.Spec.Template.Annotations); diff != "" {
+		t.Errorf("pod annotations (-want +got):\n%s", diff)
 	}
 	// The pod labels must match the selector, or the Deployment is refused.
 	for k, v := range d.Spec.Selector.MatchLabels {
@@ -87,14 +86,14 @@ func TestDeploymentMinimalMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]string{LabelComponent: "solo", LabelManagedBy: ManagedByValue}; !reflect.DeepEqual(d.Labels, want) {
-		t.Errorf("labels %v, want %v", d.Labels, want)
+	if diff := cmp.Diff(map[string]string{LabelComponent: "solo", LabelManagedBy: ManagedByValue}, d.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
 	}
-	if want := map[string]string{
+	if diff := cmp.Diff(map[string]string{
 		LabelComponent: "solo", LabelMetricsEnabled: "true", LabelDiscoveryBackend: "kubernetes",
 		LabelDiscoveryEnabled: "true", LabelDynamoNamespace: "ns-solo",
-	}; !reflect.DeepEqual(d.Spec.Template.Labels, want) {
-		t.Errorf("pod labels %v, want %v", d.Spec.Template.Labels, want)
+	}, d.Spec.Template.Labels); diff != "" {
+		t.Errorf("pod labels (-want +got):\n%s", diff)
 	}
 	if d.Annotations != nil || d.Spec.Template.Annotations != nil {
 		t.Errorf("annotations %v / pod %v, want nil", d.Annotations, d.Spec.Template.Annotations)
@@ -197,8 +196,8 @@ func TestDeploymentEnvPrecedence(t *testing.T) {
 			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"},
 		}},
 	}
-	if !reflect.DeepEqual(main.Env, want) {
-		t.Errorf("env\n got %v\nwant %v", main.Env, want)
+	if diff := cmp.Diff(want, main.Env); diff != "" {
+		t.Errorf("env (-want +got):\n%s", diff)
 	}
 }
 
@@ -230,8 +229,8 @@ func TestDeploymentEnvFromSecret(t *testing.T) {
 		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "hf-token-secret"}}},
 		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
 	}
-	if !reflect.DeepEqual(main.EnvFrom, want) {
-		t.Errorf("envFrom %+v, want %+v", main.EnvFrom, want)
+	if diff := cmp.Diff(want, main.EnvFrom); diff != "" {
+		t.Errorf("envFrom (-want +got):\n%s", diff)
 	}
 
 	_, main = mustDeploy(t, newDCD(), nil, Options{})
@@ -275,8 +274,8 @@ func TestDeploymentPorts(t *testing.T) {
 				d.Spec.ExtraPodSpec.MainContainer.Ports = tc.userPorts
 			})
 			_, main := mustDeploy(t, dcd, nil, Options{})
-			if !reflect.DeepEqual(main.Ports, tc.want) {
-				t.Errorf("ports %+v, want %+v", main.Ports, tc.want)
+			if diff := cmp.Diff(tc.want, main.Ports); diff != "" {
+				t.Errorf("ports (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -441,16 +440,16 @@ func TestDeploymentStorage(t *testing.T) {
 	for _, v := range pod.Volumes {
 		volumes = append(volumes, v.Name)
 	}
-	if want := []string{"shared-memory", "models", "cfg"}; !reflect.DeepEqual(volumes, want) {
-		t.Errorf("volumes %v, want %v", volumes, want)
+	if diff := cmp.Diff([]string{"shared-memory", "models", "cfg"}, volumes); diff != "" {
+		t.Errorf("volumes (-want +got):\n%s", diff)
 	}
 	wantMounts := []corev1.VolumeMount{
 		{Name: "shared-memory", MountPath: "/dev/shm"},
 		{Name: "models", MountPath: "/models"},
 		{Name: "cfg", MountPath: "/workspace/", ReadOnly: true},
 	}
-	if !reflect.DeepEqual(main.VolumeMounts, wantMounts) {
-		t.Errorf("mounts %+v, want %+v", main.VolumeMounts, wantMounts)
+	if diff := cmp.Diff(wantMounts, main.VolumeMounts); diff != "" {
+		t.Errorf("mounts (-want +got):\n%s", diff)
 	}
 	if claim := pod.Volumes[1].PersistentVolumeClaim; claim == nil || claim.ClaimName != "models" {
 		t.Errorf("models volume %+v", pod.Volumes[1])
@@ -600,11 +599,11 @@ func TestDeploymentExtraPodSpecMerge(t *testing.T) {
 	})
 	pod, main := mustDeploy(t, dcd, nil, Options{})
 
-	if !reflect.DeepEqual(pod.Tolerations, tolerations) {
-		t.Errorf("tolerations %+v", pod.Tolerations)
+	if diff := cmp.Diff(tolerations, pod.Tolerations); diff != "" {
+		t.Errorf("tolerations (-want +got):\n%s", diff)
 	}
-	if !reflect.DeepEqual(pod.Affinity, affinity) {
-		t.Errorf("affinity %+v", pod.Affinity)
+	if diff := cmp.Diff(affinity, pod.Affinity); diff != "" {
+		t.Errorf("affinity (-want +got):\n%s", diff)
 	}
 	if pod.NodeSelector["nvidia.com/gpu.product"] != "H100" {
 		t.Errorf("nodeSelector %v", pod.NodeSelector)
@@ -615,18 +614,18 @@ func TestDeploymentExtraPodSpecMerge(t *testing.T) {
 	if pod.ServiceAccountName != "runner" {
 		t.Errorf("serviceAccountName %q", pod.ServiceAccountName)
 	}
-	if !reflect.DeepEqual(pod.ImagePullSecrets, []corev1.LocalObjectReference{{Name: "ngc"}}) {
-		t.Errorf("imagePullSecrets %v", pod.ImagePullSecrets)
+	if diff := cmp.Diff([]corev1.LocalObjectReference{{Name: "ngc"}}, pod.ImagePullSecrets); diff != "" {
+		t.Errorf("imagePullSecrets (-want +got):\n%s", diff)
 	}
 	var volumes []string
 	for _, v := range pod.Volumes {
 		volumes = append(volumes, v.Name)
 	}
-	if want := []string{"shared-memory", "cfg"}; !reflect.DeepEqual(volumes, want) {
-		t.Errorf("volumes %v, want %v", volumes, want)
+	if diff := cmp.Diff([]string{"shared-memory", "cfg"}, volumes); diff != "" {
+		t.Errorf("volumes (-want +got):\n%s", diff)
 	}
-	if want := []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu-template")}}; !reflect.DeepEqual(pod.ResourceClaims, want) {
-		t.Errorf("resourceClaims %+v", pod.ResourceClaims)
+	if diff := cmp.Diff([]corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu-template")}}, pod.ResourceClaims); diff != "" {
+		t.Errorf("resourceClaims (-want +got):\n%s", diff)
 	}
 	if len(pod.InitContainers) != 1 || pod.InitContainers[0].Name != "init" {
 		t.Errorf("initContainers %+v", pod.InitContainers)
@@ -635,19 +634,22 @@ func TestDeploymentExtraPodSpecMerge(t *testing.T) {
 	for _, c := range pod.Containers {
 		containers = append(containers, c.Name)
 	}
-	if want := []string{MainContainerName, "logger"}; !reflect.DeepEqual(containers, want) {
-		t.Errorf("containers %v, want %v", containers, want)
+	if diff := cmp.Diff([]string{MainContainerName, "logger"}, containers); diff != "" {
+		t.Errorf("containers (-want +got):\n%s", diff)
 	}
 
 	if main.Image != testImage || main.WorkingDir != "/workspace/examples/backends/vllm" || main.ImagePullPolicy != corev1.PullIfNotPresent {
 		t.Errorf("image %q, workingDir %q, pull policy %q", main.Image, main.WorkingDir, main.ImagePullPolicy)
 	}
-	if !reflect.DeepEqual(main.Command, []string{"python3", "-m", "dynamo.vllm"}) || !reflect.DeepEqual(main.Args, []string{"--model", "Qwen/Qwen3-0.6B"}) {
-		t.Errorf("command %q, args %q", main.Command, main.Args)
+	if diff := cmp.Diff([]string{"python3", "-m", "dynamo.vllm"}, main.Command); diff != "" {
+		t.Errorf("command (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"--model", "Qwen/Qwen3-0.6B"}, main.Args); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
 	}
 	// Claims merge by name: the user's gpu claim replaces the spec's in place.
-	if want := []corev1.ResourceClaim{{Name: "nic"}, {Name: "gpu", Request: "one"}}; !reflect.DeepEqual(main.Resources.Claims, want) {
-		t.Errorf("claims %+v, want %+v", main.Resources.Claims, want)
+	if diff := cmp.Diff([]corev1.ResourceClaim{{Name: "nic"}, {Name: "gpu", Request: "one"}}, main.Resources.Claims); diff != "" {
+		t.Errorf("claims (-want +got):\n%s", diff)
 	}
 	// Generated parts the user did not touch remain.
 	if v, _ := envValue(main.Env, "DYN_COMPONENT"); v != "worker" {
@@ -694,8 +696,11 @@ func TestDeploymentFrontendSidecar(t *testing.T) {
 	if side.Name != SidecarContainerName || side.Image != "frontend:tag" {
 		t.Errorf("sidecar %s image %q", side.Name, side.Image)
 	}
-	if !reflect.DeepEqual(side.Command, []string{"python3"}) || !reflect.DeepEqual(side.Args, []string{"-m", "dynamo.frontend", "--router-mode", "direct"}) {
-		t.Errorf("command %q args %q", side.Command, side.Args)
+	if diff := cmp.Diff([]string{"python3"}, side.Command); diff != "" {
+		t.Errorf("sidecar command (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"-m", "dynamo.frontend", "--router-mode", "direct"}, side.Args); diff != "" {
+		t.Errorf("sidecar args (-want +got):\n%s", diff)
 	}
 	for name, want := range map[string]string{"DYN_COMPONENT": "frontend", "SIDE": "s", "NATS_SERVER": "nats://n", "DYN_NAMESPACE": "ns-g"} {
 		if v, _ := envValue(side.Env, name); v != want {
@@ -714,8 +719,8 @@ func TestDeploymentFrontendSidecar(t *testing.T) {
 	if len(side.EnvFrom) != 1 || side.EnvFrom[0].SecretRef.Name != "hf-token-secret" {
 		t.Errorf("sidecar envFrom %+v", side.EnvFrom)
 	}
-	if want := []corev1.ContainerPort{{Name: "http", ContainerPort: 8000, Protocol: corev1.ProtocolTCP}}; !reflect.DeepEqual(side.Ports, want) {
-		t.Errorf("sidecar ports %+v", side.Ports)
+	if diff := cmp.Diff([]corev1.ContainerPort{{Name: "http", ContainerPort: 8000, Protocol: corev1.ProtocolTCP}}, side.Ports); diff != "" {
+		t.Errorf("sidecar ports (-want +got):\n%s", diff)
 	}
 
 	dcd.Spec.FrontendSidecar.Image = ""
@@ -730,16 +735,16 @@ func TestDeploymentDoesNotChangeItsInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(dcd, before) {
-		t.Error("Deployment changed the component")
+	if diff := cmp.Diff(before, dcd); diff != "" {
+		t.Errorf("Deployment changed the component (-before +after):\n%s", diff)
 	}
 	// Nor does the result share storage with it.
 	main := findContainer(d.Spec.Template.Spec.Containers, MainContainerName)
 	main.Command[0] = "changed"
 	main.LivenessProbe.PeriodSeconds = 99
 	d.Labels["team"] = "changed"
-	if !reflect.DeepEqual(dcd, before) {
-		t.Error("the rendered Deployment shares storage with the component")
+	if diff := cmp.Diff(before, dcd); diff != "" {
+		t.Errorf("the rendered Deployment shares storage with the component (-before +after):\n%s", diff)
 	}
 }
 
@@ -757,8 +762,8 @@ func TestDeploymentDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(first, again) {
-			t.Fatalf("render %d differs from the first", i)
+		if diff := cmp.Diff(first, again); diff != "" {
+			t.Fatalf("render %d differs from the first (-first +again):\n%s", i, diff)
 		}
 		if j := mustJSON(t, again); j != firstJSON {
 			t.Fatalf("render %d JSON differs:\n%s\n%s", i, firstJSON, j)

@@ -1,10 +1,10 @@
 package render
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -62,8 +62,8 @@ func TestComponents(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Components: %v", err)
 	}
-	if !reflect.DeepEqual(dgd, before) {
-		t.Error("Components changed its input")
+	if diff := cmp.Diff(before, dgd); diff != "" {
+		t.Errorf("Components changed its input (-before +after):\n%s", diff)
 	}
 	if len(got) != 2 || got[0].Name != "g-frontend" || got[1].Name != "g-worker" {
 		t.Fatalf("names = %v, want [g-frontend g-worker] in order", componentNames(got))
@@ -85,12 +85,12 @@ func TestComponents(t *testing.T) {
 		if dcd.Spec.ComponentType == v1alpha1.ComponentTypeWorker {
 			wantLabels[LabelWorkerHash] = WorkerHash(dgd)
 		}
-		if !reflect.DeepEqual(dcd.Labels, wantLabels) {
-			t.Errorf("%s: labels %v, want %v", dcd.Name, dcd.Labels, wantLabels)
+		if diff := cmp.Diff(wantLabels, dcd.Labels); diff != "" {
+			t.Errorf("%s: labels (-want +got):\n%s", dcd.Name, diff)
 		}
 		wantAnnotations := map[string]string{"note": "spec", "extra": "a"}
-		if !reflect.DeepEqual(dcd.Annotations, wantAnnotations) {
-			t.Errorf("%s: annotations %v, want %v", dcd.Name, dcd.Annotations, wantAnnotations)
+		if diff := cmp.Diff(wantAnnotations, dcd.Annotations); diff != "" {
+			t.Errorf("%s: annotations (-want +got):\n%s", dcd.Name, diff)
 		}
 		if dcd.Spec.BackendFramework != v1alpha1.BackendFrameworkVLLM || dcd.Spec.DynamoComponent != "frontend:abc" {
 			t.Errorf("%s: backend %q, dynamoComponent %q", dcd.Name, dcd.Spec.BackendFramework, dcd.Spec.DynamoComponent)
@@ -108,14 +108,14 @@ func TestComponents(t *testing.T) {
 		t.Errorf("replicas frontend %d (want default 1), worker %d (want 3)", *frontend.Replicas, *worker.Replicas)
 	}
 	wantEnv := []corev1.EnvVar{{Name: "SHARED", Value: "service"}, {Name: "ONLY_GLOBAL", Value: "g"}, {Name: "ONLY_SERVICE", Value: "s"}}
-	if !reflect.DeepEqual(worker.Envs, wantEnv) {
-		t.Errorf("worker envs %v, want %v", worker.Envs, wantEnv)
+	if diff := cmp.Diff(wantEnv, worker.Envs); diff != "" {
+		t.Errorf("worker envs (-want +got):\n%s", diff)
 	}
-	if want := dgd.Spec.Envs; !reflect.DeepEqual(frontend.Envs, want) {
-		t.Errorf("frontend envs %v, want the global ones %v", frontend.Envs, want)
+	if diff := cmp.Diff(dgd.Spec.Envs, frontend.Envs); diff != "" {
+		t.Errorf("frontend envs, want the global ones (-want +got):\n%s", diff)
 	}
-	if !reflect.DeepEqual(worker.Labels, map[string]string{"svc": "label"}) {
-		t.Errorf("worker spec labels %v", worker.Labels)
+	if diff := cmp.Diff(map[string]string{"svc": "label"}, worker.Labels); diff != "" {
+		t.Errorf("worker spec labels (-want +got):\n%s", diff)
 	}
 
 	// The rendered specs are copies: changing one leaves the graph alone.
@@ -132,8 +132,8 @@ func TestComponentsNoLabelsOrAnnotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{LabelGraphName: "g", LabelComponent: "g-a", LabelManagedBy: ManagedByValue}
-	if !reflect.DeepEqual(got[0].Labels, want) {
-		t.Errorf("labels %v, want %v", got[0].Labels, want)
+	if diff := cmp.Diff(want, got[0].Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 	if got[0].Annotations != nil {
 		t.Errorf("annotations %v, want nil", got[0].Annotations)
@@ -220,8 +220,8 @@ func TestComponentsErrors(t *testing.T) {
 			for _, e := range errs {
 				paths = append(paths, e.Field)
 			}
-			if !reflect.DeepEqual(paths, tc.wantPaths) {
-				t.Errorf("paths %v, want %v (%v)", paths, tc.wantPaths, err)
+			if diff := cmp.Diff(tc.wantPaths, paths); diff != "" {
+				t.Errorf("paths (-want +got):\n%s\nerror: %v", diff, err)
 			}
 			if tc.wantText != "" && !strings.Contains(err.Error(), tc.wantText) {
 				t.Errorf("error %q does not mention %q", err, tc.wantText)
@@ -291,8 +291,8 @@ func TestMergeEnv(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := MergeEnv(tc.base, tc.overrides...)
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("MergeEnv = %v, want %v", got, tc.want)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("MergeEnv (-want +got):\n%s", diff)
 			}
 		})
 	}

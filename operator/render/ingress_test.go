@@ -1,9 +1,9 @@
 package render
 
 import (
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/utils/ptr"
 
@@ -65,8 +65,8 @@ func TestIngress(t *testing.T) {
 		t.Errorf("class %v", ing.Spec.IngressClassName)
 	}
 	wantTLS := []networkingv1.IngressTLS{{Hosts: []string{"llm.example.com"}, SecretName: "llm-tls"}}
-	if !reflect.DeepEqual(ing.Spec.TLS, wantTLS) {
-		t.Errorf("tls %+v", ing.Spec.TLS)
+	if diff := cmp.Diff(wantTLS, ing.Spec.TLS); diff != "" {
+		t.Errorf("tls (-want +got):\n%s", diff)
 	}
 	wantRules := []networkingv1.IngressRule{{
 		Host: "llm.example.com",
@@ -80,18 +80,18 @@ func TestIngress(t *testing.T) {
 			}},
 		}},
 	}}
-	if !reflect.DeepEqual(ing.Spec.Rules, wantRules) {
-		t.Errorf("rules %+v", ing.Spec.Rules)
+	if diff := cmp.Diff(wantRules, ing.Spec.Rules); diff != "" {
+		t.Errorf("rules (-want +got):\n%s", diff)
 	}
 	wantLabels := map[string]string{
 		LabelGraphName: "g", LabelComponent: "g-worker", LabelManagedBy: ManagedByValue, "expose": "public",
 	}
-	if !reflect.DeepEqual(ing.Labels, wantLabels) {
-		t.Errorf("labels %v, want %v", ing.Labels, wantLabels)
+	if diff := cmp.Diff(wantLabels, ing.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 	wantAnnotations := map[string]string{"owner": "me", "shared": "ingress", "nginx.ingress.kubernetes.io/proxy-body-size": "0"}
-	if !reflect.DeepEqual(ing.Annotations, wantAnnotations) {
-		t.Errorf("annotations %v, want %v", ing.Annotations, wantAnnotations)
+	if diff := cmp.Diff(wantAnnotations, ing.Annotations); diff != "" {
+		t.Errorf("annotations (-want +got):\n%s", diff)
 	}
 }
 

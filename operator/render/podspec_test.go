@@ -1,10 +1,10 @@
 package render
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -108,8 +108,8 @@ func TestResourceRequirementsClaims(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	if !reflect.DeepEqual(got.Claims, res.Claims) {
-		t.Errorf("claims %v, want %v", got.Claims, res.Claims)
+	if diff := cmp.Diff(res.Claims, got.Claims); diff != "" {
+		t.Errorf("claims (-want +got):\n%s", diff)
 	}
 	got.Claims[0].Name = "changed"
 	if res.Claims[0].Name != "gpu" {
@@ -232,8 +232,8 @@ func TestRuntimeEnv(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := runtimeEnv(tc.dcd, tc.o)
-			if tc.complete && !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("env %v, want %v", got, tc.want)
+			if diff := cmp.Diff(tc.want, got); tc.complete && diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
 			}
 			for _, w := range tc.want {
 				if v, ok := envValue(got, w.Name); !ok || v != w.Value {
@@ -345,8 +345,8 @@ func TestPodStorage(t *testing.T) {
 			if !equality.Semantic.DeepEqual(volumes, tc.wantVolumes) {
 				t.Errorf("volumes %+v, want %+v", volumes, tc.wantVolumes)
 			}
-			if !reflect.DeepEqual(mounts, tc.wantMounts) {
-				t.Errorf("mounts %+v, want %+v", mounts, tc.wantMounts)
+			if diff := cmp.Diff(tc.wantMounts, mounts); diff != "" {
+				t.Errorf("mounts (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -389,8 +389,8 @@ func TestPatchWithoutNulls(t *testing.T) {
 	}
 	dropNulls(nested)
 	want := map[string]any{"b": map[string]any{"d": 1}, "e": []any{map[string]any{"g": "x"}}}
-	if !reflect.DeepEqual(nested, want) {
-		t.Errorf("dropNulls = %v, want %v", nested, want)
+	if diff := cmp.Diff(want, nested); diff != "" {
+		t.Errorf("dropNulls (-want +got):\n%s", diff)
 	}
 }
 
@@ -401,8 +401,8 @@ func TestMergeExtraPodSpecNothingToMerge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(got, pod) {
-			t.Errorf("merge of %+v changed the pod: %+v", extra, got)
+		if diff := cmp.Diff(pod, got); diff != "" {
+			t.Errorf("merge of %+v changed the pod (-want +got):\n%s", extra, diff)
 		}
 	}
 }
@@ -410,13 +410,13 @@ func TestMergeExtraPodSpecNothingToMerge(t *testing.T) {
 func TestAppendEnvFromAndMergeClaims(t *testing.T) {
 	secret := corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}}}
 	config := corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}}}
-	if got, want := appendEnvFrom([]corev1.EnvFromSource{secret}, []corev1.EnvFromSource{secret, config}), []corev1.EnvFromSource{secret, config}; !reflect.DeepEqual(got, want) {
-		t.Errorf("appendEnvFrom = %v, want %v", got, want)
+	if diff := cmp.Diff([]corev1.EnvFromSource{secret, config}, appendEnvFrom([]corev1.EnvFromSource{secret}, []corev1.EnvFromSource{secret, config})); diff != "" {
+		t.Errorf("appendEnvFrom (-want +got):\n%s", diff)
 	}
 	got := mergeClaims([]corev1.ResourceClaim{{Name: "a"}, {Name: "b"}}, []corev1.ResourceClaim{{Name: "b", Request: "r"}, {Name: "c"}})
 	want := []corev1.ResourceClaim{{Name: "a"}, {Name: "b", Request: "r"}, {Name: "c"}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("mergeClaims = %v, want %v", got, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mergeClaims (-want +got):\n%s", diff)
 	}
 }
 
@@ -449,15 +449,15 @@ func TestPatchPodSpec(t *testing.T) {
 	for _, c := range got.Containers {
 		containers = append(containers, c.Name)
 	}
-	if want := []string{MainContainerName, "sidecar", "extra"}; !reflect.DeepEqual(containers, want) {
-		t.Errorf("containers %v, want %v", containers, want)
+	if diff := cmp.Diff([]string{MainContainerName, "sidecar", "extra"}, containers); diff != "" {
+		t.Errorf("containers (-want +got):\n%s", diff)
 	}
 	if got.Volumes[0].Name != "shm" || got.Volumes[1].Name != "u" {
 		t.Errorf("volumes %+v", got.Volumes)
 	}
 	main := got.Containers[0]
-	if names := envNames(main.Env); !reflect.DeepEqual(names, []string{"A", "B", "C"}) {
-		t.Errorf("env order %v, want the generated A, B first", names)
+	if diff := cmp.Diff([]string{"A", "B", "C"}, envNames(main.Env)); diff != "" {
+		t.Errorf("env order (-want +got):\n%s", diff)
 	}
 	if v, _ := envValue(main.Env, "A"); v != "2" {
 		t.Errorf("A = %q, want the patch's 2", v)
@@ -485,8 +485,8 @@ func TestGeneratedFirst(t *testing.T) {
 		{merged: []string{"y", "x"}, generated: nil, want: []string{"y", "x"}},
 	}
 	for _, tc := range cases {
-		if got := generatedFirst(append([]string(nil), tc.merged...), tc.generated, id); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("generatedFirst(%v, %v) = %v, want %v", tc.merged, tc.generated, got, tc.want)
+		if diff := cmp.Diff(tc.want, generatedFirst(append([]string(nil), tc.merged...), tc.generated, id)); diff != "" {
+			t.Errorf("generatedFirst(%v, %v) (-want +got):\n%s", tc.merged, tc.generated, diff)
 		}
 	}
 }

@@ -1,9 +1,9 @@
 package render
 
 import (
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
@@ -36,8 +36,8 @@ func TestPVCs(t *testing.T) {
 	for _, p := range got {
 		names = append(names, p.Name)
 	}
-	if want := []string{"models", "svc-cache"}; !reflect.DeepEqual(names, want) {
-		t.Fatalf("claims %v, want %v", names, want)
+	if diff := cmp.Diff([]string{"models", "svc-cache"}, names); diff != "" {
+		t.Fatalf("claims (-want +got):\n%s", diff)
 	}
 	for _, p := range got {
 		if p.APIVersion != "v1" || p.Kind != "PersistentVolumeClaim" {
@@ -47,15 +47,15 @@ func TestPVCs(t *testing.T) {
 			t.Errorf("%s: namespace %q, owners %v", p.Name, p.Namespace, p.OwnerReferences)
 		}
 		want := map[string]string{LabelGraphName: "g", LabelManagedBy: ManagedByValue, LabelPVCRetained: "true", "team": "spec"}
-		if !reflect.DeepEqual(p.Labels, want) {
-			t.Errorf("%s: labels %v, want %v", p.Name, p.Labels, want)
+		if diff := cmp.Diff(want, p.Labels); diff != "" {
+			t.Errorf("%s: labels (-want +got):\n%s", p.Name, diff)
 		}
 	}
 
 	// spec.pvcs wins over a service's claim of the same name.
 	models := got[0]
-	if !reflect.DeepEqual(models.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}) {
-		t.Errorf("models access modes %v", models.Spec.AccessModes)
+	if diff := cmp.Diff([]corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, models.Spec.AccessModes); diff != "" {
+		t.Errorf("models access modes (-want +got):\n%s", diff)
 	}
 	if models.Spec.StorageClassName == nil || *models.Spec.StorageClassName != "fast" {
 		t.Errorf("models storage class %v", models.Spec.StorageClassName)
@@ -67,8 +67,8 @@ func TestPVCs(t *testing.T) {
 	// A service claim: ReadWriteOnce by default, the cluster's default class,
 	// and the first service in name order wins a repeated name.
 	cache := got[1]
-	if !reflect.DeepEqual(cache.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}) {
-		t.Errorf("svc-cache access modes %v", cache.Spec.AccessModes)
+	if diff := cmp.Diff([]corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, cache.Spec.AccessModes); diff != "" {
+		t.Errorf("svc-cache access modes (-want +got):\n%s", diff)
 	}
 	if cache.Spec.StorageClassName != nil {
 		t.Errorf("svc-cache storage class %q, want the cluster default", *cache.Spec.StorageClassName)

@@ -1,9 +1,9 @@
 package render
 
 import (
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -39,18 +39,18 @@ func TestService(t *testing.T) {
 			if svc.Spec.Type != corev1.ServiceTypeClusterIP || svc.Spec.ClusterIP != "" {
 				t.Errorf("type %q clusterIP %q", svc.Spec.Type, svc.Spec.ClusterIP)
 			}
-			if !reflect.DeepEqual(svc.Spec.Ports, tc.want) {
-				t.Errorf("ports %+v, want %+v", svc.Spec.Ports, tc.want)
+			if diff := cmp.Diff(tc.want, svc.Spec.Ports); diff != "" {
+				t.Errorf("ports (-want +got):\n%s", diff)
 			}
-			if want := map[string]string{LabelComponent: "g-worker"}; !reflect.DeepEqual(svc.Spec.Selector, want) {
-				t.Errorf("selector %v", svc.Spec.Selector)
+			if diff := cmp.Diff(map[string]string{LabelComponent: "g-worker"}, svc.Spec.Selector); diff != "" {
+				t.Errorf("selector (-want +got):\n%s", diff)
 			}
 			d, err := Deployment(dcd, nil, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(svc.Labels, d.Labels) {
-				t.Errorf("labels %v, want the Deployment's %v", svc.Labels, d.Labels)
+			if diff := cmp.Diff(d.Labels, svc.Labels); diff != "" {
+				t.Errorf("labels, want the Deployment's (-want +got):\n%s", diff)
 			}
 			// Every target port names a port of the main container.
 			main := findContainer(d.Spec.Template.Spec.Containers, MainContainerName)
@@ -92,14 +92,14 @@ func TestModelService(t *testing.T) {
 	}
 	wantLabels := Service(dcd).Labels
 	wantLabels[LabelBaseModelHash] = BaseModelHash("Qwen/Qwen3-0.6B")
-	if !reflect.DeepEqual(svc.Labels, wantLabels) {
-		t.Errorf("labels %v, want %v", svc.Labels, wantLabels)
+	if diff := cmp.Diff(wantLabels, svc.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
 	}
-	if want := map[string]string{LabelComponent: "g-worker"}; !reflect.DeepEqual(svc.Spec.Selector, want) {
-		t.Errorf("selector %v", svc.Spec.Selector)
+	if diff := cmp.Diff(map[string]string{LabelComponent: "g-worker"}, svc.Spec.Selector); diff != "" {
+		t.Errorf("selector (-want +got):\n%s", diff)
 	}
 	want := []corev1.ServicePort{{Name: "system", Port: 9090, TargetPort: intstr.FromString("system"), Protocol: corev1.ProtocolTCP}}
-	if !reflect.DeepEqual(svc.Spec.Ports, want) {
-		t.Errorf("ports %+v", svc.Spec.Ports)
+	if diff := cmp.Diff(want, svc.Spec.Ports); diff != "" {
+		t.Errorf("ports (-want +got):\n%s", diff)
 	}
 }

@@ -11,42 +11,36 @@ import (
 )
 
 func TestDiff(t *testing.T) {
-	cases := []struct {
-		name       string
+	cases := map[string]struct {
 		have, want map[string]any
 		diffs      []string
 	}{
-		{
-			name: "server defaults and other managers' fields do not matter",
+		"server defaults and other managers' fields do not matter": {
 			have: map[string]any{"spec": map[string]any{"replicas": int64(2), "progressDeadlineSeconds": int64(600)}},
 			want: map[string]any{"spec": map[string]any{"replicas": float64(2)}},
 		},
-		{
-			name: "empty objects and lists the server dropped are not missing",
+		"empty objects and lists the server dropped are not missing": {
 			have: map[string]any{"spec": map[string]any{"image": "a"}},
 			want: map[string]any{"spec": map[string]any{"image": "a", "resources": map[string]any{}, "args": []any{}}},
 		},
-		{
-			name:  "a changed value",
+		"a changed value": {
 			have:  map[string]any{"spec": map[string]any{"image": "a"}},
 			want:  map[string]any{"spec": map[string]any{"image": "b"}},
 			diffs: []string{".spec.image: expected b, got a"},
 		},
-		{
-			name:  "a missing field and a shorter list",
+		"a missing field and a shorter list": {
 			have:  map[string]any{"l": []any{"x"}},
 			want:  map[string]any{"l": []any{"x", "y"}, "m": "v"},
 			diffs: []string{".l: expected 2 items, got [x]", ".m: missing"},
 		},
-		{
-			name:  "a number against a string",
+		"a number against a string": {
 			have:  map[string]any{"n": "1"},
 			want:  map[string]any{"n": int64(1)},
 			diffs: []string{".n: expected 1, got 1"},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			got := Diff(tc.have, tc.want)
 			if diff := cmp.Diff(tc.diffs, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Fatalf("Diff (-want +got):\n%s", diff)

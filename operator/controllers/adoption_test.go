@@ -16,21 +16,20 @@ func deploymentAnnotated(a map[string]string) *appsv1.Deployment {
 
 func TestKeepContent(t *testing.T) {
 	const ours, input = "dynamo-operator/v2", "in-1"
-	cases := []struct {
-		name string
+	cases := map[string]struct {
 		live *appsv1.Deployment
 		keep bool
 	}{
-		{"nothing exists: render", nil, false},
-		{"ours: render (the applier writes only on change)", deploymentAnnotated(map[string]string{AnnotationRenderer: ours, AnnotationRenderedFor: "old"}), false},
-		{"Dynamo's, never seen: adopt and keep", deploymentAnnotated(map[string]string{"nvidia.com/last-applied-hash": "x"}), true},
-		{"adopted, spec unchanged: keep", deploymentAnnotated(map[string]string{AnnotationRenderedFor: input}), true},
-		{"adopted, spec changed: render", deploymentAnnotated(map[string]string{AnnotationRenderedFor: "in-0"}), false},
-		{"older version, spec unchanged: keep", deploymentAnnotated(map[string]string{AnnotationRenderer: "dynamo-operator/v1", AnnotationRenderedFor: input}), true},
-		{"older version, spec changed: render", deploymentAnnotated(map[string]string{AnnotationRenderer: "dynamo-operator/v1", AnnotationRenderedFor: "in-0"}), false},
+		"nothing exists: render":                           {nil, false},
+		"ours: render (the applier writes only on change)": {deploymentAnnotated(map[string]string{AnnotationRenderer: ours, AnnotationRenderedFor: "old"}), false},
+		"Dynamo's, never seen: adopt and keep":             {deploymentAnnotated(map[string]string{"nvidia.com/last-applied-hash": "x"}), true},
+		"adopted, spec unchanged: keep":                    {deploymentAnnotated(map[string]string{AnnotationRenderedFor: input}), true},
+		"adopted, spec changed: render":                    {deploymentAnnotated(map[string]string{AnnotationRenderedFor: "in-0"}), false},
+		"older version, spec unchanged: keep":              {deploymentAnnotated(map[string]string{AnnotationRenderer: "dynamo-operator/v1", AnnotationRenderedFor: input}), true},
+		"older version, spec changed: render":              {deploymentAnnotated(map[string]string{AnnotationRenderer: "dynamo-operator/v1", AnnotationRenderedFor: "in-0"}), false},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			if got := keepContent(asObject(tc.live), ours, input); got != tc.keep {
 				t.Errorf("keepContent = %v, want %v", got, tc.keep)
 			}

@@ -24,21 +24,20 @@ func deploymentWith(gen, observed int64, desired, replicas, updated, available i
 
 func TestComponentAvailability(t *testing.T) {
 	now := metav1.NewTime(time.Unix(1000, 0))
-	cases := []struct {
-		name   string
+	cases := map[string]struct {
 		deploy *appsv1.Deployment
 		status metav1.ConditionStatus
 		reason string
 	}{
-		{"all replicas updated and available", deploymentWith(2, 2, 3, 3, 3, 3), metav1.ConditionTrue, ReasonAvailable},
-		{"scaled to zero", deploymentWith(1, 1, 0, 0, 0, 0), metav1.ConditionTrue, ReasonAvailable},
-		{"new generation not yet observed", deploymentWith(3, 2, 3, 3, 3, 3), metav1.ConditionFalse, ReasonRolloutInProgress},
-		{"rollout: old pods still serve", deploymentWith(2, 2, 2, 3, 1, 2), metav1.ConditionFalse, ReasonRolloutInProgress},
-		{"rollout: all updated, surge pod left", deploymentWith(2, 2, 2, 3, 2, 2), metav1.ConditionFalse, ReasonRolloutInProgress},
-		{"pods not yet available", deploymentWith(1, 1, 2, 2, 2, 1), metav1.ConditionFalse, ReasonRolloutInProgress},
+		"all replicas updated and available":   {deploymentWith(2, 2, 3, 3, 3, 3), metav1.ConditionTrue, ReasonAvailable},
+		"scaled to zero":                       {deploymentWith(1, 1, 0, 0, 0, 0), metav1.ConditionTrue, ReasonAvailable},
+		"new generation not yet observed":      {deploymentWith(3, 2, 3, 3, 3, 3), metav1.ConditionFalse, ReasonRolloutInProgress},
+		"rollout: old pods still serve":        {deploymentWith(2, 2, 2, 3, 1, 2), metav1.ConditionFalse, ReasonRolloutInProgress},
+		"rollout: all updated, surge pod left": {deploymentWith(2, 2, 2, 3, 2, 2), metav1.ConditionFalse, ReasonRolloutInProgress},
+		"pods not yet available":               {deploymentWith(1, 1, 2, 2, 2, 1), metav1.ConditionFalse, ReasonRolloutInProgress},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			dcd := &v1alpha1.DynamoComponentDeployment{ObjectMeta: metav1.ObjectMeta{Name: "g-worker", Generation: 4}}
 			st := componentStatus(dcd, tc.deploy, nil, now)
 			c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAvailable)

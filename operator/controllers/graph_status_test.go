@@ -32,38 +32,33 @@ func TestGraphState(t *testing.T) {
 	available := func(gen int64) *metav1.Condition {
 		return &metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonAvailable, ObservedGeneration: gen}
 	}
-	cases := []struct {
-		name       string
+	cases := map[string]struct {
 		components []*v1alpha1.DynamoComponentDeployment
 		state      v1alpha1.GraphState
 		ready      metav1.ConditionStatus
 		message    string
 	}{
-		{
-			name:       "every component available for its current spec",
+		"every component available for its current spec": {
 			components: []*v1alpha1.DynamoComponentDeployment{component("Frontend", 1, 1, available(1)), component("Worker", 3, 3, available(3))},
 			state:      v1alpha1.GraphStateSuccessful, ready: metav1.ConditionTrue, message: "all 2 components",
 		},
-		{
-			name:       "a component's status is for an older spec",
+		"a component's status is for an older spec": {
 			components: []*v1alpha1.DynamoComponentDeployment{component("Frontend", 1, 1, available(1)), component("Worker", 4, 3, available(3))},
 			state:      v1alpha1.GraphStatePending, ready: metav1.ConditionFalse, message: "Worker (not yet reconciled)",
 		},
-		{
-			name: "a component mid-rollout",
+		"a component mid-rollout": {
 			components: []*v1alpha1.DynamoComponentDeployment{component("Worker", 2, 2, &metav1.Condition{
 				Status: metav1.ConditionFalse, Reason: ReasonRolloutInProgress, Message: "1 of 2 replicas updated", ObservedGeneration: 2})},
 			state: v1alpha1.GraphStatePending, ready: metav1.ConditionFalse, message: "waiting for Worker (1 of 2 replicas updated)",
 		},
-		{
-			name: "a component the user must fix",
+		"a component the user must fix": {
 			components: []*v1alpha1.DynamoComponentDeployment{component("Worker", 2, 2, &metav1.Condition{
 				Status: metav1.ConditionFalse, Reason: ReasonInvalidSpec, Message: "spec.x: bad", ObservedGeneration: 2})},
 			state: v1alpha1.GraphStateFailed, ready: metav1.ConditionFalse, message: "fix the spec of Worker: spec.x: bad",
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Generation: 7}}
 			st := graphStatus(dgd, tc.components, now)
 			c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)

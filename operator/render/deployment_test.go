@@ -101,19 +101,18 @@ func TestDeploymentMinimalMetadata(t *testing.T) {
 }
 
 func TestDeploymentReplicas(t *testing.T) {
-	cases := []struct {
-		name      string
+	cases := map[string]struct {
 		replicas  *int32
 		multinode *v1alpha1.MultinodeSpec
 		want      int32
 	}{
-		{name: "default", want: 1},
-		{name: "set", replicas: ptr.To[int32](3), want: 3},
-		{name: "scaled to zero", replicas: ptr.To[int32](0), want: 0},
-		{name: "node count below two is one node", replicas: ptr.To[int32](2), multinode: &v1alpha1.MultinodeSpec{NodeCount: 1}, want: 2},
+		"default":                          {want: 1},
+		"set":                              {replicas: ptr.To[int32](3), want: 3},
+		"scaled to zero":                   {replicas: ptr.To[int32](0), want: 0},
+		"node count below two is one node": {replicas: ptr.To[int32](2), multinode: &v1alpha1.MultinodeSpec{NodeCount: 1}, want: 2},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
 				d.Spec.Replicas, d.Spec.Multinode = tc.replicas, tc.multinode
 			})
@@ -282,23 +281,20 @@ func TestDeploymentPorts(t *testing.T) {
 }
 
 func TestDeploymentResources(t *testing.T) {
-	cases := []struct {
-		name         string
+	cases := map[string]struct {
 		res          *v1alpha1.Resources
 		userRes      corev1.ResourceRequirements
 		wantRequests corev1.ResourceList
 		wantLimits   corev1.ResourceList
 	}{
-		{
-			name: "gpu limit with a custom gpu type",
+		"gpu limit with a custom gpu type": {
 			res: &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{
 				GPU: "2", GPUType: "gpu.intel.com/i915", CPU: "4", Memory: "16Gi",
 			}},
 			wantLimits:   quantities("gpu.intel.com/i915", "2", "cpu", "4", "memory", "16Gi"),
 			wantRequests: quantities("gpu.intel.com/i915", "2"),
 		},
-		{
-			name: "custom ephemeral-storage request beside a gpu limit",
+		"custom ephemeral-storage request beside a gpu limit": {
 			res: &v1alpha1.Resources{
 				Limits:   &v1alpha1.ResourceItem{GPU: "1"},
 				Requests: &v1alpha1.ResourceItem{Custom: map[string]string{"ephemeral-storage": "2Gi"}},
@@ -306,8 +302,7 @@ func TestDeploymentResources(t *testing.T) {
 			wantLimits:   quantities("nvidia.com/gpu", "1"),
 			wantRequests: quantities("nvidia.com/gpu", "1", "ephemeral-storage", "2Gi"),
 		},
-		{
-			name: "mainContainer resources merge by name, the user's winning",
+		"mainContainer resources merge by name, the user's winning": {
 			res: &v1alpha1.Resources{
 				Limits:   &v1alpha1.ResourceItem{GPU: "1", Memory: "16Gi"},
 				Requests: &v1alpha1.ResourceItem{CPU: "1"},
@@ -320,8 +315,8 @@ func TestDeploymentResources(t *testing.T) {
 			wantRequests: quantities("nvidia.com/gpu", "1", "cpu", "1", "memory", "8Gi"),
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
 				d.Spec.Resources = tc.res
 				d.Spec.ExtraPodSpec.MainContainer.Resources = tc.userRes
@@ -373,12 +368,11 @@ func TestDeploymentProbes(t *testing.T) {
 			_, main := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
 				d.Spec.ComponentType = tc.componentType
 			}), nil, Options{})
-			for _, p := range []struct {
-				name      string
+			for name, p := range map[string]struct {
 				got, want *corev1.Probe
-			}{{"startup", main.StartupProbe, tc.startup}, {"liveness", main.LivenessProbe, tc.liveness}, {"readiness", main.ReadinessProbe, tc.readiness}} {
+			}{"startup": {main.StartupProbe, tc.startup}, "liveness": {main.LivenessProbe, tc.liveness}, "readiness": {main.ReadinessProbe, tc.readiness}} {
 				if diff := cmp.Diff(p.want, p.got); diff != "" {
-					t.Errorf("%s %s probe (-want +got):\n%s", tc.componentType, p.name, diff)
+					t.Errorf("%s %s probe (-want +got):\n%s", tc.componentType, name, diff)
 				}
 			}
 		}
@@ -458,17 +452,16 @@ func TestDeploymentStorage(t *testing.T) {
 
 func TestDeploymentSharedMemory(t *testing.T) {
 	twoGi := resource.MustParse("2Gi")
-	cases := []struct {
-		name     string
+	cases := map[string]struct {
 		shm      *v1alpha1.SharedMemorySpec
 		wantSize string // empty: no /dev/shm volume
 	}{
-		{name: "default", wantSize: "8Gi"},
-		{name: "sized", shm: &v1alpha1.SharedMemorySpec{Size: &twoGi}, wantSize: "2Gi"},
-		{name: "disabled", shm: &v1alpha1.SharedMemorySpec{Disabled: true}},
+		"default":  {wantSize: "8Gi"},
+		"sized":    {shm: &v1alpha1.SharedMemorySpec{Size: &twoGi}, wantSize: "2Gi"},
+		"disabled": {shm: &v1alpha1.SharedMemorySpec{Disabled: true}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			pod, main := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.SharedMemory = tc.shm }), nil, Options{})
 			var vol *corev1.Volume
 			for i := range pod.Volumes {

@@ -144,49 +144,42 @@ func TestComponentsNoLabelsOrAnnotations(t *testing.T) {
 }
 
 func TestComponentsErrors(t *testing.T) {
-	cases := []struct {
-		name      string
+	cases := map[string]struct {
 		graphName string
 		services  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec
 		wantPaths []string
 		wantText  string
 	}{
-		{
-			name:      "nil service",
+		"nil service": {
 			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": nil},
 			wantPaths: []string{"spec.services.Frontend"},
 			wantText:  "Required value",
 		},
-		{
-			name:      "underscore is not a DNS label",
+		"underscore is not a DNS label": {
 			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"decode_worker": {}},
 			wantPaths: []string{"spec.services.decode_worker"},
 			wantText:  "DNS-1035",
 		},
-		{
-			name:      "too long",
+		"too long": {
 			graphName: strings.Repeat("g", 40),
 			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{strings.Repeat("s", 23): {}},
 			wantPaths: []string{"spec.services." + strings.Repeat("s", 23)},
 			wantText:  "63",
 		},
-		{
-			name:      "graph name starting with a digit",
+		"graph name starting with a digit": {
 			graphName: "1graph",
 			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"a": {}},
 			wantPaths: []string{"spec.services.a"},
 			wantText:  "DNS-1035",
 		},
-		{
-			name: "two services lowercase to one name",
+		"two services lowercase to one name": {
 			services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
 				"Worker": {}, "worker": {},
 			},
 			wantPaths: []string{"spec.services.worker"},
 			wantText:  "same component name as service Worker",
 		},
-		{
-			name:      "model Service name too long",
+		"model Service name too long": {
 			graphName: strings.Repeat("g", 51),
 			services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
 				"worker": {ModelRef: &v1alpha1.ModelReference{Name: "m"}},
@@ -194,16 +187,15 @@ func TestComponentsErrors(t *testing.T) {
 			wantPaths: []string{"spec.services.worker.modelRef"},
 			wantText:  "-model",
 		},
-		{
-			name: "every problem is reported at once",
+		"every problem is reported at once": {
 			services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
 				"a_b": {}, "c": nil, "ok": {},
 			},
 			wantPaths: []string{"spec.services.a_b", "spec.services.c"},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			dgd := newGraph(tc.services)
 			if tc.graphName != "" {
 				dgd.Name = tc.graphName
@@ -246,50 +238,43 @@ func TestMergeEnv(t *testing.T) {
 	secret := &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k",
 	}}
-	cases := []struct {
-		name      string
+	cases := map[string]struct {
 		base      []corev1.EnvVar
 		overrides [][]corev1.EnvVar
 		want      []corev1.EnvVar
 	}{
-		{name: "all empty is nil", want: nil},
-		{name: "empty overrides are nil", overrides: [][]corev1.EnvVar{nil, {}}, want: nil},
-		{
-			name: "base alone is copied",
+		"all empty is nil":        {want: nil},
+		"empty overrides are nil": {overrides: [][]corev1.EnvVar{nil, {}}, want: nil},
+		"base alone is copied": {
 			base: []corev1.EnvVar{{Name: "A", Value: "1"}},
 			want: []corev1.EnvVar{{Name: "A", Value: "1"}},
 		},
-		{
-			name:      "override replaces in place and new ones append",
+		"override replaces in place and new ones append": {
 			base:      []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "1"}, {Name: "C", Value: "1"}},
 			overrides: [][]corev1.EnvVar{{{Name: "D", Value: "2"}, {Name: "B", Value: "2"}}},
 			want:      []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}, {Name: "C", Value: "1"}, {Name: "D", Value: "2"}},
 		},
-		{
-			name:      "later overrides win",
+		"later overrides win": {
 			base:      []corev1.EnvVar{{Name: "A", Value: "runtime"}},
 			overrides: [][]corev1.EnvVar{{{Name: "A", Value: "global"}}, {{Name: "A", Value: "service"}}, {{Name: "A", Value: "main"}}},
 			want:      []corev1.EnvVar{{Name: "A", Value: "main"}},
 		},
-		{
-			name:      "valueFrom replaces value entirely",
+		"valueFrom replaces value entirely": {
 			base:      []corev1.EnvVar{{Name: "A", Value: "1"}},
 			overrides: [][]corev1.EnvVar{{{Name: "A", ValueFrom: secret}}},
 			want:      []corev1.EnvVar{{Name: "A", ValueFrom: secret}},
 		},
-		{
-			name: "a repeated name is kept once, last value, first position",
+		"a repeated name is kept once, last value, first position": {
 			base: []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "1"}, {Name: "A", Value: "2"}},
 			want: []corev1.EnvVar{{Name: "A", Value: "2"}, {Name: "B", Value: "1"}},
 		},
-		{
-			name:      "nil base with overrides",
+		"nil base with overrides": {
 			overrides: [][]corev1.EnvVar{{{Name: "A", Value: "1"}}},
 			want:      []corev1.EnvVar{{Name: "A", Value: "1"}},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			got := MergeEnv(tc.base, tc.overrides...)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("MergeEnv (-want +got):\n%s", diff)

@@ -20,18 +20,17 @@ func TestIngressDisabled(t *testing.T) {
 }
 
 func TestIngressHost(t *testing.T) {
-	cases := []struct {
-		name string
+	cases := map[string]struct {
 		spec v1alpha1.IngressSpec
 		want string
 	}{
-		{"component name", v1alpha1.IngressSpec{}, "g-worker"},
-		{"host", v1alpha1.IngressSpec{Host: "llm.example.com"}, "llm.example.com"},
-		{"prefix and suffix around the component name", v1alpha1.IngressSpec{HostPrefix: ptr.To("dev-"), HostSuffix: ptr.To(".example.com")}, "dev-g-worker.example.com"},
-		{"prefix and suffix around the host", v1alpha1.IngressSpec{Host: "llm", HostPrefix: ptr.To("dev-"), HostSuffix: ptr.To(".example.com")}, "dev-llm.example.com"},
+		"component name": {v1alpha1.IngressSpec{}, "g-worker"},
+		"host":           {v1alpha1.IngressSpec{Host: "llm.example.com"}, "llm.example.com"},
+		"prefix and suffix around the component name": {v1alpha1.IngressSpec{HostPrefix: ptr.To("dev-"), HostSuffix: ptr.To(".example.com")}, "dev-g-worker.example.com"},
+		"prefix and suffix around the host":           {v1alpha1.IngressSpec{Host: "llm", HostPrefix: ptr.To("dev-"), HostSuffix: ptr.To(".example.com")}, "dev-llm.example.com"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			tc.spec.Enabled = true
 			ing := Ingress(newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.Ingress = &tc.spec }))
 			if got := ing.Spec.Rules[0].Host; got != tc.want {

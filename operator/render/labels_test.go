@@ -35,20 +35,18 @@ func TestBaseModelHash(t *testing.T) {
 }
 
 func TestPropagated(t *testing.T) {
-	cases := []struct {
-		name    string
+	cases := map[string]struct {
 		sources []map[string]string
 		want    map[string]string
 	}{
-		{name: "nothing", want: nil},
-		{name: "only excluded keys", sources: []map[string]string{{
+		"nothing": {want: nil},
+		"only excluded keys": {sources: []map[string]string{{
 			"kubectl.kubernetes.io/last-applied-configuration": "{}",
 			LabelManagedBy:              "someone-else",
 			v1beta1.AnnotationBetaSpec:  "{}",
 			v1beta1.AnnotationAlphaSpec: "{}",
 		}}, want: nil},
-		{
-			name: "user keys kept, later source wins, operator and kubectl keys dropped",
+		"user keys kept, later source wins, operator and kubectl keys dropped": {
 			sources: []map[string]string{
 				{"team": "a", "tier": "gold", LabelGraphName: "other", "kubectl.kubernetes.io/restartedAt": "now"},
 				{"team": "b", LabelComponent: "x", LabelPVCRetained: "false", "nvidia.com/last-applied-hash": "h"},
@@ -56,8 +54,8 @@ func TestPropagated(t *testing.T) {
 			want: map[string]string{"team": "b", "tier": "gold"},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, propagated(tc.sources...)); diff != "" {
 				t.Errorf("propagated (-want +got):\n%s", diff)
 			}

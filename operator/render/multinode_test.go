@@ -76,33 +76,28 @@ func TestLeaderWorkerSetShape(t *testing.T) {
 }
 
 func TestLaunchFlags(t *testing.T) {
-	cases := []struct {
-		name           string
+	cases := map[string]struct {
 		dcd            *v1alpha1.DynamoComponentDeployment
 		leader, worker string // the command line, joined by spaces
-	}{{
-		name: "vLLM tensor parallel over nodes: multiprocessing, headless workers",
-		dcd:  multinodeDCD(2, "1", pyVLLM, "--model", "m", "--tensor-parallel-size", "2"),
+	}{"vLLM tensor parallel over nodes: multiprocessing, headless workers": {
+		dcd: multinodeDCD(2, "1", pyVLLM, "--model", "m", "--tensor-parallel-size", "2"),
 		leader: "python3 -m dynamo.vllm --model m --tensor-parallel-size 2 --distributed-executor-backend mp --nnodes 2 " +
 			"--node-rank 0 --master-addr $(LWS_LEADER_ADDRESS) --master-port 29500",
 		worker: "/bin/sh -c " + waitMaster("29500") + "exec python3 -m dynamo.vllm --model m --tensor-parallel-size 2 --distributed-executor-backend mp --nnodes 2 " +
 			"--node-rank $(LWS_WORKER_INDEX) --master-addr $(LWS_LEADER_ADDRESS) --master-port 29500 --headless",
-	}, {
-		name: "vLLM: the user's own flags are kept, ours only where absent",
-		dcd:  multinodeDCD(2, "4", pyVLLM, "--tensor-parallel-size=8", "--master-port", "1234", "--nnodes", "2"),
+	}, "vLLM: the user's own flags are kept, ours only where absent": {
+		dcd: multinodeDCD(2, "4", pyVLLM, "--tensor-parallel-size=8", "--master-port", "1234", "--nnodes", "2"),
 		leader: "python3 -m dynamo.vllm --tensor-parallel-size=8 --master-port 1234 --nnodes 2 " +
 			"--distributed-executor-backend mp --node-rank 0 --master-addr $(LWS_LEADER_ADDRESS)",
 		worker: "/bin/sh -c " + waitMaster("1234") + "exec python3 -m dynamo.vllm --tensor-parallel-size=8 --master-port 1234 --nnodes 2 " +
 			"--distributed-executor-backend mp --node-rank $(LWS_WORKER_INDEX) --master-addr $(LWS_LEADER_ADDRESS) --headless",
-	}, {
-		name: "vLLM data parallel beyond one node: hybrid load balancing, start rank per node",
-		dcd:  multinodeDCD(2, "4", pyVLLM, "--data-parallel-size", "8"),
+	}, "vLLM data parallel beyond one node: hybrid load balancing, start rank per node": {
+		dcd: multinodeDCD(2, "4", pyVLLM, "--data-parallel-size", "8"),
 		leader: "python3 -m dynamo.vllm --data-parallel-size 8 --data-parallel-hybrid-lb --data-parallel-size-local 4 " +
 			"--data-parallel-start-rank 0 --data-parallel-address $(LWS_LEADER_ADDRESS) --data-parallel-rpc-port 13445",
 		worker: "/bin/sh -c exec python3 -m dynamo.vllm --data-parallel-size 8 --data-parallel-hybrid-lb --data-parallel-size-local 4 " +
 			"--data-parallel-start-rank $((4*$(LWS_WORKER_INDEX))) --data-parallel-address $(LWS_LEADER_ADDRESS) --data-parallel-rpc-port 13445",
-	}, {
-		name: "SGLang from backendFramework, flags at the end of a shell script",
+	}, "SGLang from backendFramework, flags at the end of a shell script": {
 		dcd: func() *v1alpha1.DynamoComponentDeployment {
 			d := multinodeDCD(3, "8", []string{"sh", "-c"}, "python3 -m dynamo.sglang --tp-size 24")
 			d.Spec.BackendFramework = v1alpha1.BackendFrameworkSGLang
@@ -111,8 +106,8 @@ func TestLaunchFlags(t *testing.T) {
 		leader: "sh -c python3 -m dynamo.sglang --tp-size 24 --dist-init-addr $(LWS_LEADER_ADDRESS):29500 --nnodes 3 --node-rank 0",
 		worker: "sh -c python3 -m dynamo.sglang --tp-size 24 --dist-init-addr $(LWS_LEADER_ADDRESS):29500 --nnodes 3 --node-rank $(LWS_WORKER_INDEX)",
 	}}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			_, leader, worker := mustLWS(t, tc.dcd)
 			line := func(c *corev1.Container) string { return strings.Join(append(c.Command, c.Args...), " ") }
 			if got := line(leader); got != tc.leader {

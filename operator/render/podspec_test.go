@@ -118,23 +118,22 @@ func TestResourceRequirementsClaims(t *testing.T) {
 }
 
 func TestResourceRequirementsErrors(t *testing.T) {
-	cases := []struct {
-		name string
+	cases := map[string]struct {
 		res  *v1alpha1.Resources
 		path string
 		text string
 	}{
-		{"bad memory limit", &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{Memory: "20 GB"}}, "spec.resources.limits.memory", "20 GB"},
-		{"bad cpu request", &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{CPU: "lots"}}, "spec.resources.requests.cpu", "lots"},
-		{"bad custom", &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{Custom: map[string]string{"ephemeral-storage": "2Gb"}}}, "spec.resources.requests.custom[ephemeral-storage]", "2Gb"},
-		{"negative gpu", &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "-1"}}, "spec.resources.limits.gpu", "non-negative integer"},
-		{"fractional gpu", &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "0.5"}}, "spec.resources.limits.gpu", "non-negative integer"},
-		{"signed gpu", &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{GPU: "+1"}}, "spec.resources.requests.gpu", "non-negative integer"},
-		{"word gpu", &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "one"}}, "spec.resources.limits.gpu", "non-negative integer"},
-		{"huge gpu", &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "99999999999"}}, "spec.resources.limits.gpu", "non-negative integer"},
+		"bad memory limit": {&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{Memory: "20 GB"}}, "spec.resources.limits.memory", "20 GB"},
+		"bad cpu request":  {&v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{CPU: "lots"}}, "spec.resources.requests.cpu", "lots"},
+		"bad custom":       {&v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{Custom: map[string]string{"ephemeral-storage": "2Gb"}}}, "spec.resources.requests.custom[ephemeral-storage]", "2Gb"},
+		"negative gpu":     {&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "-1"}}, "spec.resources.limits.gpu", "non-negative integer"},
+		"fractional gpu":   {&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "0.5"}}, "spec.resources.limits.gpu", "non-negative integer"},
+		"signed gpu":       {&v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{GPU: "+1"}}, "spec.resources.requests.gpu", "non-negative integer"},
+		"word gpu":         {&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "one"}}, "spec.resources.limits.gpu", "non-negative integer"},
+		"huge gpu":         {&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "99999999999"}}, "spec.resources.limits.gpu", "non-negative integer"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			_, errs := resourceRequirements(tc.res, field.NewPath("spec", "resources"))
 			wantFieldError(t, errs.ToAggregate(), tc.path, tc.text)
 		})
@@ -264,35 +263,29 @@ func TestPodStorage(t *testing.T) {
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name},
 		}}
 	}
-	cases := []struct {
-		name        string
+	cases := map[string]struct {
 		spec        v1alpha1.DynamoComponentDeploymentSharedSpec
 		wantVolumes []corev1.Volume
 		wantMounts  []corev1.VolumeMount
 	}{
-		{
-			name:        "shared memory by default",
+		"shared memory by default": {
 			wantVolumes: []corev1.Volume{shm(eightGi)},
 			wantMounts:  []corev1.VolumeMount{shmMount},
 		},
-		{
-			name:        "shared memory sized",
+		"shared memory sized": {
 			spec:        v1alpha1.DynamoComponentDeploymentSharedSpec{SharedMemory: &v1alpha1.SharedMemorySpec{Size: &twoGi}},
 			wantVolumes: []corev1.Volume{shm(twoGi)},
 			wantMounts:  []corev1.VolumeMount{shmMount},
 		},
-		{
-			name:        "shared memory section without size",
+		"shared memory section without size": {
 			spec:        v1alpha1.DynamoComponentDeploymentSharedSpec{SharedMemory: &v1alpha1.SharedMemorySpec{}},
 			wantVolumes: []corev1.Volume{shm(eightGi)},
 			wantMounts:  []corev1.VolumeMount{shmMount},
 		},
-		{
-			name: "shared memory disabled",
+		"shared memory disabled": {
 			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{SharedMemory: &v1alpha1.SharedMemorySpec{Disabled: true, Size: &twoGi}},
 		},
-		{
-			name: "graph claims, at the mount point or under /mnt",
+		"graph claims, at the mount point or under /mnt": {
 			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{
 				SharedMemory: &v1alpha1.SharedMemorySpec{Disabled: true},
 				VolumeMounts: []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/models"}, {Name: "cache", UseAsCompilationCache: true}},
@@ -300,8 +293,7 @@ func TestPodStorage(t *testing.T) {
 			wantVolumes: []corev1.Volume{claimVol("models"), claimVol("cache")},
 			wantMounts:  []corev1.VolumeMount{{Name: "models", MountPath: "/models"}, {Name: "cache", MountPath: "/mnt/cache"}},
 		},
-		{
-			name: "one claim at two paths is one volume",
+		"one claim at two paths is one volume": {
 			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{
 				SharedMemory: &v1alpha1.SharedMemorySpec{Disabled: true},
 				VolumeMounts: []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/a"}, {Name: "models", MountPoint: "/b"}},
@@ -309,8 +301,7 @@ func TestPodStorage(t *testing.T) {
 			wantVolumes: []corev1.Volume{claimVol("models")},
 			wantMounts:  []corev1.VolumeMount{{Name: "models", MountPath: "/a"}, {Name: "models", MountPath: "/b"}},
 		},
-		{
-			name: "older per-service pvc, default and explicit path",
+		"older per-service pvc, default and explicit path": {
 			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{
 				SharedMemory: &v1alpha1.SharedMemorySpec{Disabled: true},
 				PVC:          &v1alpha1.ServicePVC{Name: ptr.To("weights")},
@@ -318,8 +309,7 @@ func TestPodStorage(t *testing.T) {
 			wantVolumes: []corev1.Volume{claimVol("weights")},
 			wantMounts:  []corev1.VolumeMount{{Name: "weights", MountPath: "/mnt/weights"}},
 		},
-		{
-			name: "older per-service pvc with a mount path, after the graph's claims",
+		"older per-service pvc with a mount path, after the graph's claims": {
 			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{
 				VolumeMounts: []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/models"}},
 				PVC:          &v1alpha1.ServicePVC{Name: ptr.To("weights"), MountPath: ptr.To("/data")},
@@ -328,16 +318,15 @@ func TestPodStorage(t *testing.T) {
 			wantMounts: []corev1.VolumeMount{shmMount, {Name: "models", MountPath: "/models"},
 				{Name: "weights", MountPath: "/data"}},
 		},
-		{
-			name: "pvc without a name mounts nothing",
+		"pvc without a name mounts nothing": {
 			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{
 				SharedMemory: &v1alpha1.SharedMemorySpec{Disabled: true},
 				PVC:          &v1alpha1.ServicePVC{MountPath: ptr.To("/data")},
 			},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			volumes, mounts, errs := podStorage(&tc.spec, graphPVCs, field.NewPath("spec"))
 			if len(errs) > 0 {
 				t.Fatal(errs)

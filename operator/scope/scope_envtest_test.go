@@ -150,15 +150,14 @@ func TestHolderOwnsFromCreationRenewsAndReleases(t *testing.T) {
 // holder's copy of its Lease older than the Lease: a clean shutdown still
 // releases it, and leaves alone a Lease another operator took meanwhile.
 func TestHolderReleasesALeaseNewerThanItsCopy(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
+	for name, tc := range map[string]struct {
 		holder  string // the Lease's holder after the change behind the holder's back
 		deleted bool
 	}{
-		{name: "still ours", holder: "v2.0.0", deleted: true},
-		{name: "taken by another", holder: "v3.0.0", deleted: false},
+		"still ours":       {holder: "v2.0.0", deleted: true},
+		"taken by another": {holder: "v3.0.0", deleted: false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			ns := env.Namespace(t, "holder-stale")
 			clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 			r := startHolder(t, ns, "v2.0.0", clk)

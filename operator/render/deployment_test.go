@@ -500,16 +500,15 @@ func TestDeploymentUnknownVolumeMount(t *testing.T) {
 }
 
 func TestDeploymentNoImage(t *testing.T) {
-	cases := []struct {
-		name  string
+	cases := map[string]struct {
 		extra *v1alpha1.ExtraPodSpec
 	}{
-		{name: "no extraPodSpec"},
-		{name: "no mainContainer", extra: &v1alpha1.ExtraPodSpec{PodSpec: &corev1.PodSpec{NodeSelector: map[string]string{"a": "b"}}}},
-		{name: "mainContainer without image", extra: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Command: []string{"x"}}}},
+		"no extraPodSpec":             {},
+		"no mainContainer":            {extra: &v1alpha1.ExtraPodSpec{PodSpec: &corev1.PodSpec{NodeSelector: map[string]string{"a": "b"}}}},
+		"mainContainer without image": {extra: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Command: []string{"x"}}}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.ExtraPodSpec = tc.extra })
 			d, err := Deployment(dcd, nil, Options{})
 			if d != nil {

@@ -23,16 +23,14 @@ func quantities(kv ...string) corev1.ResourceList {
 }
 
 func TestResourceRequirements(t *testing.T) {
-	cases := []struct {
-		name         string
+	cases := map[string]struct {
 		res          *v1alpha1.Resources
 		wantRequests corev1.ResourceList
 		wantLimits   corev1.ResourceList
 	}{
-		{name: "none"},
-		{name: "empty sides", res: &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{}, Limits: &v1alpha1.ResourceItem{}}},
-		{
-			name: "cpu and memory on both sides",
+		"none":        {},
+		"empty sides": {res: &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{}, Limits: &v1alpha1.ResourceItem{}}},
+		"cpu and memory on both sides": {
 			res: &v1alpha1.Resources{
 				Requests: &v1alpha1.ResourceItem{CPU: "500m", Memory: "20Gi"},
 				Limits:   &v1alpha1.ResourceItem{CPU: "10", Memory: "20Gi"},
@@ -40,37 +38,31 @@ func TestResourceRequirements(t *testing.T) {
 			wantRequests: quantities("cpu", "500m", "memory", "20Gi"),
 			wantLimits:   quantities("cpu", "10", "memory", "20Gi"),
 		},
-		{
-			name:         "custom resources keep their names and side",
+		"custom resources keep their names and side": {
 			res:          &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{Custom: map[string]string{"ephemeral-storage": "2Gi", "example.com/foo": "3"}}},
 			wantRequests: quantities("ephemeral-storage", "2Gi", "example.com/foo", "3"),
 		},
-		{
-			name:         "named cpu wins over a custom cpu",
+		"named cpu wins over a custom cpu": {
 			res:          &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{CPU: "2", Custom: map[string]string{"cpu": "1"}}},
 			wantLimits:   quantities("cpu", "2"),
 			wantRequests: nil,
 		},
-		{
-			name:         "gpu limit of the default type is also requested",
+		"gpu limit of the default type is also requested": {
 			res:          &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "4"}},
 			wantLimits:   quantities("nvidia.com/gpu", "4"),
 			wantRequests: quantities("nvidia.com/gpu", "4"),
 		},
-		{
-			name:         "gpu limit of a custom type",
+		"gpu limit of a custom type": {
 			res:          &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "2", GPUType: "gpu.intel.com/i915"}},
 			wantLimits:   quantities("gpu.intel.com/i915", "2"),
 			wantRequests: quantities("gpu.intel.com/i915", "2"),
 		},
-		{
-			name:         "gpu only requested becomes a limit too, with the request's type",
+		"gpu only requested becomes a limit too, with the request's type": {
 			res:          &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{GPU: "1", GPUType: "amd.com/gpu"}},
 			wantLimits:   quantities("amd.com/gpu", "1"),
 			wantRequests: quantities("amd.com/gpu", "1"),
 		},
-		{
-			name: "the limit's count wins over the request's",
+		"the limit's count wins over the request's": {
 			res: &v1alpha1.Resources{
 				Requests: &v1alpha1.ResourceItem{GPU: "1", Memory: "200Gi"},
 				Limits:   &v1alpha1.ResourceItem{GPU: "2", Memory: "250Gi"},
@@ -78,16 +70,15 @@ func TestResourceRequirements(t *testing.T) {
 			wantLimits:   quantities("nvidia.com/gpu", "2", "memory", "250Gi"),
 			wantRequests: quantities("nvidia.com/gpu", "2", "memory", "200Gi"),
 		},
-		{
-			name: "zero gpus ask for none",
+		"zero gpus ask for none": {
 			res: &v1alpha1.Resources{
 				Requests: &v1alpha1.ResourceItem{GPU: "1"},
 				Limits:   &v1alpha1.ResourceItem{GPU: "0"},
 			},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			got, errs := resourceRequirements(tc.res, field.NewPath("spec", "resources"))
 			if len(errs) > 0 {
 				t.Fatalf("errors: %v", errs)

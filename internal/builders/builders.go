@@ -14,6 +14,7 @@ package builders
 
 import (
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,13 +145,14 @@ func (s *ServiceWrapper) NoReplicas() *ServiceWrapper {
 
 // GPUs sets a GPU limit of the default GPU type.
 func (s *ServiceWrapper) GPUs(n int) *ServiceWrapper {
-	if s.Resources == nil {
-		s.Resources = &v1alpha1.Resources{}
+	spec := &s.DynamoComponentDeploymentSharedSpec
+	if spec.Resources == nil {
+		spec.Resources = &v1alpha1.Resources{}
 	}
-	if s.Resources.Limits == nil {
-		s.Resources.Limits = &v1alpha1.ResourceItem{}
+	if spec.Resources.Limits == nil {
+		spec.Resources.Limits = &v1alpha1.ResourceItem{}
 	}
-	s.Resources.Limits.GPU = strconv.Itoa(n)
+	spec.Resources.Limits.GPU = strconv.Itoa(n)
 	return s
 }
 
@@ -202,7 +204,8 @@ func (s *ServiceWrapper) DynamoNamespace(ns string) *ServiceWrapper {
 
 // VolumeMount mounts an entry of the graph's spec.pvcs.
 func (s *ServiceWrapper) VolumeMount(name, mountPoint string) *ServiceWrapper {
-	s.VolumeMounts = append(s.VolumeMounts, v1alpha1.VolumeMount{Name: name, MountPoint: mountPoint})
+	spec := &s.DynamoComponentDeploymentSharedSpec
+	spec.VolumeMounts = append(spec.VolumeMounts, v1alpha1.VolumeMount{Name: name, MountPoint: mountPoint})
 	return s
 }
 
@@ -216,13 +219,11 @@ func (s *ServiceWrapper) Label(k, v string) *ServiceWrapper {
 }
 
 func (s *ServiceWrapper) mainContainer() *corev1.Container {
-	if s.ExtraPodSpec == nil {
-		s.ExtraPodSpec = &v1alpha1.ExtraPodSpec{}
+	e := s.extraPodSpec()
+	if e.MainContainer == nil {
+		e.MainContainer = &corev1.Container{}
 	}
-	if s.ExtraPodSpec.MainContainer == nil {
-		s.ExtraPodSpec.MainContainer = &corev1.Container{}
-	}
-	return s.ExtraPodSpec.MainContainer
+	return e.MainContainer
 }
 
 // ComponentWrapper builds a DynamoComponentDeployment.
@@ -237,6 +238,13 @@ func MakeComponent(name, namespace string, s *ServiceWrapper) *ComponentWrapper 
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec:       v1alpha1.DynamoComponentDeploymentSpec{DynamoComponentDeploymentSharedSpec: *s.Obj()},
 	}}
+}
+
+// MakeGraphComponent starts the component the operator renders for service
+// of graph: named <graph>-<service in lower case>, labelled as the operator
+// labels it, its serviceName the service's.
+func MakeGraphComponent(graph, service, namespace string, s *ServiceWrapper) *ComponentWrapper {
+	return MakeComponent(graph+"-"+strings.ToLower(service), namespace, s.ServiceName(service)).InGraph(graph)
 }
 
 // Obj returns the component.
@@ -262,6 +270,37 @@ func (c *ComponentWrapper) Label(k, v string) *ComponentWrapper {
 		c.Labels = map[string]string{}
 	}
 	c.Labels[k] = v
+	return c
+}
+
+// The labels a graph's component carries, as operator/render writes them
+// (render's own tests fail if they differ).
+const (
+	labelGraphName = "nvidia.com/dynamo-graph-deployment-name"
+	labelComponent = "nvidia.com/dynamo-component"
+	labelManagedBy = "app.kubernetes.io/managed-by"
+	managedBy      = "dynamo-operator"
+)
+
+// InGraph labels the component as the operator labels the components it
+// renders for graph: the graph, the component (its own name) and the
+// operator as their manager.
+func (c *ComponentWrapper) InGraph(graph string) *ComponentWrapper {
+	return c.Label(labelGraphName, graph).Label(labelComponent, c.Name).Label(labelManagedBy, managedBy)
+}
+
+// Annotation sets an annotation on the component's metadata.
+func (c *ComponentWrapper) Annotation(k, v string) *ComponentWrapper {
+	if c.ObjectMeta.Annotations == nil {
+		c.ObjectMeta.Annotations = map[string]string{}
+	}
+	c.ObjectMeta.Annotations[k] = v
+	return c
+}
+
+// Annotations replaces the component's annotations, nil included.
+func (c *ComponentWrapper) Annotations(a map[string]string) *ComponentWrapper {
+	c.ObjectMeta.Annotations = a
 	return c
 }
 

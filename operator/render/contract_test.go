@@ -106,10 +106,9 @@ func TestPodContractSettings(t *testing.T) {
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			pod, _ := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Annotations = tc.annotations
-				d.Spec.ComponentType = "main"
-			}), nil, Options{})
+			pod, _ := mustDeploy(t, builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+				Type("main")).
+				Annotations(tc.annotations).Obj(), nil, Options{})
 			if pod.ServiceAccountName != tc.wantSA {
 				t.Errorf("serviceAccountName %q, want %q", pod.ServiceAccountName, tc.wantSA)
 			}
@@ -119,7 +118,8 @@ func TestPodContractSettings(t *testing.T) {
 			if diff := cmp.Diff(&corev1.PodSecurityContext{FSGroup: ptr.To[int64](1000)}, pod.SecurityContext); diff != "" {
 				t.Errorf("securityContext: %s", diff)
 			}
-			d, _ := Deployment(newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Annotations = tc.annotations }), nil, Options{})
+			d, _ := Deployment(builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).
+				Annotations(tc.annotations).Obj(), nil, Options{})
 			for k, v := range tc.wantLabels {
 				if d.Spec.Template.Labels[k] != v {
 					t.Errorf("pod label %s = %q, want %q", k, d.Spec.Template.Labels[k], v)
@@ -132,22 +132,18 @@ func TestPodContractSettings(t *testing.T) {
 	}
 
 	// The user's pod settings win.
-	pod, _ := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.ExtraPodSpec.PodSpec = &corev1.PodSpec{
+	pod, _ := mustDeploy(t, builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		PodSpec(&corev1.PodSpec{
 			ServiceAccountName: "mine",
 			SecurityContext:    &corev1.PodSecurityContext{FSGroup: ptr.To[int64](2000), RunAsNonRoot: ptr.To(true)},
-		}
-	}), nil, Options{})
+		})).Obj(), nil, Options{})
 	if pod.ServiceAccountName != "mine" || *pod.SecurityContext.FSGroup != 2000 || !*pod.SecurityContext.RunAsNonRoot {
 		t.Errorf("user's pod settings lost: sa %q, securityContext %+v", pod.ServiceAccountName, pod.SecurityContext)
 	}
 
 	// A long namespace and graph name make an invalid label value: the
 	// label is left out, the env keeps the name.
-	long := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Namespace = "a-namespace-with-a-rather-long-name-for-a-team"
-		d.Labels[LabelGraphName] = "a-graph-with-a-long-name-too"
-	})
+	long := builders.MakeGraphComponent("a-graph-with-a-long-name-too", "Worker", "a-namespace-with-a-rather-long-name-for-a-team", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj()
 	d, err := Deployment(long, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -189,10 +185,10 @@ func TestDiscoveryRBAC(t *testing.T) {
 		t.Error("discovery objects for a graph with etcd discovery")
 	}
 	// A component of a graph gets its graph's; a standalone one its own.
-	if ComponentDiscoveryRBAC(newDCD()) != nil {
+	if ComponentDiscoveryRBAC(builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj()) != nil {
 		t.Error("a graph's component renders its own discovery objects")
 	}
-	solo := ComponentDiscoveryRBAC(newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Name, d.Labels = "solo", nil }))
+	solo := ComponentDiscoveryRBAC(builders.MakeComponent("solo", "ns", builders.MakeService().ServiceName("Worker").Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj())
 	if solo == nil || solo.ServiceAccount.Name != "solo-k8s-service-discovery" {
 		t.Errorf("standalone component's discovery objects: %+v", solo)
 	}

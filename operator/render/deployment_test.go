@@ -12,25 +12,26 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
 func TestDeploymentMetadata(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Labels["team"] = "a"
-		d.Annotations = map[string]string{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		SubType("decode").
+		Label("svc", "l").
+		Label(LabelComponent, "user-tries-to-redirect").
+		Annotation("svc-note", "n").
+		ExtraPodMetadata(&v1alpha1.ExtraPodMetadata{
+			Labels:      map[string]string{"pod": "l", "svc": "pod-wins"},
+			Annotations: map[string]string{"prometheus.io/scrape": "true"},
+		})).
+		Label("team", "a").
+		Annotations(map[string]string{
 			"owner": "me",
 			"kubectl.kubernetes.io/last-applied-configuration": "{}",
 			"nvidia.com/last-applied-hash":                     "dcd-hash",
-		}
-		d.Spec.SubComponentType = "decode"
-		d.Spec.Labels = map[string]string{"svc": "l", LabelComponent: "user-tries-to-redirect"}
-		d.Spec.Annotations = map[string]string{"svc-note": "n"}
-		d.Spec.ExtraPodMetadata = &v1alpha1.ExtraPodMetadata{
-			Labels:      map[string]string{"pod": "l", "svc": "pod-wins"},
-			Annotations: map[string]string{"prometheus.io/scrape": "true"},
-		}
-	})
+		}).Obj()
 	d, err := Deployment(dcd, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -78,10 +79,7 @@ func TestDeploymentMetadata(t *testing.T) {
 }
 
 func TestDeploymentMinimalMetadata(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Name, d.Labels = "solo", nil
-		d.Spec.ComponentType = ""
-	})
+	dcd := builders.MakeComponent("solo", "ns", builders.MakeService().ServiceName("Worker").Image(testImage)).Obj()
 	d, err := Deployment(dcd, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -113,9 +111,9 @@ func TestDeploymentReplicas(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.Replicas, d.Spec.Multinode = tc.replicas, tc.multinode
-			})
+			dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				ReplicasPtr(tc.replicas).
+				MultinodeSpec(tc.multinode)).Obj()
 			d, err := Deployment(dcd, nil, Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -128,9 +126,8 @@ func TestDeploymentReplicas(t *testing.T) {
 }
 
 func TestDeploymentRefusesMultinode(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: 2}
-	})
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		MultinodeSpec(&v1alpha1.MultinodeSpec{NodeCount: 2})).Obj()
 	_, err := Deployment(dcd, nil, Options{})
 	wantFieldError(t, err, "spec.multinode.nodeCount", "LeaderWorkerSet")
 }
@@ -203,11 +200,10 @@ func TestDeploymentEnvPrecedence(t *testing.T) {
 // A user's valueFrom for a generated variable replaces it whole: a value and a
 // valueFrom side by side would be refused by the API server.
 func TestDeploymentEnvValueFromReplacesValue(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.ExtraPodSpec.MainContainer.Env = []corev1.EnvVar{{Name: "DYN_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		ContainerEnv([]corev1.EnvVar{{Name: "DYN_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"},
-		}}}
-	})
+		}}})).Obj()
 	_, main := mustDeploy(t, dcd, nil, Options{})
 	for _, e := range main.Env {
 		if e.Name == "DYN_NAMESPACE" && (e.Value != "" || e.ValueFrom == nil) {
@@ -217,12 +213,11 @@ func TestDeploymentEnvValueFromReplacesValue(t *testing.T) {
 }
 
 func TestDeploymentEnvFromSecret(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.EnvFromSecret = ptr.To("hf-token-secret")
-		d.Spec.ExtraPodSpec.MainContainer.EnvFrom = []corev1.EnvFromSource{{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		EnvFromSecret("hf-token-secret").
+		ContainerEnvFrom([]corev1.EnvFromSource{{
 			ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}},
-		}}
-	})
+		}})).Obj()
 	_, main := mustDeploy(t, dcd, nil, Options{})
 	want := []corev1.EnvFromSource{
 		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "hf-token-secret"}}},
@@ -232,7 +227,7 @@ func TestDeploymentEnvFromSecret(t *testing.T) {
 		t.Errorf("envFrom (-want +got):\n%s", diff)
 	}
 
-	_, main = mustDeploy(t, newDCD(), nil, Options{})
+	_, main = mustDeploy(t, builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj(), nil, Options{})
 	if main.EnvFrom != nil {
 		t.Errorf("envFrom %+v without envFromSecret", main.EnvFrom)
 	}
@@ -268,10 +263,9 @@ func TestDeploymentPorts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.componentType), func(t *testing.T) {
-			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.ComponentType = tc.componentType
-				d.Spec.ExtraPodSpec.MainContainer.Ports = tc.userPorts
-			})
+			dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+				Type(tc.componentType).
+				ContainerPorts(tc.userPorts)).Obj()
 			_, main := mustDeploy(t, dcd, nil, Options{})
 			if diff := cmp.Diff(tc.want, main.Ports); diff != "" {
 				t.Errorf("ports (-want +got):\n%s", diff)
@@ -317,10 +311,9 @@ func TestDeploymentResources(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.Resources = tc.res
-				d.Spec.ExtraPodSpec.MainContainer.Resources = tc.userRes
-			})
+			dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				Resources(tc.res).
+				ContainerResources(tc.userRes)).Obj()
 			_, main := mustDeploy(t, dcd, nil, Options{})
 			if !equality.Semantic.DeepEqual(main.Resources.Limits, tc.wantLimits) {
 				t.Errorf("limits %v, want %v", main.Resources.Limits, tc.wantLimits)
@@ -333,9 +326,8 @@ func TestDeploymentResources(t *testing.T) {
 }
 
 func TestDeploymentResourceErrors(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.Resources = &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{Memory: "lots", GPU: "x"}}
-	})
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		Resources(&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{Memory: "lots", GPU: "x"}})).Obj()
 	d, err := Deployment(dcd, nil, Options{})
 	if d != nil {
 		t.Error("a Deployment was rendered along with an error")
@@ -365,9 +357,8 @@ func TestDeploymentProbes(t *testing.T) {
 			{v1alpha1.ComponentTypeDefault, nil, nil, nil},
 		}
 		for _, tc := range cases {
-			_, main := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.ComponentType = tc.componentType
-			}), nil, Options{})
+			_, main := mustDeploy(t, builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+				Type(tc.componentType)).Obj(), nil, Options{})
 			for name, p := range map[string]struct {
 				got, want *corev1.Probe
 			}{"startup": {main.StartupProbe, tc.startup}, "liveness": {main.LivenessProbe, tc.liveness}, "readiness": {main.ReadinessProbe, tc.readiness}} {
@@ -379,9 +370,9 @@ func TestDeploymentProbes(t *testing.T) {
 	})
 
 	t.Run("a user's probe with a handler replaces the default", func(t *testing.T) {
-		_, main := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-			d.Spec.LivenessProbe, d.Spec.ReadinessProbe = live, ready
-		}), nil, Options{})
+		_, main := mustDeploy(t, builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+			LivenessProbe(live).
+			ReadinessProbe(ready)).Obj(), nil, Options{})
 		if diff := cmp.Diff(live, main.LivenessProbe); diff != "" {
 			t.Errorf("liveness (-want +got):\n%s", diff)
 		}
@@ -393,11 +384,10 @@ func TestDeploymentProbes(t *testing.T) {
 
 	t.Run("a user's partial probe is laid over the default", func(t *testing.T) {
 		// As a real Dynamo example writes it: only the initial delay.
-		_, main := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-			d.Spec.ExtraPodSpec.MainContainer.StartupProbe = &corev1.Probe{InitialDelaySeconds: 180}
-			d.Spec.ReadinessProbe = &corev1.Probe{PeriodSeconds: 30}
-			d.Spec.ExtraPodSpec.MainContainer.ReadinessProbe = &corev1.Probe{TimeoutSeconds: 9}
-		}), nil, Options{})
+		_, main := mustDeploy(t, builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+			ContainerStartupProbe(&corev1.Probe{InitialDelaySeconds: 180}).
+			ReadinessProbe(&corev1.Probe{PeriodSeconds: 30}).
+			ContainerReadinessProbe(&corev1.Probe{TimeoutSeconds: 9})).Obj(), nil, Options{})
 		want := httpProbe("/live", "system", 180, 10, 5, 720)
 		if diff := cmp.Diff(want, main.StartupProbe); diff != "" {
 			t.Errorf("startup (-want +got):\n%s", diff)
@@ -410,11 +400,10 @@ func TestDeploymentProbes(t *testing.T) {
 	})
 
 	t.Run("a partial probe without a default is refused by name", func(t *testing.T) {
-		_, err := Deployment(newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-			d.Spec.ComponentType = "main"
-			d.Spec.ExtraPodSpec.MainContainer.StartupProbe = &corev1.Probe{InitialDelaySeconds: 180}
-			d.Spec.LivenessProbe = &corev1.Probe{PeriodSeconds: 3}
-		}), nil, Options{})
+		_, err := Deployment(builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+			Type("main").
+			ContainerStartupProbe(&corev1.Probe{InitialDelaySeconds: 180}).
+			LivenessProbe(&corev1.Probe{PeriodSeconds: 3})).Obj(), nil, Options{})
 		wantFieldError(t, err, "spec.extraPodSpec.mainContainer.startupProbe", `componentType "main" has no default startupProbe`)
 		wantFieldError(t, err, "spec.livenessProbe", "without a handler")
 	})
@@ -422,13 +411,12 @@ func TestDeploymentProbes(t *testing.T) {
 
 func TestDeploymentStorage(t *testing.T) {
 	graphPVCs := []v1alpha1.GraphPVC{{Name: "models"}}
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/models"}}
-		d.Spec.ExtraPodSpec.MainContainer.VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/workspace/", ReadOnly: true}}
-		d.Spec.ExtraPodSpec.PodSpec = &corev1.PodSpec{Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		VolumeMount("models", "/models").
+		ContainerVolumeMounts([]corev1.VolumeMount{{Name: "cfg", MountPath: "/workspace/", ReadOnly: true}}).
+		PodSpec(&corev1.PodSpec{Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "nvidia-config"}},
-		}}}}
-	})
+		}}}})).Obj()
 	pod, main := mustDeploy(t, dcd, graphPVCs, Options{})
 	var volumes []string
 	for _, v := range pod.Volumes {
@@ -462,7 +450,8 @@ func TestDeploymentSharedMemory(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pod, main := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.SharedMemory = tc.shm }), nil, Options{})
+			pod, main := mustDeploy(t, builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				SharedMemory(tc.shm)).Obj(), nil, Options{})
 			var vol *corev1.Volume
 			for i := range pod.Volumes {
 				if pod.Volumes[i].Name == "shared-memory" {
@@ -492,9 +481,9 @@ func TestDeploymentSharedMemory(t *testing.T) {
 }
 
 func TestDeploymentUnknownVolumeMount(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "models"}, {Name: "modles"}}
-	})
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		VolumeMount("models", "").
+		VolumeMount("modles", "")).Obj()
 	_, err := Deployment(dcd, []v1alpha1.GraphPVC{{Name: "models"}}, Options{})
 	wantFieldError(t, err, "spec.volumeMounts[1].name", "not found in the graph's spec.pvcs")
 }
@@ -509,7 +498,8 @@ func TestDeploymentNoImage(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.ExtraPodSpec = tc.extra })
+			dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				ExtraPodSpec(tc.extra)).Obj()
 			d, err := Deployment(dcd, nil, Options{})
 			if d != nil {
 				t.Error("a Deployment was rendered without an image")
@@ -522,11 +512,10 @@ func TestDeploymentNoImage(t *testing.T) {
 func TestDeploymentImageFromExtraContainers(t *testing.T) {
 	// A container named main in extraPodSpec.containers is merged into the
 	// main container like mainContainer is.
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.ExtraPodSpec = &v1alpha1.ExtraPodSpec{PodSpec: &corev1.PodSpec{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		ExtraPodSpec(&v1alpha1.ExtraPodSpec{PodSpec: &corev1.PodSpec{
 			Containers: []corev1.Container{{Name: MainContainerName, Image: "from-containers"}},
-		}}
-	})
+		}})).Obj()
 	pod, main := mustDeploy(t, dcd, nil, Options{})
 	if main.Image != "from-containers" || len(pod.Containers) != 1 {
 		t.Errorf("image %q, %d containers", main.Image, len(pod.Containers))
@@ -534,11 +523,10 @@ func TestDeploymentImageFromExtraContainers(t *testing.T) {
 }
 
 func TestDeploymentReportsAllErrors(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.ExtraPodSpec = nil
-		d.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "missing"}}
-		d.Spec.Resources = &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{CPU: "x"}}
-	})
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		ExtraPodSpec(nil).
+		VolumeMount("missing", "").
+		Resources(&v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{CPU: "x"}})).Obj()
 	_, err := Deployment(dcd, nil, Options{})
 	if n := len(fieldErrors(t, err)); n != 3 {
 		t.Errorf("%d errors, want 3: %v", n, err)
@@ -561,9 +549,9 @@ func TestDeploymentExtraPodSpecMerge(t *testing.T) {
 		}},
 	}}
 	tolerations := []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.Resources = &v1alpha1.Resources{Claims: []corev1.ResourceClaim{{Name: "nic"}, {Name: "gpu"}}}
-		d.Spec.ExtraPodSpec = &v1alpha1.ExtraPodSpec{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		Resources(&v1alpha1.Resources{Claims: []corev1.ResourceClaim{{Name: "nic"}, {Name: "gpu"}}}).
+		ExtraPodSpec(&v1alpha1.ExtraPodSpec{
 			PodSpec: &corev1.PodSpec{
 				Tolerations:                   tolerations,
 				Affinity:                      affinity,
@@ -587,8 +575,7 @@ func TestDeploymentExtraPodSpecMerge(t *testing.T) {
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				Resources:       corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu", Request: "one"}}},
 			},
-		}
-	})
+		})).Obj()
 	pod, main := mustDeploy(t, dcd, nil, Options{})
 
 	if diff := cmp.Diff(tolerations, pod.Tolerations); diff != "" {
@@ -655,10 +642,9 @@ func TestDeploymentExtraPodSpecMerge(t *testing.T) {
 // A PodSpec with only a scalar set must not remove the generated containers:
 // its typed form marshals containers as null, which means delete in a patch.
 func TestDeploymentExtraPodSpecKeepsGeneratedLists(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.ExtraPodSpec.PodSpec = &corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](30)}
-		d.Spec.ExtraPodSpec.MainContainer = &corev1.Container{Image: testImage}
-	})
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		PodSpec(&corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](30)}).
+		MainContainer(&corev1.Container{Image: testImage})).Obj()
 	pod, main := mustDeploy(t, dcd, nil, Options{})
 	if len(pod.Containers) != 1 || len(pod.Volumes) != 1 || len(main.Ports) != 2 || len(main.VolumeMounts) != 1 || len(main.Env) == 0 {
 		t.Errorf("generated lists lost: %+v", pod)
@@ -670,16 +656,15 @@ func TestDeploymentExtraPodSpecKeepsGeneratedLists(t *testing.T) {
 }
 
 func TestDeploymentFrontendSidecar(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.Envs = []corev1.EnvVar{{Name: "WORKER_ONLY", Value: "w"}}
-		d.Spec.FrontendSidecar = &v1alpha1.FrontendSidecar{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		Env("WORKER_ONLY", "w").
+		FrontendSidecar(&v1alpha1.FrontendSidecar{
 			Image:         "frontend:tag",
 			Command:       []string{"python3"},
 			Args:          []string{"-m", "dynamo.frontend", "--router-mode", "direct"},
 			Envs:          []corev1.EnvVar{{Name: "DYN_COMPONENT", Value: "frontend"}, {Name: "SIDE", Value: "s"}},
 			EnvFromSecret: ptr.To("hf-token-secret"),
-		}
-	})
+		})).Obj()
 	pod, _ := mustDeploy(t, dcd, nil, Options{NATSAddr: "nats://n"})
 	if len(pod.Containers) != 2 {
 		t.Fatalf("containers %+v", pod.Containers)
@@ -775,36 +760,39 @@ func TestDeploymentDeterministic(t *testing.T) {
 // entries in every map.
 func richDCD() *v1alpha1.DynamoComponentDeployment {
 	twoGi := resource.MustParse("2Gi")
-	return newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Labels["a"], d.Labels["b"], d.Labels["c"] = "1", "2", "3"
-		d.Annotations = map[string]string{"x": "1", "y": "2", "z": "3"}
-		d.Spec.ComponentType = v1alpha1.ComponentTypeFrontend
-		d.Spec.SubComponentType = "decode"
-		d.Spec.Labels = map[string]string{"l1": "1", "l2": "2", "l3": "3"}
-		d.Spec.Annotations = map[string]string{"a1": "1", "a2": "2", "a3": "3"}
-		d.Spec.Replicas = ptr.To[int32](2)
-		d.Spec.ModelRef = &v1alpha1.ModelReference{Name: "Qwen/Qwen3-0.6B"}
-		d.Spec.EnvFromSecret = ptr.To("hf")
-		d.Spec.Envs = []corev1.EnvVar{{Name: "E1", Value: "1"}, {Name: "E2", Value: "2"}}
-		d.Spec.SharedMemory = &v1alpha1.SharedMemorySpec{Size: &twoGi}
-		d.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/models"}}
-		d.Spec.PVC = &v1alpha1.ServicePVC{Name: ptr.To("cache")}
-		d.Spec.Resources = &v1alpha1.Resources{
+	return builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+		Type(v1alpha1.ComponentTypeFrontend).
+		SubType("decode").
+		Label("l1", "1").
+		Label("l2", "2").
+		Label("l3", "3").
+		Annotation("a1", "1").
+		Annotation("a2", "2").
+		Annotation("a3", "3").
+		ReplicasPtr(ptr.To[int32](2)).
+		ModelRef("Qwen/Qwen3-0.6B").
+		EnvFromSecret("hf").
+		Env("E1", "1").
+		Env("E2", "2").
+		SharedMemory(&v1alpha1.SharedMemorySpec{Size: &twoGi}).
+		VolumeMount("models", "/models").
+		PVC(&v1alpha1.ServicePVC{Name: ptr.To("cache")}).
+		Resources(&v1alpha1.Resources{
 			Requests: &v1alpha1.ResourceItem{CPU: "1", Memory: "1Gi", Custom: map[string]string{"ephemeral-storage": "2Gi", "example.com/a": "1", "example.com/b": "2"}},
 			Limits:   &v1alpha1.ResourceItem{GPU: "2", Custom: map[string]string{"example.com/c": "3", "example.com/d": "4"}},
 			Claims:   []corev1.ResourceClaim{{Name: "gpu"}},
-		}
-		d.Spec.LivenessProbe = &corev1.Probe{PeriodSeconds: 5}
-		d.Spec.ExtraPodMetadata = &v1alpha1.ExtraPodMetadata{
+		}).
+		LivenessProbe(&corev1.Probe{PeriodSeconds: 5}).
+		ExtraPodMetadata(&v1alpha1.ExtraPodMetadata{
 			Labels:      map[string]string{"p1": "1", "p2": "2"},
 			Annotations: map[string]string{"pa1": "1", "pa2": "2"},
-		}
-		d.Spec.FrontendSidecar = &v1alpha1.FrontendSidecar{Image: "f", Envs: []corev1.EnvVar{{Name: "S", Value: "s"}}}
-		d.Spec.Ingress = &v1alpha1.IngressSpec{
+		}).
+		FrontendSidecar(&v1alpha1.FrontendSidecar{Image: "f", Envs: []corev1.EnvVar{{Name: "S", Value: "s"}}}).
+		Ingress(&v1alpha1.IngressSpec{
 			Enabled: true, HostSuffix: ptr.To(".example.com"),
 			Labels: map[string]string{"i1": "1", "i2": "2"}, Annotations: map[string]string{"ia1": "1", "ia2": "2"},
-		}
-		d.Spec.ExtraPodSpec = &v1alpha1.ExtraPodSpec{
+		}).
+		ExtraPodSpec(&v1alpha1.ExtraPodSpec{
 			PodSpec: &corev1.PodSpec{
 				NodeSelector: map[string]string{"n1": "1", "n2": "2", "n3": "3"},
 				Tolerations:  []corev1.Toleration{{Key: "t", Operator: corev1.TolerationOpExists}},
@@ -821,8 +809,11 @@ func richDCD() *v1alpha1.DynamoComponentDeployment {
 				},
 				VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/v"}},
 			},
-		}
-	})
+		})).
+		Label("a", "1").
+		Label("b", "2").
+		Label("c", "3").
+		Annotations(map[string]string{"x": "1", "y": "2", "z": "3"}).Obj()
 }
 
 func TestDeploymentRendersEveryRichField(t *testing.T) {
@@ -856,9 +847,8 @@ func TestSystemPortFollowsTheEnv(t *testing.T) {
 		"another variable":      {env: corev1.EnvVar{Name: "DYN_HTTP_PORT", Value: "8081"}, want: SystemPort},
 	} {
 		t.Run(name, func(t *testing.T) {
-			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.ExtraPodSpec.MainContainer.Env = []corev1.EnvVar{c.env}
-			})
+			dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				ContainerEnv([]corev1.EnvVar{c.env})).Obj()
 			_, main := mustDeploy(t, dcd, nil, Options{})
 			var got []int32
 			for _, p := range main.Ports {

@@ -7,12 +7,14 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
 func TestIngressDisabled(t *testing.T) {
 	for _, spec := range []*v1alpha1.IngressSpec{nil, {}, {Host: "h"}} {
-		dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.Ingress = spec })
+		dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+			Ingress(spec)).Obj()
 		if ing := Ingress(dcd); ing != nil {
 			t.Errorf("Ingress %+v for %+v", ing, spec)
 		}
@@ -32,7 +34,8 @@ func TestIngressHost(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			tc.spec.Enabled = true
-			ing := Ingress(newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.Ingress = &tc.spec }))
+			ing := Ingress(builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				Ingress(&tc.spec)).Obj())
 			if got := ing.Spec.Rules[0].Host; got != tc.want {
 				t.Errorf("host %q, want %q", got, tc.want)
 			}
@@ -41,18 +44,17 @@ func TestIngressHost(t *testing.T) {
 }
 
 func TestIngress(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.ComponentType = v1alpha1.ComponentTypeFrontend
-		d.Annotations = map[string]string{"owner": "me", "shared": "dcd"}
-		d.Spec.Ingress = &v1alpha1.IngressSpec{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+		Type(v1alpha1.ComponentTypeFrontend).
+		Ingress(&v1alpha1.IngressSpec{
 			Enabled:                    true,
 			Host:                       "llm.example.com",
 			TLS:                        &v1alpha1.IngressTLSSpec{SecretName: "llm-tls"},
 			IngressControllerClassName: ptr.To("nginx"),
 			Labels:                     map[string]string{"expose": "public", LabelManagedBy: "someone-else"},
 			Annotations:                map[string]string{"nginx.ingress.kubernetes.io/proxy-body-size": "0", "shared": "ingress"},
-		}
-	})
+		})).
+		Annotations(map[string]string{"owner": "me", "shared": "dcd"}).Obj()
 	ing := Ingress(dcd)
 	if ing.APIVersion != "networking.k8s.io/v1" || ing.Kind != "Ingress" {
 		t.Errorf("TypeMeta %+v", ing.TypeMeta)
@@ -95,9 +97,8 @@ func TestIngress(t *testing.T) {
 }
 
 func TestIngressMinimal(t *testing.T) {
-	ing := Ingress(newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.Ingress = &v1alpha1.IngressSpec{Enabled: true, TLS: &v1alpha1.IngressTLSSpec{}, IngressControllerClassName: ptr.To("")}
-	}))
+	ing := Ingress(builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		Ingress(&v1alpha1.IngressSpec{Enabled: true, TLS: &v1alpha1.IngressTLSSpec{}, IngressControllerClassName: ptr.To("")})).Obj())
 	if ing.Spec.TLS != nil {
 		t.Errorf("tls %+v without a secret", ing.Spec.TLS)
 	}

@@ -6,22 +6,20 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
 // multinodeDCD is a worker of nodes pods per replica, gpus GPUs per pod,
 // running command and args.
 func multinodeDCD(nodes int32, gpus string, command []string, args ...string) *v1alpha1.DynamoComponentDeployment {
-	return newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.Replicas = ptr.To[int32](2)
-		d.Spec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: nodes}
-		d.Spec.Resources = &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: gpus}}
-		d.Spec.ExtraPodSpec.MainContainer.Command = command
-		d.Spec.ExtraPodSpec.MainContainer.Args = args
-	})
+	return builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		Replicas(2).
+		Multinode(nodes).
+		Resources(&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: gpus}}).
+		Command(command, args...)).Obj()
 }
 
 func mustLWS(t *testing.T, dcd *v1alpha1.DynamoComponentDeployment) (lws *lwsv1.LeaderWorkerSet, leader, worker *corev1.Container) {
@@ -68,9 +66,8 @@ func TestLeaderWorkerSetShape(t *testing.T) {
 			t.Errorf("GPUs per pod %s, want 8 as written", q.String())
 		}
 	}
-	if diff := cmp.Diff(map[string]string{LabelComponent: "g-worker", LabelMultinodeRole: RoleLeader}, Service(newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: 2}
-	})).Spec.Selector); diff != "" {
+	if diff := cmp.Diff(map[string]string{LabelComponent: "g-worker", LabelMultinodeRole: RoleLeader}, Service(builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		MultinodeSpec(&v1alpha1.MultinodeSpec{NodeCount: 2})).Obj()).Spec.Selector); diff != "" {
 		t.Errorf("a multinode Service selects its leaders (-want +got):\n%s", diff)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
@@ -132,7 +133,6 @@ func TestResourceRequirementsErrors(t *testing.T) {
 }
 
 func TestRuntimeEnv(t *testing.T) {
-	standalone := func(d *v1alpha1.DynamoComponentDeployment) { d.Name, d.Labels = "solo", nil }
 	cases := []struct {
 		name   string
 		dcd    *v1alpha1.DynamoComponentDeployment
@@ -144,7 +144,7 @@ func TestRuntimeEnv(t *testing.T) {
 	}{
 		{
 			name: "in a graph, with NATS and etcd",
-			dcd:  newDCD(),
+			dcd:  builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj(),
 			o:    Options{NATSAddr: "nats://nats:4222", EtcdAddr: "http://etcd:2379"},
 			want: workerEnv(
 				corev1.EnvVar{Name: "ETCD_ENDPOINTS", Value: "http://etcd:2379"},
@@ -154,25 +154,25 @@ func TestRuntimeEnv(t *testing.T) {
 		},
 		{
 			name:     "without NATS and etcd, those are not set",
-			dcd:      newDCD(),
+			dcd:      builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj(),
 			want:     workerEnv(),
 			complete: true,
 		},
 		{
 			name: "dynamoNamespace set",
-			dcd:  newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.DynamoNamespace = ptr.To("dynamo") }),
+			dcd: builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				DynamoNamespace("dynamo")).Obj(),
 			want: []corev1.EnvVar{{Name: "DYN_NAMESPACE", Value: "dynamo"}},
 		},
 		{
 			name: "empty dynamoNamespace counts as unset",
-			dcd:  newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.DynamoNamespace = ptr.To("") }),
+			dcd: builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				DynamoNamespace("")).Obj(),
 			want: []corev1.EnvVar{{Name: "DYN_NAMESPACE", Value: "ns-g"}},
 		},
 		{
 			name: "standalone component without a service name",
-			dcd: newDCD(standalone, func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.ServiceName = ""
-			}),
+			dcd:  builders.MakeComponent("solo", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj(),
 			want: []corev1.EnvVar{
 				{Name: "DYN_NAMESPACE", Value: "ns-solo"},
 				{Name: "DYN_COMPONENT", Value: "worker"},
@@ -181,20 +181,20 @@ func TestRuntimeEnv(t *testing.T) {
 		},
 		{
 			name: "etcd discovery, chosen by annotation, drops the kubernetes backend",
-			dcd: newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Annotations = map[string]string{AnnotationDiscoveryBackend: "etcd"}
-			}),
+			dcd: builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).
+				Annotations(map[string]string{AnnotationDiscoveryBackend: "etcd"}).Obj(),
 			absent: []string{"DYN_DISCOVERY_BACKEND"},
 		},
 		{
 			name:   "a generic component has neither DYN_COMPONENT without a type nor worker env",
-			dcd:    newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.ComponentType = "" }),
+			dcd:    builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).Type("")).Obj(),
 			want:   []corev1.EnvVar{{Name: "DYN_DISCOVERY_BACKEND", Value: "kubernetes"}},
 			absent: []string{"DYN_COMPONENT", "NIXL_TELEMETRY_ENABLE", "DYN_NAMESPACE_PREFIX"},
 		},
 		{
 			name: "a frontend finds workers by namespace prefix",
-			dcd:  newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.ComponentType = v1alpha1.ComponentTypeFrontend }),
+			dcd: builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+				Type(v1alpha1.ComponentTypeFrontend)).Obj(),
 			want: []corev1.EnvVar{
 				{Name: "DYN_NAMESPACE_PREFIX", Value: "ns-g"}, {Name: "DYN_HTTP_PORT", Value: "8000"},
 				{Name: "DYNAMO_PORT", Value: "8000"}, {Name: "DYN_COMPONENT", Value: "frontend"},
@@ -203,19 +203,19 @@ func TestRuntimeEnv(t *testing.T) {
 		},
 		{
 			name: "a worker registers under the graph's worker hash",
-			dcd:  newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Labels[LabelWorkerHash] = "0c5b225e" }),
+			dcd: builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).
+				Label(LabelWorkerHash, "0c5b225e").Obj(),
 			want: []corev1.EnvVar{{Name: "DYN_NAMESPACE_WORKER_SUFFIX", Value: "0c5b225e"}},
 		},
 		{
 			name: "multinode",
-			dcd: newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: 4}
-			}),
+			dcd: builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				MultinodeSpec(&v1alpha1.MultinodeSpec{NodeCount: 4})).Obj(),
 			want: []corev1.EnvVar{{Name: "DYN_MULTINODE_NODE_COUNT", Value: "4"}},
 		},
 		{
 			name:   "single node has no node count",
-			dcd:    newDCD(),
+			dcd:    builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj(),
 			absent: []string{"DYN_MULTINODE_NODE_COUNT", "NATS_SERVER", "ETCD_ENDPOINTS"},
 		},
 	}

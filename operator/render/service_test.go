@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
@@ -24,11 +25,10 @@ func TestService(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.componentType), func(t *testing.T) {
-			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.ComponentType = tc.componentType
-				d.Labels["team"] = "a"
-				d.Spec.Labels = map[string]string{"svc": "l"}
-			})
+			dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+				Type(tc.componentType).
+				Label("svc", "l")).
+				Label("team", "a").Obj()
 			svc := Service(dcd)
 			if svc.APIVersion != "v1" || svc.Kind != "Service" {
 				t.Errorf("TypeMeta %+v", svc.TypeMeta)
@@ -68,12 +68,11 @@ func TestService(t *testing.T) {
 }
 
 func TestModelService(t *testing.T) {
-	if svc := ModelService(newDCD()); svc != nil {
+	if svc := ModelService(builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj()); svc != nil {
 		t.Errorf("model Service %+v without a modelRef", svc)
 	}
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.ModelRef = &v1alpha1.ModelReference{Name: "Qwen/Qwen3-0.6B"}
-	})
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		ModelRef("Qwen/Qwen3-0.6B")).Obj()
 	svc := ModelService(dcd)
 	if svc == nil {
 		t.Fatal("no model Service")

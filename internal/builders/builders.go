@@ -39,8 +39,13 @@ func MakeGraph(name, namespace string) *GraphWrapper {
 // Obj returns the graph.
 func (g *GraphWrapper) Obj() *v1alpha1.DynamoGraphDeployment { return &g.DynamoGraphDeployment }
 
-// Service adds (or replaces) a service.
+// Service adds (or replaces) a service; a nil s adds a service with no
+// spec (for validation tests).
 func (g *GraphWrapper) Service(name string, s *ServiceWrapper) *GraphWrapper {
+	if s == nil {
+		g.Spec.Services[name] = nil
+		return g
+	}
 	g.Spec.Services[name] = s.Obj()
 	return g
 }
@@ -112,6 +117,12 @@ func MakeService() *ServiceWrapper {
 			MainContainer: &corev1.Container{Image: "img:1"},
 		},
 	}}
+}
+
+// MakeEmptyService starts a service with nothing set, as a user may write
+// it, for tests of validation and of what the operator fills in.
+func MakeEmptyService() *ServiceWrapper {
+	return &ServiceWrapper{}
 }
 
 // Obj returns the service spec.

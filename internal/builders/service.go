@@ -162,3 +162,10 @@ func (s *ServiceWrapper) PVC(p *v1alpha1.ServicePVC) *ServiceWrapper {
 	s.DynamoComponentDeploymentSharedSpec.PVC = p
 	return s
 }
+
+// Autoscaling sets autoscaling (deprecated in the API; set for tests of its
+// warning).
+func (s *ServiceWrapper) Autoscaling(a *v1alpha1.Autoscaling) *ServiceWrapper {
+	s.DynamoComponentDeploymentSharedSpec.Autoscaling = a
+	return s
+}

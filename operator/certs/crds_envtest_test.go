@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
@@ -138,7 +139,7 @@ func TestNoConversionEndpoint(t *testing.T) {
 	if err := env.Client.Get(context.Background(), key, &v1alpha1.DynamoGraphDeployment{}); err != nil {
 		t.Errorf("v1alpha1 get with no conversion endpoint: %v", err)
 	}
-	alpha := graph(ns, "alpha", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
+	alpha := builders.MakeGraph("alpha", ns).Service("Frontend", builders.MakeEmptyService()).Obj()
 	if err := env.Client.Create(context.Background(), alpha); err != nil {
 		t.Errorf("v1alpha1 create with no conversion endpoint: %v", err)
 	}

@@ -18,14 +18,13 @@ import (
 	"go.uber.org/zap/zapcore"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
-	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/certs"
@@ -38,13 +37,6 @@ var env *testenv.Env
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	os.Exit(testenv.Run(m, func(e *testenv.Env) { env = e }))
-}
-
-func graph(ns, name string, services map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec) *v1alpha1.DynamoGraphDeployment {
-	return &v1alpha1.DynamoGraphDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       v1alpha1.DynamoGraphDeploymentSpec{Services: services},
-	}
 }
 
 // TestRotationLosesNoAdmission runs the operator in the auto cert mode with
@@ -96,7 +88,7 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 		_, err := dialVerified(port, crdBundle(t, "dynamographdeployments.nvidia.com"))
 		return err
 	}).Should(gomega.Succeed(), "the CRD's conversion webhook bundle verifies the certificate the operator serves")
-	stored := graph(ns, "stored", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
+	stored := builders.MakeGraph("stored", ns).Service("Frontend", builders.MakeEmptyService()).Obj()
 	if err := env.Client.Create(context.Background(), stored); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +149,7 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 			covered[i].Add(1)
 		}
 		if n%10 == 0 {
-			err := env.Client.Create(context.Background(), graph(ns, "bad", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"my_worker": {}}), client.DryRunAll)
+			err := env.Client.Create(context.Background(), builders.MakeGraph("bad", ns).Service("my_worker", builders.MakeEmptyService()).Obj(), client.DryRunAll)
 			if err != nil && strings.Contains(err.Error(), `admission webhook "validate.dynamographdeployments.nvidia.com" denied the request`) {
 				denied.Add(1)
 				return
@@ -166,7 +158,7 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 			record("invalid graph: %v", err)
 			return
 		}
-		dgd := graph(ns, "llm", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
+		dgd := builders.MakeGraph("llm", ns).Service("Frontend", builders.MakeEmptyService()).Obj()
 		if err := env.Client.Create(context.Background(), dgd, client.DryRunAll); err != nil {
 			failed.Add(1)
 			record("valid graph: %v", err)
@@ -281,9 +273,9 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 func waitForWebhook(t *testing.T, ns string) {
 	t.Helper()
 	await.New(t).Eventually(func(g gomega.Gomega) {
-		err := env.Client.Create(context.Background(), graph(ns, "bad", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"my_worker": {}}), client.DryRunAll)
+		err := env.Client.Create(context.Background(), builders.MakeGraph("bad", ns).Service("my_worker", builders.MakeEmptyService()).Obj(), client.DryRunAll)
 		g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("denied the request")), "the validating webhook judges")
-		dgd := graph(ns, "llm", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
+		dgd := builders.MakeGraph("llm", ns).Service("Frontend", builders.MakeEmptyService()).Obj()
 		g.Expect(env.Client.Create(context.Background(), dgd, client.DryRunAll)).To(gomega.Succeed())
 		g.Expect(dgd.Spec.Services["Frontend"].Replicas).To(gomega.HaveValue(gomega.BeEquivalentTo(1)), "the mutating webhook defaults replicas")
 	}).Should(gomega.Succeed(), "both webhooks act on a graph")

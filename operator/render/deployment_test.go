@@ -133,26 +133,18 @@ func TestDeploymentRefusesMultinode(t *testing.T) {
 }
 
 func TestDeploymentEnvPrecedence(t *testing.T) {
-	dgd := newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-		"Worker": {
-			ComponentType: v1alpha1.ComponentTypeWorker,
-			Envs: []corev1.EnvVar{
-				{Name: "GLOBAL_ONLY_OVERRIDDEN_BY_SERVICE", Value: "service"},
-				{Name: "SERVICE_ONLY", Value: "service"},
-				{Name: "OVERRIDDEN_BY_MAIN", Value: "service"},
+	dgd := builders.MakeGraph("g", "ns").
+		Service("Worker", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeWorker).Env("GLOBAL_ONLY_OVERRIDDEN_BY_SERVICE", "service").Env("SERVICE_ONLY", "service").Env("OVERRIDDEN_BY_MAIN", "service").ExtraPodSpec(&v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{
+			Image: testImage,
+			Env: []corev1.EnvVar{
+				{Name: "OVERRIDDEN_BY_MAIN", Value: "main"},
+				{Name: "DYN_SYSTEM_PORT", Value: "9345"},
+				{Name: "MAIN_ONLY", ValueFrom: &corev1.EnvVarSource{
+					SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"},
+				}},
 			},
-			ExtraPodSpec: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{
-				Image: testImage,
-				Env: []corev1.EnvVar{
-					{Name: "OVERRIDDEN_BY_MAIN", Value: "main"},
-					{Name: "DYN_SYSTEM_PORT", Value: "9345"},
-					{Name: "MAIN_ONLY", ValueFrom: &corev1.EnvVarSource{
-						SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"},
-					}},
-				},
-			}},
-		},
-	})
+		}})).
+		Obj()
 	dgd.Spec.Envs = []corev1.EnvVar{
 		{Name: "DYN_NAMESPACE", Value: "from-global"},
 		{Name: "GLOBAL_ONLY_OVERRIDDEN_BY_SERVICE", Value: "global"},

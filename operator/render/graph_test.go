@@ -6,9 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
@@ -25,23 +24,11 @@ func TestComponentName(t *testing.T) {
 	}
 }
 
-func newGraph(services map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec) *v1alpha1.DynamoGraphDeployment {
-	return &v1alpha1.DynamoGraphDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: "ns"},
-		Spec:       v1alpha1.DynamoGraphDeploymentSpec{Services: services},
-	}
-}
-
 func TestComponents(t *testing.T) {
-	dgd := newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-		"Worker": {
-			ComponentType: v1alpha1.ComponentTypeWorker,
-			Replicas:      ptr.To[int32](3),
-			Envs:          []corev1.EnvVar{{Name: "SHARED", Value: "service"}, {Name: "ONLY_SERVICE", Value: "s"}},
-			Labels:        map[string]string{"svc": "label"},
-		},
-		"Frontend": {ComponentType: v1alpha1.ComponentTypeFrontend, ServiceName: "custom-name"},
-	})
+	dgd := builders.MakeGraph("g", "ns").
+		Service("Worker", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeWorker).Replicas(3).Env("SHARED", "service").Env("ONLY_SERVICE", "s").Label("svc", "label")).
+		Service("Frontend", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeFrontend).ServiceName("custom-name")).
+		Obj()
 	dgd.Labels = map[string]string{
 		"team": "meta", "from-meta": "yes",
 		LabelManagedBy:                   "helm",
@@ -127,7 +114,7 @@ func TestComponents(t *testing.T) {
 }
 
 func TestComponentsNoLabelsOrAnnotations(t *testing.T) {
-	got, err := Components(newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"a": {}}))
+	got, err := Components(builders.MakeGraph("g", "ns").Service("a", builders.MakeEmptyService()).Obj())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,60 +133,59 @@ func TestComponentsNoLabelsOrAnnotations(t *testing.T) {
 func TestComponentsErrors(t *testing.T) {
 	cases := map[string]struct {
 		graphName string
-		services  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec
+		services  map[string]*builders.ServiceWrapper
 		wantPaths []string
 		wantText  string
 	}{
 		"nil service": {
-			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": nil},
+			services:  map[string]*builders.ServiceWrapper{"Frontend": nil},
 			wantPaths: []string{"spec.services.Frontend"},
 			wantText:  "Required value",
 		},
 		"underscore is not a DNS label": {
-			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"decode_worker": {}},
+			services:  map[string]*builders.ServiceWrapper{"decode_worker": builders.MakeEmptyService()},
 			wantPaths: []string{"spec.services.decode_worker"},
 			wantText:  "DNS-1035",
 		},
 		"too long": {
 			graphName: strings.Repeat("g", 40),
-			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{strings.Repeat("s", 23): {}},
+			services:  map[string]*builders.ServiceWrapper{strings.Repeat("s", 23): builders.MakeEmptyService()},
 			wantPaths: []string{"spec.services." + strings.Repeat("s", 23)},
 			wantText:  "63",
 		},
 		"graph name starting with a digit": {
 			graphName: "1graph",
-			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"a": {}},
+			services:  map[string]*builders.ServiceWrapper{"a": builders.MakeEmptyService()},
 			wantPaths: []string{"spec.services.a"},
 			wantText:  "DNS-1035",
 		},
 		"two services lowercase to one name": {
-			services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-				"Worker": {}, "worker": {},
-			},
+			services:  map[string]*builders.ServiceWrapper{"Worker": builders.MakeEmptyService(), "worker": builders.MakeEmptyService()},
 			wantPaths: []string{"spec.services.worker"},
 			wantText:  "same component name as service Worker",
 		},
 		"model Service name too long": {
 			graphName: strings.Repeat("g", 51),
-			services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-				"worker": {ModelRef: &v1alpha1.ModelReference{Name: "m"}},
-			},
+			services:  map[string]*builders.ServiceWrapper{"worker": builders.MakeEmptyService().ModelRef("m")},
 			wantPaths: []string{"spec.services.worker.modelRef"},
 			wantText:  "-model",
 		},
 		"every problem is reported at once": {
-			services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-				"a_b": {}, "c": nil, "ok": {},
-			},
+			services:  map[string]*builders.ServiceWrapper{"a_b": builders.MakeEmptyService(), "c": nil, "ok": builders.MakeEmptyService()},
 			wantPaths: []string{"spec.services.a_b", "spec.services.c"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			dgd := newGraph(tc.services)
+			graphName := "g"
 			if tc.graphName != "" {
-				dgd.Name = tc.graphName
+				graphName = tc.graphName
 			}
+			g := builders.MakeGraph(graphName, "ns")
+			for service, s := range tc.services {
+				g.Service(service, s)
+			}
+			dgd := g.Obj()
 			got, err := Components(dgd)
 			if err == nil {
 				t.Fatalf("no error; rendered %v", componentNames(got))
@@ -223,7 +209,7 @@ func TestComponentsErrors(t *testing.T) {
 }
 
 func TestComponentsLongestValidName(t *testing.T) {
-	dgd := newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{strings.Repeat("s", 22): {}})
+	dgd := builders.MakeGraph("g", "ns").Service(strings.Repeat("s", 22), builders.MakeEmptyService()).Obj()
 	dgd.Name = strings.Repeat("g", 40)
 	got, err := Components(dgd)
 	if err != nil {

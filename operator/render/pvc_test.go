@@ -8,21 +8,22 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
 func TestPVCs(t *testing.T) {
 	size := func(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
-	dgd := newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-		"b-worker": {PVC: &v1alpha1.ServicePVC{Create: ptr.To(true), Name: ptr.To("svc-cache"), Size: size("10Gi")}},
-		"a-worker": {PVC: &v1alpha1.ServicePVC{Create: ptr.To(true), Name: ptr.To("models"), Size: size("1Gi"), StorageClass: "slow"}},
-		"c-worker": {PVC: &v1alpha1.ServicePVC{Create: ptr.To(false), Name: ptr.To("not-created"), Size: size("1Gi")}},
-		"d-worker": {PVC: &v1alpha1.ServicePVC{Create: ptr.To(true), Size: size("1Gi")}},
-		"e-worker": {PVC: &v1alpha1.ServicePVC{Name: ptr.To("create-unset")}},
-		"f-worker": nil,
-		"g-worker": {},
-		"h-worker": {PVC: &v1alpha1.ServicePVC{Create: ptr.To(true), Name: ptr.To("svc-cache"), Size: size("99Gi")}},
-	})
+	dgd := builders.MakeGraph("g", "ns").
+		Service("b-worker", builders.MakeEmptyService().PVC(&v1alpha1.ServicePVC{Create: ptr.To(true), Name: ptr.To("svc-cache"), Size: size("10Gi")})).
+		Service("a-worker", builders.MakeEmptyService().PVC(&v1alpha1.ServicePVC{Create: ptr.To(true), Name: ptr.To("models"), Size: size("1Gi"), StorageClass: "slow"})).
+		Service("c-worker", builders.MakeEmptyService().PVC(&v1alpha1.ServicePVC{Create: ptr.To(false), Name: ptr.To("not-created"), Size: size("1Gi")})).
+		Service("d-worker", builders.MakeEmptyService().PVC(&v1alpha1.ServicePVC{Create: ptr.To(true), Size: size("1Gi")})).
+		Service("e-worker", builders.MakeEmptyService().PVC(&v1alpha1.ServicePVC{Name: ptr.To("create-unset")})).
+		Service("f-worker", nil).
+		Service("g-worker", builders.MakeEmptyService()).
+		Service("h-worker", builders.MakeEmptyService().PVC(&v1alpha1.ServicePVC{Create: ptr.To(true), Name: ptr.To("svc-cache"), Size: size("99Gi")})).
+		Obj()
 	dgd.Labels = map[string]string{"team": "a", "kubectl.kubernetes.io/x": "y"}
 	dgd.Spec.Labels = map[string]string{"team": "spec"}
 	dgd.Spec.PVCs = []v1alpha1.GraphPVC{
@@ -79,14 +80,14 @@ func TestPVCs(t *testing.T) {
 }
 
 func TestPVCsNone(t *testing.T) {
-	if got := PVCs(newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"a": {}})); len(got) != 0 {
+	if got := PVCs(builders.MakeGraph("g", "ns").Service("a", builders.MakeEmptyService()).Obj()); len(got) != 0 {
 		t.Errorf("claims %v", got)
 	}
 }
 
 func TestPVCsDoNotShareStorage(t *testing.T) {
 	q := resource.MustParse("1Gi")
-	dgd := newGraph(nil)
+	dgd := builders.MakeGraph("g", "ns").Obj()
 	dgd.Spec.PVCs = []v1alpha1.GraphPVC{{Name: "m", Create: ptr.To(true), StorageClass: "s", Size: &q}}
 	got := PVCs(dgd)
 	got[0].Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("5Gi")

@@ -27,7 +27,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -35,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
@@ -328,29 +328,19 @@ func retryBusy(write func() error) error {
 
 // graph is a four-service disaggregated graph like users run.
 func graph(ns string, i int) *v1alpha1.DynamoGraphDeployment {
-	svcs := map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{}
+	g := builders.MakeGraph(fmt.Sprintf("graph-%04d", i), ns).Backend(v1alpha1.BackendFrameworkVLLM)
 	types := []v1alpha1.ComponentType{v1alpha1.ComponentTypeFrontend, v1alpha1.ComponentTypeWorker,
 		v1alpha1.ComponentTypeWorker, v1alpha1.ComponentTypePlanner}
 	for s := 0; s < *services; s++ {
-		spec := &v1alpha1.DynamoComponentDeploymentSharedSpec{
-			ComponentType: types[s%len(types)],
-			Replicas:      ptr.To[int32](1),
-			Envs:          []corev1.EnvVar{{Name: "DYN_LOG", Value: "info"}},
-			ExtraPodSpec: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{
-				Image:   "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0",
-				Command: []string{"python3", "-m", "dynamo.vllm"},
-				Args:    []string{"--model", "Qwen/Qwen3-0.6B"},
-			}},
+		svc := builders.MakeService().Type(types[s%len(types)]).Env("DYN_LOG", "info").
+			Image("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0").
+			Command([]string{"python3", "-m", "dynamo.vllm"}, "--model", "Qwen/Qwen3-0.6B")
+		if types[s%len(types)] == v1alpha1.ComponentTypeWorker {
+			svc.GPUs(1)
 		}
-		if spec.ComponentType == v1alpha1.ComponentTypeWorker {
-			spec.Resources = &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "1"}}
-		}
-		svcs[fmt.Sprintf("Service%d", s)] = spec
+		g.Service(fmt.Sprintf("Service%d", s), svc)
 	}
-	return &v1alpha1.DynamoGraphDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("graph-%04d", i)},
-		Spec:       v1alpha1.DynamoGraphDeploymentSpec{BackendFramework: v1alpha1.BackendFrameworkVLLM, Services: svcs},
-	}
+	return g.Obj()
 }
 
 // awaitBench polls for up to 30 minutes, every 250 ms (the resolution of

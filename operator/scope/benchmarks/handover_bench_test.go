@@ -23,7 +23,6 @@ import (
 	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
@@ -163,26 +163,17 @@ func watchLeases(ctx context.Context, b *testing.B, env *testenv.Env, ns string)
 }
 
 func graph(ns string, i int) *v1alpha1.DynamoGraphDeployment {
-	svc := func(t v1alpha1.ComponentType) *v1alpha1.DynamoComponentDeploymentSharedSpec {
-		return &v1alpha1.DynamoComponentDeploymentSharedSpec{
-			ComponentType: t,
-			Replicas:      ptr.To[int32](1),
-			ExtraPodSpec:  &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Image: "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0"}},
-		}
-	}
-	return &v1alpha1.DynamoGraphDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("g%03d", i)},
-		Spec: v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-			"Frontend": svc(v1alpha1.ComponentTypeFrontend),
-			"Worker":   svc(v1alpha1.ComponentTypeWorker),
-		}},
-	}
+	const image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0"
+	return builders.MakeGraph(fmt.Sprintf("g%03d", i), ns).
+		Service("Frontend", builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image(image)).
+		Service("Worker", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(image)).
+		Obj()
 }
 
 func scaleAll(ctx context.Context, b *testing.B, env *testenv.Env, ns string, replicas int32) {
 	patch := fmt.Appendf(nil, `{"spec":{"services":{"Worker":{"replicas":%d}}}}`, replicas)
 	for i := range *graphs {
-		g := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("g%03d", i)}}
+		g := builders.MakeGraph(fmt.Sprintf("g%03d", i), ns).Obj()
 		if err := env.Client.Patch(ctx, g, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			b.Fatal(err)
 		}

@@ -5,9 +5,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 )
 
 func TestDiff(t *testing.T) {
@@ -50,12 +50,7 @@ func TestDiff(t *testing.T) {
 }
 
 func TestApplyMapDropsStatusAndNullsAndHashesStably(t *testing.T) {
-	d := &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns"},
-		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
-		Status:     appsv1.DeploymentStatus{Replicas: 7},
-	}
+	d := builders.MakeDeployment("x", "ns").Replicas(2).StatusReplicas(7).Obj()
 	m, err := toApplyMap(d)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +73,7 @@ func TestApplyMapDropsStatusAndNullsAndHashesStably(t *testing.T) {
 	if h3, _ := Hash(m3); h3 == h1 {
 		t.Errorf("a changed spec must change the hash")
 	}
-	if _, err := toApplyMap(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "no-kind"}}); err == nil {
+	if _, err := toApplyMap(builders.MakeDeployment("no-kind", "").WithoutTypeMeta().Obj()); err == nil {
 		t.Errorf("an object without apiVersion/kind must be refused")
 	}
 }

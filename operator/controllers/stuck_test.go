@@ -24,9 +24,7 @@ func TestRolloutBlocker(t *testing.T) {
 		return out
 	}
 	deployWith := func(c builders.DeploymentConditions) *appsv1.Deployment {
-		d := deploymentWith(1, 1, 2, 2, 2, 0)
-		d.Status.Conditions = c
-		return d
+		return builders.MakeDeployment("g-worker", "").Generation(1).Replicas(2).Status(1, 2, 2, 0).Conditions(c).Obj()
 	}
 	plain := deployWith(nil)
 	cases := map[string]struct {

@@ -337,3 +337,44 @@ func (m *ModelWrapper) LoRA(uri string) *ModelWrapper {
 	m.Spec.Source = &v1alpha1.ModelSource{URI: uri}
 	return m
 }
+
+// Type sets spec.modelType; "" leaves it to the API server's default
+// (base).
+func (m *ModelWrapper) Type(t v1alpha1.ModelType) *ModelWrapper {
+	m.Spec.ModelType = t
+	return m
+}
+
+// Generation sets metadata.generation.
+func (m *ModelWrapper) Generation(n int64) *ModelWrapper {
+	m.ObjectMeta.Generation = n
+	return m
+}
+
+// SpecLabel sets a label of spec.labels, which the graph's children carry.
+func (g *GraphWrapper) SpecLabel(k, v string) *GraphWrapper {
+	if g.Spec.Labels == nil {
+		g.Spec.Labels = map[string]string{}
+	}
+	g.Spec.Labels[k] = v
+	return g
+}
+
+// DynamoComponent sets spec.dynamoComponent (name:version).
+func (c *ComponentWrapper) DynamoComponent(ref string) *ComponentWrapper {
+	c.Spec.DynamoComponent = ref
+	return c
+}
+
+// ServiceName sets spec.serviceName, the service the component renders.
+func (c *ComponentWrapper) ServiceName(name string) *ComponentWrapper {
+	c.Spec.ServiceName = name
+	return c
+}
+
+// Condition sets a condition of the component's status, as its controller
+// reports it.
+func (c *ComponentWrapper) Condition(cond metav1.Condition) *ComponentWrapper {
+	c.Status.Conditions = append(c.Status.Conditions, cond)
+	return c
+}

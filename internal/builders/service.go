@@ -169,3 +169,15 @@ func (s *ServiceWrapper) Autoscaling(a *v1alpha1.Autoscaling) *ServiceWrapper {
 	s.DynamoComponentDeploymentSharedSpec.Autoscaling = a
 	return s
 }
+
+// Failover sets failover.
+func (s *ServiceWrapper) Failover(f *v1alpha1.EnabledSpec) *ServiceWrapper {
+	s.DynamoComponentDeploymentSharedSpec.Failover = f
+	return s
+}
+
+// EPPConfig sets eppConfig.
+func (s *ServiceWrapper) EPPConfig(e *v1alpha1.EPPConfig) *ServiceWrapper {
+	s.DynamoComponentDeploymentSharedSpec.EPPConfig = e
+	return s
+}

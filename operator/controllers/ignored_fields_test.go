@@ -9,16 +9,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 )
 
 func TestIgnoredFieldsAreReported(t *testing.T) {
 	now := metav1.NewTime(time.Unix(1, 0))
-	dgd := &v1alpha1.DynamoGraphDeployment{Spec: v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-		"Worker": {Failover: &v1alpha1.EnabledSpec{Enabled: true}, Multinode: &v1alpha1.MultinodeSpec{NodeCount: 2}},
-		"Epp":    {EPPConfig: &v1alpha1.EPPConfig{}},
-	}}}
+	dgd := builders.MakeGraph("", "").
+		Service("Worker", builders.MakeEmptyService().Failover(&v1alpha1.EnabledSpec{Enabled: true}).Multinode(2)).
+		Service("Epp", builders.MakeEmptyService().EPPConfig(&v1alpha1.EPPConfig{})).
+		Obj()
 	st := &v1alpha1.DynamoGraphDeploymentStatus{}
 	setIgnoredFieldsCondition(st, dgd, nil, now)
 	c := meta.FindStatusCondition(st.Conditions, ConditionFieldsNotActedOn)
@@ -35,7 +36,7 @@ func TestIgnoredFieldsAreReported(t *testing.T) {
 		t.Errorf("message %q reports multinode as not acted on", c.Message)
 	}
 
-	dgd.Spec.Services = map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Worker": {}}
+	dgd = builders.MakeGraph("", "").Service("Worker", builders.MakeEmptyService()).Obj()
 	setIgnoredFieldsCondition(st, dgd, nil, now)
 	if meta.FindStatusCondition(st.Conditions, ConditionFieldsNotActedOn) != nil {
 		t.Errorf("the condition must go when nothing is ignored")
@@ -48,15 +49,13 @@ func TestIgnoredFieldsAreReported(t *testing.T) {
 // after an upgrade or a rollback.
 func TestIgnoredFieldsKeptMultinodeDeploymentAsV020(t *testing.T) {
 	now := metav1.NewTime(time.Unix(1, 0))
-	dgd := &v1alpha1.DynamoGraphDeployment{Spec: v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-		"Decode":  {Multinode: &v1alpha1.MultinodeSpec{NodeCount: 2}},
-		"Prefill": {Multinode: &v1alpha1.MultinodeSpec{NodeCount: 2}},
-	}}}
-	pending := &v1alpha1.DynamoComponentDeployment{}
-	pending.Spec.ServiceName = "Decode"
-	pending.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionWorkloadPending, Status: metav1.ConditionTrue}}
-	lws := &v1alpha1.DynamoComponentDeployment{}
-	lws.Spec.ServiceName = "Prefill"
+	dgd := builders.MakeGraph("", "").
+		Service("Decode", builders.MakeEmptyService().Multinode(2)).
+		Service("Prefill", builders.MakeEmptyService().Multinode(2)).
+		Obj()
+	pending := builders.MakeComponent("", "", builders.MakeEmptyService().ServiceName("Decode")).
+		Condition(metav1.Condition{Type: v1alpha1.ConditionWorkloadPending, Status: metav1.ConditionTrue}).Obj()
+	lws := builders.MakeComponent("", "", builders.MakeEmptyService().ServiceName("Prefill")).Obj()
 	st := &v1alpha1.DynamoGraphDeploymentStatus{}
 	setIgnoredFieldsCondition(st, dgd, []*v1alpha1.DynamoComponentDeployment{pending, lws}, now)
 	c := meta.FindStatusCondition(st.Conditions, ConditionFieldsNotActedOn)

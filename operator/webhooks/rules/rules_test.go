@@ -57,11 +57,11 @@ func TestGraphChildNames(t *testing.T) {
 
 func TestComponentChildNames(t *testing.T) {
 	dcd := func(name string, model bool) *v1alpha1.DynamoComponentDeployment {
-		d := &v1alpha1.DynamoComponentDeployment{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		s := builders.MakeEmptyService()
 		if model {
-			d.Spec.ModelRef = &v1alpha1.ModelReference{Name: "m"}
+			s.ModelRef("m")
 		}
-		return d
+		return builders.MakeComponent(name, "", s).Obj()
 	}
 	wantErrs(t, componentChildNames(dcd("decode", true)))
 	wantErrs(t, componentChildNames(dcd("my.decode", false)), "metadata.name: Invalid value: \"my.decode\": the component's Deployment and Service take its name, which must be a DNS-1035 label")
@@ -192,7 +192,7 @@ func TestGraphImmutable(t *testing.T) {
 }
 
 func TestComponentImmutable(t *testing.T) {
-	old := &v1alpha1.DynamoComponentDeployment{Spec: v1alpha1.DynamoComponentDeploymentSpec{DynamoComponent: "a:1"}}
+	old := builders.MakeComponent("", "", builders.MakeEmptyService()).DynamoComponent("a:1").Obj()
 	wantErrs(t, componentImmutable(old, old.DeepCopy()))
 	cur := old.DeepCopy()
 	cur.Spec.DynamoComponent = "a:2"
@@ -202,7 +202,7 @@ func TestComponentImmutable(t *testing.T) {
 }
 
 func TestModelImmutable(t *testing.T) {
-	old := &v1alpha1.DynamoModel{Spec: v1alpha1.DynamoModelSpec{ModelName: "a", BaseModelName: "Qwen/Qwen3-0.6B"}}
+	old := builders.MakeModel("", "", "a", "Qwen/Qwen3-0.6B").Type("").Obj()
 	cur := old.DeepCopy()
 	cur.Spec.ModelType = v1alpha1.ModelTypeBase // the default, spelled out
 	cur.Spec.ModelName = "b"

@@ -59,7 +59,9 @@ func storedCA(t *testing.T, secret string) []byte {
 // one's certificates.
 func startAuto(t *testing.T, secret string) (*testenv.Operator, string) {
 	t.Helper()
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), secretObject(secret)) })
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), builders.MakeSecret(secret, testenv.OperatorNamespace).Obj())
+	})
 	return startInMode(t, "auto", secret)
 }
 
@@ -127,8 +129,7 @@ func TestNoConversionEndpoint(t *testing.T) {
 	eventuallyCRDBundles(t, "the operator's CA", func() []byte { return storedCA(t, "no-conversion-cert") })
 	ns := env.Namespace(t, "no-conversion")
 	waitForWebhook(t, ns)
-	beta := &v1beta1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Name: "beta", Namespace: ns},
-		Spec: v1beta1.DynamoGraphDeploymentSpec{Components: []v1beta1.DynamoComponentDeploymentSharedSpec{{ComponentName: "Frontend"}}}}
+	beta := builders.MakeBetaGraph("beta", ns).Component(builders.MakeBetaComponent("Frontend")).Obj()
 	await.New(t).Eventually(func() error { return env.Client.Create(context.Background(), beta) }).Should(gomega.Succeed())
 
 	op.Stop()

@@ -10,12 +10,12 @@ import (
 
 	"github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/certs"
@@ -110,7 +110,7 @@ func TestNewCAWaitsUntilTheCRDsTrustIt(t *testing.T) {
 	t.Cleanup(func() {
 		op.Stop()
 		deleteConfigurations(t)
-		_ = env.Client.Delete(context.Background(), secretObject(secret))
+		_ = env.Client.Delete(context.Background(), builders.MakeSecret(secret, testenv.OperatorNamespace).Obj())
 	})
 	port := webhookPort(t, args)
 	env.RouteConversion(t, crdinstall.Conversion{URL: "https://127.0.0.1:" + port})
@@ -158,8 +158,4 @@ func TestNewCAWaitsUntilTheCRDsTrustIt(t *testing.T) {
 	if _, err := dialVerified(port, crdBundle(t, frozenCRD)); err != nil {
 		t.Errorf("the CRD's bundle does not verify the certificate the new CA signed: %v", err)
 	}
-}
-
-func secretObject(name string) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.OperatorNamespace, Name: name}}
 }

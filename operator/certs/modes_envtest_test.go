@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/certs"
@@ -64,7 +65,7 @@ func createSecret(t *testing.T, name string, data map[string][]byte) {
 	if err := env.EnsureNamespace(context.Background(), testenv.OperatorNamespace); err != nil {
 		t.Fatal(err)
 	}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.OperatorNamespace, Name: name}, Type: corev1.SecretTypeTLS, Data: data}
+	s := builders.MakeSecret(name, testenv.OperatorNamespace).TLS(data).Obj()
 	if err := env.Client.Create(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}

@@ -69,14 +69,12 @@ func TestIgnoredFieldsKeptMultinodeDeploymentAsV020(t *testing.T) {
 // A graph written in v1beta1 with fields its v1alpha1 form keeps only in the
 // conversion's annotation has each named at its v1beta1 path.
 func TestIgnoredFieldsOfAGraphWrittenInV1beta1(t *testing.T) {
-	beta := &v1beta1.DynamoGraphDeployment{Spec: v1beta1.DynamoGraphDeploymentSpec{
-		PriorityClassName: "high",
-		Components: []v1beta1.DynamoComponentDeploymentSharedSpec{
-			{ComponentName: "Frontend", ComponentType: "frontend"},
-			{ComponentName: "Worker", ComponentType: "worker", ScalingAdapter: &v1beta1.ScalingAdapter{},
-				Experimental: &v1beta1.ExperimentalSpec{Failover: &v1beta1.FailoverSpec{}}},
-		},
-	}}
+	beta := builders.MakeBetaGraph("", "").
+		PriorityClassName("high").
+		Component(builders.MakeBetaComponent("Frontend").Type(v1beta1.ComponentTypeFrontend)).
+		Component(builders.MakeBetaComponent("Worker").Type(v1beta1.ComponentTypeWorker).
+			ScalingAdapter(&v1beta1.ScalingAdapter{}).Failover(&v1beta1.FailoverSpec{})).
+		Obj()
 	dgd := &v1alpha1.DynamoGraphDeployment{}
 	if err := beta.ConvertTo(dgd); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
@@ -287,4 +289,17 @@ func componentNames(dcds []*v1alpha1.DynamoComponentDeployment) []string {
 		names = append(names, d.Name)
 	}
 	return names
+}
+
+// The components tests build stand for the ones Components renders: same
+// name and labels.
+func TestBuildersMakeGraphComponentLabelsAsRendered(t *testing.T) {
+	got, err := Components(builders.MakeGraph("g", "ns").Service("Worker", builders.MakeService()).Obj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService()).Obj()
+	if diff := cmp.Diff(got[0].ObjectMeta, built.ObjectMeta, cmpopts.IgnoreFields(metav1.ObjectMeta{}, "OwnerReferences")); diff != "" {
+		t.Errorf("builders.MakeGraphComponent metadata (-rendered +built):\n%s", diff)
+	}
 }

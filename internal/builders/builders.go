@@ -378,3 +378,18 @@ func (c *ComponentWrapper) Condition(cond metav1.Condition) *ComponentWrapper {
 	c.Status.Conditions = append(c.Status.Conditions, cond)
 	return c
 }
+
+// ObservedGeneration sets status.observedGeneration, the generation the
+// component's controller last reported on.
+func (c *ComponentWrapper) ObservedGeneration(n int64) *ComponentWrapper {
+	c.Status.ObservedGeneration = n
+	return c
+}
+
+// DeploymentReplicas sets status.service as the controller reports a
+// component run by a Deployment of replicas pods, ready of them ready.
+func (c *ComponentWrapper) DeploymentReplicas(replicas, ready int32) *ComponentWrapper {
+	c.Status.Service = &v1alpha1.ServiceReplicaStatus{ComponentKind: v1alpha1.ComponentKindDeployment,
+		ComponentName: c.Name, Replicas: replicas, ReadyReplicas: ptr.To(ready)}
+	return c
+}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	dynamov1alpha1 "github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	dynamov1beta1 "github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 )
@@ -102,8 +103,7 @@ func TestSanitize(t *testing.T) {
 func TestGraphsConvertAndForegroundDeletionCompletes(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t, t.Name())
-	graph := &dynamov1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: ns},
-		Spec: dynamov1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*dynamov1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}}}}
+	graph := builders.MakeGraph("g", ns).Service("Frontend", builders.MakeEmptyService()).Obj()
 	if err := env.Client.Create(ctx, graph); err != nil {
 		t.Fatal(err)
 	}

@@ -228,10 +228,14 @@ func TestApplyRemembersWhatItVerified(t *testing.T) {
 	expect("an edited ConfigMap", apply.Applied, 2, configMap(ns, "b"), get(configMap(ns, "")))
 
 	// A Deployment: its status writes are no change to compare again for.
-	if _, err := a.Apply(ctx, builders.MakeDeployment("d", ns).Label("team", "a").Selector(map[string]string{"app": "d"}).Container("main", "v1").Obj(), nil); err != nil {
+	// desired is the Deployment the test applies, built anew for each call.
+	desired := func() *appsv1.Deployment {
+		return builders.MakeDeployment("d", ns).Label("team", "a").Selector(map[string]string{"app": "d"}).Container("main", "v1").Obj()
+	}
+	if _, err := a.Apply(ctx, desired(), nil); err != nil {
 		t.Fatal(err)
 	}
-	expect("the first comparison of the Deployment", apply.Unchanged, 3, builders.MakeDeployment("d", ns).Label("team", "a").Selector(map[string]string{"app": "d"}).Container("main", "v1").Obj(), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
+	expect("the first comparison of the Deployment", apply.Unchanged, 3, desired(), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
 	live := get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}).(*appsv1.Deployment)
 	live.Status.Replicas, live.Status.ObservedGeneration = 1, live.Generation
 	if err := env.Client.Status().Update(ctx, live); err != nil {
@@ -241,7 +245,7 @@ func TestApplyRemembersWhatItVerified(t *testing.T) {
 	if statusWritten.Status.Replicas != 1 {
 		t.Fatal("the status write did not happen")
 	}
-	held2 := builders.MakeDeployment("d", ns).Label("team", "a").Selector(map[string]string{"app": "d"}).Container("main", "v1").Obj()
+	held2 := desired()
 	expect("after a status write", apply.Unchanged, 3, held2, statusWritten.DeepCopy())
 	if held2.Status.Replicas != 1 {
 		t.Errorf("a remembered verification hands back the stored status, got %+v", held2.Status)
@@ -252,17 +256,17 @@ func TestApplyRemembersWhatItVerified(t *testing.T) {
 	if err := env.Client.Update(ctx, unlabelled); err != nil {
 		t.Fatal(err)
 	}
-	expect("a label removed", apply.Applied, 4, builders.MakeDeployment("d", ns).Label("team", "a").Selector(map[string]string{"app": "d"}).Container("main", "v1").Obj(), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
+	expect("a label removed", apply.Applied, 4, desired(), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
 	// Restored, it is the very version verified before.
 	clock.SetTime(clock.Now().Add(apply.CacheLag))
 	edited := get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}).(*appsv1.Deployment)
-	expect("the restored Deployment", apply.Unchanged, 4, builders.MakeDeployment("d", ns).Label("team", "a").Selector(map[string]string{"app": "d"}).Container("main", "v1").Obj(), edited.DeepCopy())
+	expect("the restored Deployment", apply.Unchanged, 4, desired(), edited.DeepCopy())
 	// The template edited: a new generation, compared again.
 	edited.Spec.Template.Spec.Containers[0].Image = "by-hand"
 	if err := env.Client.Update(ctx, edited); err != nil {
 		t.Fatal(err)
 	}
-	expect("an edited template", apply.Applied, 5, builders.MakeDeployment("d", ns).Label("team", "a").Selector(map[string]string{"app": "d"}).Container("main", "v1").Obj(), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
+	expect("an edited template", apply.Applied, 5, desired(), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
 }
 
 // The memory of verifications is bounded by size, and by age: the children

@@ -64,19 +64,13 @@ func (g *GraphWrapper) Env(name, value string) *GraphWrapper {
 
 // Label sets a label on the graph's metadata.
 func (g *GraphWrapper) Label(k, v string) *GraphWrapper {
-	if g.Labels == nil {
-		g.Labels = map[string]string{}
-	}
-	g.Labels[k] = v
+	g.Labels = withKey(g.Labels, k, v)
 	return g
 }
 
 // Annotation sets an annotation on the graph's metadata.
 func (g *GraphWrapper) Annotation(k, v string) *GraphWrapper {
-	if g.Annotations == nil {
-		g.Annotations = map[string]string{}
-	}
-	g.Annotations[k] = v
+	g.Annotations = withKey(g.Annotations, k, v)
 	return g
 }
 
@@ -222,10 +216,7 @@ func (s *ServiceWrapper) VolumeMount(name, mountPoint string) *ServiceWrapper {
 
 // Label sets a label of the service (copied to its workload and pods).
 func (s *ServiceWrapper) Label(k, v string) *ServiceWrapper {
-	if s.Labels == nil {
-		s.Labels = map[string]string{}
-	}
-	s.Labels[k] = v
+	s.Labels = withKey(s.Labels, k, v)
 	return s
 }
 
@@ -277,10 +268,7 @@ func (c *ComponentWrapper) Generation(n int64) *ComponentWrapper {
 
 // Label sets a label on the component's metadata.
 func (c *ComponentWrapper) Label(k, v string) *ComponentWrapper {
-	if c.Labels == nil {
-		c.Labels = map[string]string{}
-	}
-	c.Labels[k] = v
+	c.Labels = withKey(c.Labels, k, v)
 	return c
 }
 
@@ -302,10 +290,7 @@ func (c *ComponentWrapper) InGraph(graph string) *ComponentWrapper {
 
 // Annotation sets an annotation on the component's metadata.
 func (c *ComponentWrapper) Annotation(k, v string) *ComponentWrapper {
-	if c.ObjectMeta.Annotations == nil {
-		c.ObjectMeta.Annotations = map[string]string{}
-	}
-	c.ObjectMeta.Annotations[k] = v
+	c.ObjectMeta.Annotations = withKey(c.ObjectMeta.Annotations, k, v)
 	return c
 }
 
@@ -353,10 +338,7 @@ func (m *ModelWrapper) Generation(n int64) *ModelWrapper {
 
 // SpecLabel sets a label of spec.labels, which the graph's children carry.
 func (g *GraphWrapper) SpecLabel(k, v string) *GraphWrapper {
-	if g.Spec.Labels == nil {
-		g.Spec.Labels = map[string]string{}
-	}
-	g.Spec.Labels[k] = v
+	g.Spec.Labels = withKey(g.Spec.Labels, k, v)
 	return g
 }
 
@@ -392,4 +374,14 @@ func (c *ComponentWrapper) DeploymentReplicas(replicas, ready int32) *ComponentW
 	c.Status.Service = &v1alpha1.ServiceReplicaStatus{ComponentKind: v1alpha1.ComponentKindDeployment,
 		ComponentName: c.Name, Replicas: replicas, ReadyReplicas: ptr.To(ready)}
 	return c
+}
+
+// withKey sets k to v in m, making m if it is nil: labels, annotations and
+// selectors are set one key at a time.
+func withKey(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
+	return m
 }

@@ -33,10 +33,7 @@ func (d *DeploymentWrapper) WithoutTypeMeta() *DeploymentWrapper {
 
 // Label sets a label on the Deployment's metadata.
 func (d *DeploymentWrapper) Label(k, v string) *DeploymentWrapper {
-	if d.Labels == nil {
-		d.Labels = map[string]string{}
-	}
-	d.Labels[k] = v
+	d.Labels = withKey(d.Labels, k, v)
 	return d
 }
 

@@ -39,10 +39,7 @@ func (s *ServiceWrapper) Resources(r *v1alpha1.Resources) *ServiceWrapper {
 // Annotation sets an annotation of the service (copied to its workload and
 // pods).
 func (s *ServiceWrapper) Annotation(k, v string) *ServiceWrapper {
-	if s.Annotations == nil {
-		s.Annotations = map[string]string{}
-	}
-	s.Annotations[k] = v
+	s.Annotations = withKey(s.Annotations, k, v)
 	return s
 }
 

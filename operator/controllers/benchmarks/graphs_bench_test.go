@@ -29,9 +29,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kwok/pkg/utils/wait"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
@@ -317,13 +319,7 @@ func busy(err error) bool {
 // retryBusy calls write until it succeeds, fails otherwise than with a busy
 // API server's answer, or has been tried five times.
 func retryBusy(write func() error) error {
-	for attempt := 1; ; attempt++ {
-		err := write()
-		if err == nil || attempt == 5 || !busy(err) {
-			return err
-		}
-		time.Sleep(time.Second)
-	}
+	return retry.OnError(wait.Backoff{Steps: 5, Duration: time.Second, Factor: 1}, busy, write)
 }
 
 // graph is a four-service disaggregated graph like users run.

@@ -241,11 +241,11 @@ func TestUpdatesRatchetOldViolations(t *testing.T) {
 func TestServiceGenericTypeWarns(t *testing.T) {
 	p := field.NewPath("spec", "services").Key("Main")
 	for _, known := range append(v1alpha1.ComponentTypes, "") {
-		if w := serviceGenericType(&v1alpha1.DynamoComponentDeploymentSharedSpec{ComponentType: known}, p); len(w) != 0 {
+		if w := serviceGenericType(builders.MakeEmptyService().Type(known).Obj(), p); len(w) != 0 {
 			t.Errorf("componentType %q warns: %v", known, w)
 		}
 	}
-	w := serviceGenericType(&v1alpha1.DynamoComponentDeploymentSharedSpec{ComponentType: "main"}, p)
+	w := serviceGenericType(builders.MakeEmptyService().Type("main").Obj(), p)
 	if len(w) != 1 || !strings.Contains(w[0], "spec.services[Main].componentType") || !strings.Contains(w[0], "generic component") {
 		t.Errorf("warnings %q", w)
 	}

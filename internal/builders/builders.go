@@ -14,6 +14,7 @@ package builders
 
 import (
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,8 +39,13 @@ func MakeGraph(name, namespace string) *GraphWrapper {
 // Obj returns the graph.
 func (g *GraphWrapper) Obj() *v1alpha1.DynamoGraphDeployment { return &g.DynamoGraphDeployment }
 
-// Service adds (or replaces) a service.
+// Service adds (or replaces) a service; a nil s adds a service with no
+// spec (for validation tests).
 func (g *GraphWrapper) Service(name string, s *ServiceWrapper) *GraphWrapper {
+	if s == nil {
+		g.Spec.Services[name] = nil
+		return g
+	}
 	g.Spec.Services[name] = s.Obj()
 	return g
 }
@@ -58,19 +64,13 @@ func (g *GraphWrapper) Env(name, value string) *GraphWrapper {
 
 // Label sets a label on the graph's metadata.
 func (g *GraphWrapper) Label(k, v string) *GraphWrapper {
-	if g.Labels == nil {
-		g.Labels = map[string]string{}
-	}
-	g.Labels[k] = v
+	g.Labels = withKey(g.Labels, k, v)
 	return g
 }
 
 // Annotation sets an annotation on the graph's metadata.
 func (g *GraphWrapper) Annotation(k, v string) *GraphWrapper {
-	if g.Annotations == nil {
-		g.Annotations = map[string]string{}
-	}
-	g.Annotations[k] = v
+	g.Annotations = withKey(g.Annotations, k, v)
 	return g
 }
 
@@ -113,6 +113,12 @@ func MakeService() *ServiceWrapper {
 	}}
 }
 
+// MakeEmptyService starts a service with nothing set, as a user may write
+// it, for tests of validation and of what the operator fills in.
+func MakeEmptyService() *ServiceWrapper {
+	return &ServiceWrapper{}
+}
+
 // Obj returns the service spec.
 func (s *ServiceWrapper) Obj() *v1alpha1.DynamoComponentDeploymentSharedSpec {
 	return &s.DynamoComponentDeploymentSharedSpec
@@ -144,13 +150,14 @@ func (s *ServiceWrapper) NoReplicas() *ServiceWrapper {
 
 // GPUs sets a GPU limit of the default GPU type.
 func (s *ServiceWrapper) GPUs(n int) *ServiceWrapper {
-	if s.Resources == nil {
-		s.Resources = &v1alpha1.Resources{}
+	spec := &s.DynamoComponentDeploymentSharedSpec
+	if spec.Resources == nil {
+		spec.Resources = &v1alpha1.Resources{}
 	}
-	if s.Resources.Limits == nil {
-		s.Resources.Limits = &v1alpha1.ResourceItem{}
+	if spec.Resources.Limits == nil {
+		spec.Resources.Limits = &v1alpha1.ResourceItem{}
 	}
-	s.Resources.Limits.GPU = strconv.Itoa(n)
+	spec.Resources.Limits.GPU = strconv.Itoa(n)
 	return s
 }
 
@@ -202,27 +209,23 @@ func (s *ServiceWrapper) DynamoNamespace(ns string) *ServiceWrapper {
 
 // VolumeMount mounts an entry of the graph's spec.pvcs.
 func (s *ServiceWrapper) VolumeMount(name, mountPoint string) *ServiceWrapper {
-	s.VolumeMounts = append(s.VolumeMounts, v1alpha1.VolumeMount{Name: name, MountPoint: mountPoint})
+	spec := &s.DynamoComponentDeploymentSharedSpec
+	spec.VolumeMounts = append(spec.VolumeMounts, v1alpha1.VolumeMount{Name: name, MountPoint: mountPoint})
 	return s
 }
 
 // Label sets a label of the service (copied to its workload and pods).
 func (s *ServiceWrapper) Label(k, v string) *ServiceWrapper {
-	if s.Labels == nil {
-		s.Labels = map[string]string{}
-	}
-	s.Labels[k] = v
+	s.Labels = withKey(s.Labels, k, v)
 	return s
 }
 
 func (s *ServiceWrapper) mainContainer() *corev1.Container {
-	if s.ExtraPodSpec == nil {
-		s.ExtraPodSpec = &v1alpha1.ExtraPodSpec{}
+	e := s.extraPodSpec()
+	if e.MainContainer == nil {
+		e.MainContainer = &corev1.Container{}
 	}
-	if s.ExtraPodSpec.MainContainer == nil {
-		s.ExtraPodSpec.MainContainer = &corev1.Container{}
-	}
-	return s.ExtraPodSpec.MainContainer
+	return e.MainContainer
 }
 
 // ComponentWrapper builds a DynamoComponentDeployment.
@@ -237,6 +240,13 @@ func MakeComponent(name, namespace string, s *ServiceWrapper) *ComponentWrapper 
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec:       v1alpha1.DynamoComponentDeploymentSpec{DynamoComponentDeploymentSharedSpec: *s.Obj()},
 	}}
+}
+
+// MakeGraphComponent starts the component the operator renders for service
+// of graph: named <graph>-<service in lower case>, labelled as the operator
+// labels it, its serviceName the service's.
+func MakeGraphComponent(graph, service, namespace string, s *ServiceWrapper) *ComponentWrapper {
+	return MakeComponent(graph+"-"+strings.ToLower(service), namespace, s.ServiceName(service)).InGraph(graph)
 }
 
 // Obj returns the component.
@@ -258,10 +268,35 @@ func (c *ComponentWrapper) Generation(n int64) *ComponentWrapper {
 
 // Label sets a label on the component's metadata.
 func (c *ComponentWrapper) Label(k, v string) *ComponentWrapper {
-	if c.Labels == nil {
-		c.Labels = map[string]string{}
-	}
-	c.Labels[k] = v
+	c.Labels = withKey(c.Labels, k, v)
+	return c
+}
+
+// The labels a graph's component carries, as operator/render writes them
+// (render's own tests fail if they differ).
+const (
+	labelGraphName = "nvidia.com/dynamo-graph-deployment-name"
+	labelComponent = "nvidia.com/dynamo-component"
+	labelManagedBy = "app.kubernetes.io/managed-by"
+	managedBy      = "dynamo-operator"
+)
+
+// InGraph labels the component as the operator labels the components it
+// renders for graph: the graph, the component (its own name) and the
+// operator as their manager.
+func (c *ComponentWrapper) InGraph(graph string) *ComponentWrapper {
+	return c.Label(labelGraphName, graph).Label(labelComponent, c.Name).Label(labelManagedBy, managedBy)
+}
+
+// Annotation sets an annotation on the component's metadata.
+func (c *ComponentWrapper) Annotation(k, v string) *ComponentWrapper {
+	c.ObjectMeta.Annotations = withKey(c.ObjectMeta.Annotations, k, v)
+	return c
+}
+
+// Annotations replaces the component's annotations, nil included.
+func (c *ComponentWrapper) Annotations(a map[string]string) *ComponentWrapper {
+	c.ObjectMeta.Annotations = a
 	return c
 }
 
@@ -285,5 +320,68 @@ func (m *ModelWrapper) Obj() *v1alpha1.DynamoModel { return &m.DynamoModel }
 func (m *ModelWrapper) LoRA(uri string) *ModelWrapper {
 	m.Spec.ModelType = v1alpha1.ModelTypeLoRA
 	m.Spec.Source = &v1alpha1.ModelSource{URI: uri}
+	return m
+}
+
+// Type sets spec.modelType; "" leaves it to the API server's default
+// (base).
+func (m *ModelWrapper) Type(t v1alpha1.ModelType) *ModelWrapper {
+	m.Spec.ModelType = t
+	return m
+}
+
+// Generation sets metadata.generation.
+func (m *ModelWrapper) Generation(n int64) *ModelWrapper {
+	m.ObjectMeta.Generation = n
+	return m
+}
+
+// SpecLabel sets a label of spec.labels, which the graph's children carry.
+func (g *GraphWrapper) SpecLabel(k, v string) *GraphWrapper {
+	g.Spec.Labels = withKey(g.Spec.Labels, k, v)
+	return g
+}
+
+// DynamoComponent sets spec.dynamoComponent (name:version).
+func (c *ComponentWrapper) DynamoComponent(ref string) *ComponentWrapper {
+	c.Spec.DynamoComponent = ref
+	return c
+}
+
+// ServiceName sets spec.serviceName, the service the component renders.
+func (c *ComponentWrapper) ServiceName(name string) *ComponentWrapper {
+	c.Spec.ServiceName = name
+	return c
+}
+
+// Condition sets a condition of the component's status, as its controller
+// reports it.
+func (c *ComponentWrapper) Condition(cond metav1.Condition) *ComponentWrapper {
+	c.Status.Conditions = append(c.Status.Conditions, cond)
+	return c
+}
+
+// ObservedGeneration sets status.observedGeneration, the generation the
+// component's controller last reported on.
+func (c *ComponentWrapper) ObservedGeneration(n int64) *ComponentWrapper {
+	c.Status.ObservedGeneration = n
+	return c
+}
+
+// DeploymentReplicas sets status.service as the controller reports a
+// component run by a Deployment of replicas pods, ready of them ready.
+func (c *ComponentWrapper) DeploymentReplicas(replicas, ready int32) *ComponentWrapper {
+	c.Status.Service = &v1alpha1.ServiceReplicaStatus{ComponentKind: v1alpha1.ComponentKindDeployment,
+		ComponentName: c.Name, Replicas: replicas, ReadyReplicas: ptr.To(ready)}
+	return c
+}
+
+// withKey sets k to v in m, making m if it is nil: labels, annotations and
+// selectors are set one key at a time.
+func withKey(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
 	return m
 }

@@ -60,10 +60,7 @@ func (d *DynamoComponentWrapper) PodAnnotation(k, v string) *DynamoComponentWrap
 	if d.Spec.ImageBuilderExtraPodMetadata == nil {
 		d.Spec.ImageBuilderExtraPodMetadata = &v1alpha1.ExtraPodMetadata{}
 	}
-	if d.Spec.ImageBuilderExtraPodMetadata.Annotations == nil {
-		d.Spec.ImageBuilderExtraPodMetadata.Annotations = map[string]string{}
-	}
-	d.Spec.ImageBuilderExtraPodMetadata.Annotations[k] = v
+	d.Spec.ImageBuilderExtraPodMetadata.Annotations = withKey(d.Spec.ImageBuilderExtraPodMetadata.Annotations, k, v)
 	return d
 }
 
@@ -81,9 +78,6 @@ func (d *DynamoComponentWrapper) NodeSelector(k, v string) *DynamoComponentWrapp
 	if d.Spec.ImageBuilderExtraPodSpec.PodSpec == nil {
 		d.Spec.ImageBuilderExtraPodSpec.PodSpec = &corev1.PodSpec{}
 	}
-	if d.Spec.ImageBuilderExtraPodSpec.PodSpec.NodeSelector == nil {
-		d.Spec.ImageBuilderExtraPodSpec.PodSpec.NodeSelector = map[string]string{}
-	}
-	d.Spec.ImageBuilderExtraPodSpec.PodSpec.NodeSelector[k] = v
+	d.Spec.ImageBuilderExtraPodSpec.PodSpec.NodeSelector = withKey(d.Spec.ImageBuilderExtraPodSpec.PodSpec.NodeSelector, k, v)
 	return d
 }

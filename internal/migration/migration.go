@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/onsi/gomega"
 	yamlv3 "go.yaml.in/yaml/v3"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +26,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 )
 
 // Dir is ../shared/migration beside the repository root.
@@ -212,17 +215,17 @@ func Create(ctx context.Context, c client.Client, ns string, objs []*unstructure
 }
 
 func retrying(ctx context.Context, f func() error) error {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		err := f()
-		if err == nil || !(apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsNotFound(err)) ||
-			time.Now().After(deadline) {
-			return err
+	var last error
+	err := await.Until(ctx, "a write the API server may refuse while it learns the CRDs", func() error {
+		last = f()
+		if last != nil && !(apierrors.IsInvalid(last) || apierrors.IsBadRequest(last) || apierrors.IsNotFound(last)) {
+			return gomega.StopTrying("not a refusal that passes").Wrap(last)
 		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(100 * time.Millisecond):
-		}
+		return last
+	}, await.Within(time.Minute), await.Every(100*time.Millisecond))
+	if err != nil && last == nil { // ctx ended before the first try
+		return err
 	}
+	// The caller reports the API server's own error, not the wait's.
+	return last
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 	"github.com/dynamoctl/dynamo-operator/operator/webhooks"
 )
@@ -65,13 +66,11 @@ func startConversionServer(scheme *runtime.Scheme, dir string) (*conversionServe
 		done:   make(chan error, 1),
 	}
 	go func() { s.done <- srv.Start(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.StartedChecker()(nil) != nil {
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("the conversion webhook server did not start on port %d", port)
-		}
-		time.Sleep(20 * time.Millisecond)
+	started := func() error { return srv.StartedChecker()(nil) }
+	if err := await.Until(ctx, fmt.Sprintf("the conversion webhook server starts on port %d", port), started,
+		await.Within(10*time.Second), await.Every(20*time.Millisecond)); err != nil {
+		s.stop()
+		return nil, err
 	}
 	return s, nil
 }

@@ -3,10 +3,9 @@ package testenv
 import (
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 )
 
 // The driver walks a template change through the states a real rollout
@@ -14,11 +13,7 @@ import (
 // updated per step, then only new replicas.
 func TestDeploymentDriverRollout(t *testing.T) {
 	d := &deploymentDriver{}
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{UID: "u", Generation: 1},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "a:1"}}}}},
-	}
+	deploy := builders.MakeDeployment("", "").UID("u").Generation(1).Replicas(2).Container("main", "a:1").Obj()
 	type counts struct{ replicas, updated, available int32 }
 	step := func() (counts, bool) {
 		st, done := d.nextStatus(deploy)

@@ -16,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 )
 
 // MetricsArgs returns the flags that serve an in-process operator's
@@ -109,19 +111,12 @@ func (e *Env) Scraper(ctx context.Context, url string) (func(context.Context) ([
 		}
 		return body, nil
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	err = await.Until(ctx, "the operator's /metrics answers", func() error {
 		_, err := scrape(ctx)
-		if err == nil {
-			return scrape, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the operator's /metrics never answered: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+		return err
+	}, await.Within(30*time.Second))
+	if err != nil {
+		return nil, err
 	}
+	return scrape, nil
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	dynamov1alpha1 "github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	dynamov1beta1 "github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 )
@@ -78,17 +80,9 @@ func TestNamespaceDeletionCompletes(t *testing.T) {
 
 func waitGone(t *testing.T, obj client.Object) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%T %s still exists after 30s (err=%v)", obj, obj.GetName(), err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	await.New(t).Eventually(func() error {
+		return env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+	}).Should(gomega.Satisfy(apierrors.IsNotFound), "%T %s is gone", obj, obj.GetName())
 }
 
 func TestSanitize(t *testing.T) {
@@ -109,8 +103,7 @@ func TestSanitize(t *testing.T) {
 func TestGraphsConvertAndForegroundDeletionCompletes(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t, t.Name())
-	graph := &dynamov1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: ns},
-		Spec: dynamov1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*dynamov1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}}}}
+	graph := builders.MakeGraph("g", ns).Service("Frontend", builders.MakeEmptyService()).Obj()
 	if err := env.Client.Create(ctx, graph); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	dynamov1alpha1 "github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
@@ -86,19 +87,11 @@ func (e *Env) WaitForWebhooks(ctx context.Context, timeout time.Duration) error 
 			Services: map[string]*dynamov1alpha1.DynamoComponentDeploymentSharedSpec{"not_a_dns_label": {}},
 		},
 	}
-	deadline := time.Now().Add(timeout)
-	for {
+	return await.Until(ctx, "the operator's webhooks judge a graph", func() error {
 		err := e.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		if err != nil && strings.Contains(err.Error(), "admission webhook") && strings.Contains(err.Error(), "denied the request") {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the operator's webhooks did not judge a graph within %s; last answer: %v", timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return fmt.Errorf("a graph only the webhook refuses: %v", err)
+	}, await.Within(timeout))
 }

@@ -30,20 +30,17 @@ func TestMain(m *testing.M) {
 
 func TestManagerOptions(t *testing.T) {
 	base := &rest.Config{Host: "https://127.0.0.1:1"}
-	tests := []struct {
-		name string
+	tests := map[string]struct {
 		args []string
 		// wantWebhookPort is 0 when no custom webhook server should be set.
 		wantWebhookPort int
 		wantNamespace   string
 	}{
-		{
-			name:            "cluster-wide with webhooks",
+		"cluster-wide with webhooks": {
 			args:            []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-port=10250"},
 			wantWebhookPort: 10250,
 		},
-		{
-			name: "namespace-scoped with leader election and insecure metrics",
+		"namespace-scoped with leader election and insecure metrics": {
 			args: []string{
 				"--metrics-bind-address=0", "--metrics-secure=false", "--health-probe-bind-address=0",
 				"--restrict-namespace=team-a", "--leader-elect", "--enable-webhooks=false",
@@ -51,8 +48,8 @@ func TestManagerOptions(t *testing.T) {
 			wantNamespace: "team-a",
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
 			o, err := config.Parse(tt.args, noEnv)
 			if err != nil {
 				t.Fatal(err)

@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/operator/scope"
 )
 
@@ -41,11 +43,11 @@ func TestHybridUnderDynamoNamespaceScopedOperator(t *testing.T) {
 	startOperator(t, clusterUser)
 	createGraph(t, a)
 	createGraph(t, b)
-	waitFor(t, "the cluster-wide operator runs both graphs", func() bool {
+	await.New(t).Eventually(func() bool {
 		_, _, okA := frontend(t, a)
 		_, _, okB := frontend(t, b)
 		return okA && okB
-	})
+	}).Should(gomega.BeTrue(), "the cluster-wide operator runs both graphs")
 	quiet(t, clusterUser, a)
 
 	from := time.Now()
@@ -55,20 +57,20 @@ func TestHybridUnderDynamoNamespaceScopedOperator(t *testing.T) {
 	}
 	scaleFrontend(t, a, 2)
 	scaleFrontend(t, b, 2)
-	waitFor(t, "the cluster-wide operator scales the graph outside Dynamo's namespace", func() bool {
+	await.New(t).Eventually(func() bool {
 		r, _, _ := frontend(t, b)
 		return r == 2
-	})
+	}).Should(gomega.BeTrue(), "the cluster-wide operator scales the graph outside Dynamo's namespace")
 	// Dynamo's operator renews: renewTime appears.
 	lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
 	if err := env.Client.Update(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
 	scaleFrontend(t, b, 3)
-	waitFor(t, "the cluster-wide operator acts outside Dynamo's namespace again", func() bool {
+	await.New(t).Eventually(func() bool {
 		r, _, _ := frontend(t, b)
 		return r == 3
-	})
+	}).Should(gomega.BeTrue(), "the cluster-wide operator acts outside Dynamo's namespace again")
 	if r, _, _ := frontend(t, a); r != 1 {
 		t.Errorf("the frontend in Dynamo's namespace was scaled to %d by the cluster-wide operator", r)
 	}
@@ -80,10 +82,10 @@ func TestHybridUnderDynamoNamespaceScopedOperator(t *testing.T) {
 	if err := env.Client.Delete(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the cluster-wide operator converges Dynamo's namespace once its Lease is gone", func() bool {
+	await.New(t).Eventually(func() bool {
 		r, _, _ := frontend(t, a)
 		return r == 2
-	})
+	}).Should(gomega.BeTrue(), "the cluster-wide operator converges Dynamo's namespace once its Lease is gone")
 	first, _ := firstWriteAfter(writesBy(t, clusterUser, a), released)
 	t.Logf("Dynamo's Lease deleted; first resumed write %v after the deletion was requested", first.Sub(released))
 }

@@ -6,12 +6,14 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 )
 
@@ -55,7 +57,7 @@ func TestInstallerOwnedElectionLease(t *testing.T) {
 	createGraph(t, work)
 
 	// Five attempts found no Lease: the replica tried, and created nothing.
-	waitFor(t, "the replica looks for its Lease", func() bool { return notFound.Load() >= 5 })
+	await.New(t).Eventually(notFound.Load).Should(gomega.BeNumerically(">=", 5), "the replica looks for its Lease")
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: id}}
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(lease), lease); !apierrors.IsNotFound(err) {
 		t.Fatalf("the Lease exists (err %v): the replica must not create the installer's Lease", err)
@@ -68,7 +70,7 @@ func TestInstallerOwnedElectionLease(t *testing.T) {
 	if err := env.Client.Create(context.Background(), lease); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the replica leads and reconciles", func() bool { _, _, ok := frontend(t, work); return ok })
+	await.New(t).Eventually(func() bool { _, _, ok := frontend(t, work); return ok }).Should(gomega.BeTrue(), "the replica leads and reconciles")
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(lease), lease); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/scope"
@@ -58,17 +60,6 @@ func scaleFrontend(t *testing.T, ns string, replicas int) {
 	u.SetName("llm")
 	if err := env.Client.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(25 * time.Millisecond)
 	}
 }
 
@@ -191,12 +182,12 @@ func firstWriteAfter(evs []testenv.AuditEvent, t time.Time) (time.Time, bool) {
 // would blur what these tests assert, that no new write starts.
 func quiet(t *testing.T, user, ns string) {
 	t.Helper()
-	waitFor(t, user+" is quiet in "+ns, func() bool {
+	await.New(t).Eventually(func() bool {
 		evs := writesBy(t, user, ns)
 		// Longer than the component status re-check (2 s) and the graph's
 		// progress-write coalescing (1 s), so no write is still on its way.
 		return len(evs) > 0 && time.Since(evs[len(evs)-1].StageTimestamp.Time) > 3*time.Second
-	})
+	}).Should(gomega.BeTrue(), user+" is quiet in "+ns)
 }
 
 func startOperator(t *testing.T, user string, args ...string) *testenv.Operator {
@@ -222,11 +213,11 @@ func TestHybridHandover(t *testing.T) {
 	startOperator(t, clusterUser)
 	createGraph(t, a)
 	createGraph(t, b)
-	waitFor(t, "the cluster-wide operator runs both graphs", func() bool {
+	await.New(t).Eventually(func() bool {
 		_, _, okA := frontend(t, a)
 		_, _, okB := frontend(t, b)
 		return okA && okB
-	})
+	}).Should(gomega.BeTrue(), "the cluster-wide operator runs both graphs")
 
 	scopedArgs := []string{
 		"--restrict-namespace=" + a, "--operator-version=v2.0.0-beta",
@@ -239,20 +230,20 @@ func TestHybridHandover(t *testing.T) {
 	quiet(t, clusterUser, a)
 	scoped := startOperator(t, scopedUser, scopedArgs...)
 	var owned time.Time
-	waitFor(t, "the scoped operator holds its lease", func() bool {
+	await.New(t).Eventually(func() bool {
 		l, ok := markerLease(t, a)
 		if ok {
 			owned = l.Spec.AcquireTime.Time
 		}
 		return ok
-	})
+	}).Should(gomega.BeTrue(), "the scoped operator holds its lease")
 	scaleFrontend(t, a, 2)
 	scaleFrontend(t, b, 2)
-	waitFor(t, "each operator scales the graph it owns", func() bool {
+	await.New(t).Eventually(func() bool {
 		ra, natsA, _ := frontend(t, a)
 		rb, natsB, _ := frontend(t, b)
 		return ra == 2 && rb == 2 && natsA == "" && natsB == ""
-	})
+	}).Should(gomega.BeTrue(), "each operator scales the graph it owns")
 	if _, nats, _ := frontend(t, a); nats != "" {
 		t.Errorf("the hand-over re-rendered (restarted) the frontend: NATS_SERVER=%q", nats)
 	}
@@ -263,10 +254,10 @@ func TestHybridHandover(t *testing.T) {
 	l, _ := markerLease(t, a)
 	expiry, _ := scope.LeaseExpiry(l)
 	scaleFrontend(t, a, 3)
-	waitFor(t, "the cluster-wide operator converges namespace a after the lease expired", func() bool {
+	await.New(t).Eventually(func() bool {
 		r, nats, _ := frontend(t, a)
 		return r == 3 && nats == ""
-	})
+	}).Should(gomega.BeTrue(), "the cluster-wide operator converges namespace a after the lease expired")
 	clusterA := writesBy(t, clusterUser, a)
 	if w, lapsed := writesWhileHeld(clusterA, scoped, a, owned, expiry); len(w) > 0 {
 		t.Errorf("the cluster-wide operator wrote in %s while the lease lived (%s to %s):\n%s%s",
@@ -287,19 +278,19 @@ func TestHybridHandover(t *testing.T) {
 	quiet(t, clusterUser, a)
 	scoped = startOperator(t, scopedUser, scopedArgs...)
 	var ownedAgain time.Time
-	waitFor(t, "the new scoped operator holds the lease", func() bool {
+	await.New(t).Eventually(func() bool {
 		l, ok := markerLease(t, a)
 		if ok && l.Spec.AcquireTime.After(expiry) {
 			ownedAgain = l.Spec.AcquireTime.Time
 			return true
 		}
 		return false
-	})
+	}).Should(gomega.BeTrue(), "the new scoped operator holds the lease")
 	scaleFrontend(t, a, 4)
-	waitFor(t, "the scoped operator acts on the change", func() bool {
+	await.New(t).Eventually(func() bool {
 		r, _, _ := frontend(t, a)
 		return r == 4
-	})
+	}).Should(gomega.BeTrue(), "the scoped operator acts on the change")
 	scoped.Stop()
 	if _, ok := markerLease(t, a); ok {
 		t.Fatal("a clean stop must delete the lease")
@@ -311,10 +302,10 @@ func TestHybridHandover(t *testing.T) {
 		}
 	}
 	scaleFrontend(t, a, 5)
-	waitFor(t, "the cluster-wide operator converges namespace a after the clean hand-back", func() bool {
+	await.New(t).Eventually(func() bool {
 		r, nats, _ := frontend(t, a)
 		return r == 5 && nats == ""
-	})
+	}).Should(gomega.BeTrue(), "the cluster-wide operator converges namespace a after the clean hand-back")
 	clusterA = writesBy(t, clusterUser, a)
 	if w, lapsed := writesWhileHeld(clusterA, scoped, a, ownedAgain, released); len(w) > 0 {
 		t.Errorf("the cluster-wide operator wrote in %s while the second lease lived:\n%s%s", a, strings.Join(w, "\n"), lapsed)
@@ -342,7 +333,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 	}
 	work := env.Namespace(t, "leader-work")
 	createGraph(t, work)
-	waitFor(t, "the leader runs the graph", func() bool { _, _, ok := frontend(t, work); return ok })
+	await.New(t).Eventually(func() bool { _, _, ok := frontend(t, work); return ok }).Should(gomega.BeTrue(), "the leader runs the graph")
 	var leader string
 	for user := range ops {
 		if len(writesBy(t, user, work)) > 0 {
@@ -363,7 +354,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 	ops[leader].Kill()
 	killed := time.Now()
 	scaleFrontend(t, work, 2)
-	waitFor(t, "the other replica takes over", func() bool { r, _, _ := frontend(t, work); return r == 2 })
+	await.New(t).Eventually(func() bool { r, _, _ := frontend(t, work); return r == 2 }).Should(gomega.BeTrue(), "the other replica takes over")
 	first, ok := firstWriteAfter(writesBy(t, follower, work), killed)
 	if !ok {
 		t.Fatal("the follower did not write after the leader died")

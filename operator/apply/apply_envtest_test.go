@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
 )
@@ -180,21 +181,6 @@ func TestApplyKeptWritesOnlyMissingFields(t *testing.T) {
 	}
 }
 
-func deployment(ns, image string) *appsv1.Deployment {
-	labels := map[string]string{"app": "d"}
-	return &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d", Labels: map[string]string{"team": "a"}},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}},
-			},
-		},
-	}
-}
-
 // A desired object already found held by a version of live is not compared
 // again with that version; any change a comparison would see makes it
 // compare again. For a Deployment, a status write is not such a change.
@@ -242,10 +228,14 @@ func TestApplyRemembersWhatItVerified(t *testing.T) {
 	expect("an edited ConfigMap", apply.Applied, 2, configMap(ns, "b"), get(configMap(ns, "")))
 
 	// A Deployment: its status writes are no change to compare again for.
-	if _, err := a.Apply(ctx, deployment(ns, "v1"), nil); err != nil {
+	// desired is the Deployment the test applies, built anew for each call.
+	desired := func() *appsv1.Deployment {
+		return builders.MakeDeployment("d", ns).Label("team", "a").Selector(map[string]string{"app": "d"}).Container("main", "v1").Obj()
+	}
+	if _, err := a.Apply(ctx, desired(), nil); err != nil {
 		t.Fatal(err)
 	}
-	expect("the first comparison of the Deployment", apply.Unchanged, 3, deployment(ns, "v1"), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
+	expect("the first comparison of the Deployment", apply.Unchanged, 3, desired(), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
 	live := get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}).(*appsv1.Deployment)
 	live.Status.Replicas, live.Status.ObservedGeneration = 1, live.Generation
 	if err := env.Client.Status().Update(ctx, live); err != nil {
@@ -255,7 +245,7 @@ func TestApplyRemembersWhatItVerified(t *testing.T) {
 	if statusWritten.Status.Replicas != 1 {
 		t.Fatal("the status write did not happen")
 	}
-	held2 := deployment(ns, "v1")
+	held2 := desired()
 	expect("after a status write", apply.Unchanged, 3, held2, statusWritten.DeepCopy())
 	if held2.Status.Replicas != 1 {
 		t.Errorf("a remembered verification hands back the stored status, got %+v", held2.Status)
@@ -266,17 +256,17 @@ func TestApplyRemembersWhatItVerified(t *testing.T) {
 	if err := env.Client.Update(ctx, unlabelled); err != nil {
 		t.Fatal(err)
 	}
-	expect("a label removed", apply.Applied, 4, deployment(ns, "v1"), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
+	expect("a label removed", apply.Applied, 4, desired(), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
 	// Restored, it is the very version verified before.
 	clock.SetTime(clock.Now().Add(apply.CacheLag))
 	edited := get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}).(*appsv1.Deployment)
-	expect("the restored Deployment", apply.Unchanged, 4, deployment(ns, "v1"), edited.DeepCopy())
+	expect("the restored Deployment", apply.Unchanged, 4, desired(), edited.DeepCopy())
 	// The template edited: a new generation, compared again.
 	edited.Spec.Template.Spec.Containers[0].Image = "by-hand"
 	if err := env.Client.Update(ctx, edited); err != nil {
 		t.Fatal(err)
 	}
-	expect("an edited template", apply.Applied, 5, deployment(ns, "v1"), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
+	expect("an edited template", apply.Applied, 5, desired(), get(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"}}))
 }
 
 // The memory of verifications is bounded by size, and by age: the children

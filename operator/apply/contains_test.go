@@ -1,66 +1,56 @@
 package apply
 
 import (
-	"reflect"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/utils/ptr"
+
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 )
 
 func TestDiff(t *testing.T) {
-	cases := []struct {
-		name       string
+	cases := map[string]struct {
 		have, want map[string]any
 		diffs      []string
 	}{
-		{
-			name: "server defaults and other managers' fields do not matter",
+		"server defaults and other managers' fields do not matter": {
 			have: map[string]any{"spec": map[string]any{"replicas": int64(2), "progressDeadlineSeconds": int64(600)}},
 			want: map[string]any{"spec": map[string]any{"replicas": float64(2)}},
 		},
-		{
-			name: "empty objects and lists the server dropped are not missing",
+		"empty objects and lists the server dropped are not missing": {
 			have: map[string]any{"spec": map[string]any{"image": "a"}},
 			want: map[string]any{"spec": map[string]any{"image": "a", "resources": map[string]any{}, "args": []any{}}},
 		},
-		{
-			name:  "a changed value",
+		"a changed value": {
 			have:  map[string]any{"spec": map[string]any{"image": "a"}},
 			want:  map[string]any{"spec": map[string]any{"image": "b"}},
 			diffs: []string{".spec.image: expected b, got a"},
 		},
-		{
-			name:  "a missing field and a shorter list",
+		"a missing field and a shorter list": {
 			have:  map[string]any{"l": []any{"x"}},
 			want:  map[string]any{"l": []any{"x", "y"}, "m": "v"},
 			diffs: []string{".l: expected 2 items, got [x]", ".m: missing"},
 		},
-		{
-			name:  "a number against a string",
+		"a number against a string": {
 			have:  map[string]any{"n": "1"},
 			want:  map[string]any{"n": int64(1)},
 			diffs: []string{".n: expected 1, got 1"},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			got := Diff(tc.have, tc.want)
-			if len(got) != len(tc.diffs) || (len(got) > 0 && !reflect.DeepEqual(got, tc.diffs)) {
-				t.Fatalf("Diff = %q, want %q", got, tc.diffs)
+			if diff := cmp.Diff(tc.diffs, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("Diff (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
 func TestApplyMapDropsStatusAndNullsAndHashesStably(t *testing.T) {
-	d := &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns"},
-		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
-		Status:     appsv1.DeploymentStatus{Replicas: 7},
-	}
+	d := builders.MakeDeployment("x", "ns").Replicas(2).StatusReplicas(7).Obj()
 	m, err := toApplyMap(d)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +73,7 @@ func TestApplyMapDropsStatusAndNullsAndHashesStably(t *testing.T) {
 	if h3, _ := Hash(m3); h3 == h1 {
 		t.Errorf("a changed spec must change the hash")
 	}
-	if _, err := toApplyMap(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "no-kind"}}); err == nil {
+	if _, err := toApplyMap(builders.MakeDeployment("no-kind", "").WithoutTypeMeta().Obj()); err == nil {
 		t.Errorf("an object without apiVersion/kind must be refused")
 	}
 }

@@ -9,13 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/google/go-cmp/cmp"
-
+	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
@@ -57,7 +59,9 @@ func storedCA(t *testing.T, secret string) []byte {
 // one's certificates.
 func startAuto(t *testing.T, secret string) (*testenv.Operator, string) {
 	t.Helper()
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), secretObject(secret)) })
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), builders.MakeSecret(secret, testenv.OperatorNamespace).Obj())
+	})
 	return startInMode(t, "auto", secret)
 }
 
@@ -65,20 +69,16 @@ func startAuto(t *testing.T, secret string) (*testenv.Operator, string) {
 // (non-empty).
 func eventuallyCRDBundles(t *testing.T, what string, want func() []byte) {
 	t.Helper()
-	deadline := time.Now().Add(45 * time.Second) // CRD writes take seconds on a loaded machine
-	for {
-		w, ok := want(), true
+	await.New(t).Eventually(func(g gomega.Gomega) {
+		w := want()
+		g.Expect(w).NotTo(gomega.BeEmpty())
 		for _, name := range convertedCRDs(t) {
-			ok = ok && len(w) > 0 && bytes.Equal(crdBundle(t, name), w)
+			g.Expect(crdBundle(t, name)).To(gomega.Equal(w), "the bundle of %s", name)
 		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the CRDs' conversion webhook bundles are not %s", what)
-		}
-		time.Sleep(250 * time.Millisecond) // each read is ~1 MB of schema
-	}
+	}).
+		WithTimeout(45*time.Second).       // CRD writes take seconds on a loaded machine
+		WithPolling(250*time.Millisecond). // each read is ~1 MB of schema
+		Should(gomega.Succeed(), "the CRDs' conversion webhook bundles are %s", what)
 }
 
 // The auto mode injects its CA into the CRDs whose conversion webhook
@@ -129,11 +129,8 @@ func TestNoConversionEndpoint(t *testing.T) {
 	eventuallyCRDBundles(t, "the operator's CA", func() []byte { return storedCA(t, "no-conversion-cert") })
 	ns := env.Namespace(t, "no-conversion")
 	waitForWebhook(t, ns)
-	beta := &v1beta1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Name: "beta", Namespace: ns},
-		Spec: v1beta1.DynamoGraphDeploymentSpec{Components: []v1beta1.DynamoComponentDeploymentSharedSpec{{ComponentName: "Frontend"}}}}
-	if err := eventually(func() error { return env.Client.Create(context.Background(), beta) }); err != nil {
-		t.Fatal(err)
-	}
+	beta := builders.MakeBetaGraph("beta", ns).Component(builders.MakeBetaComponent("Frontend")).Obj()
+	await.New(t).Eventually(func() error { return env.Client.Create(context.Background(), beta) }).Should(gomega.Succeed())
 
 	op.Stop()
 	// The admission webhooks are the same operator's: out of the way, so
@@ -143,7 +140,7 @@ func TestNoConversionEndpoint(t *testing.T) {
 	if err := env.Client.Get(context.Background(), key, &v1alpha1.DynamoGraphDeployment{}); err != nil {
 		t.Errorf("v1alpha1 get with no conversion endpoint: %v", err)
 	}
-	alpha := graph(ns, "alpha", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
+	alpha := builders.MakeGraph("alpha", ns).Service("Frontend", builders.MakeEmptyService()).Obj()
 	if err := env.Client.Create(context.Background(), alpha); err != nil {
 		t.Errorf("v1alpha1 create with no conversion endpoint: %v", err)
 	}
@@ -153,19 +150,6 @@ func TestNoConversionEndpoint(t *testing.T) {
 		t.Errorf("v1beta1 get with no conversion endpoint: got %v, want an error containing %q", err, want)
 	}
 	t.Logf("what a v1beta1 client sees: %v", err)
-}
-
-// eventually retries f while the API server has not yet taken up a new
-// conversion webhook or CA (it learns them from its watch of the CRD).
-func eventually(f func() error) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := f()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // The installer's server-side apply (crdinstall) never takes the bundle

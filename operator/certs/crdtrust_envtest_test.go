@@ -2,16 +2,20 @@ package certs_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/certs"
@@ -63,7 +67,7 @@ func freezeCRDBundle(t *testing.T) (thaw func()) {
 	t.Cleanup(thaw)
 	// The API server takes the policy up from its watch: frozen once a
 	// dry-run change is refused.
-	if err := eventually(func() error {
+	await.New(t).Eventually(func() error {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: frozenCRD}, crd); err != nil {
 			return err
@@ -74,11 +78,11 @@ func freezeCRDBundle(t *testing.T) (thaw func()) {
 			return errNotFrozen
 		}
 		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	}).Should(gomega.Succeed())
 	return thaw
 }
+
+var errWatching = errors.New("the freeze's window is still open")
 
 var errNotFrozen = &annotationError{frozenCRD, "not frozen yet"}
 
@@ -106,7 +110,7 @@ func TestNewCAWaitsUntilTheCRDsTrustIt(t *testing.T) {
 	t.Cleanup(func() {
 		op.Stop()
 		deleteConfigurations(t)
-		_ = env.Client.Delete(context.Background(), secretObject(secret))
+		_ = env.Client.Delete(context.Background(), builders.MakeSecret(secret, testenv.OperatorNamespace).Obj())
 	})
 	port := webhookPort(t, args)
 	env.RouteConversion(t, crdinstall.Conversion{URL: "https://127.0.0.1:" + port})
@@ -124,36 +128,34 @@ func TestNewCAWaitsUntilTheCRDsTrustIt(t *testing.T) {
 	pending := false // a next CA waited in the Secret during the freeze
 	// A loaded machine may add the next CA late: watch on while none came,
 	// short of the frozen CA's own expiry.
-	for time.Since(issued) < frozenUntil || (!pending && time.Since(issued) < caValidity-3*time.Second) {
+	watching := func() bool {
+		return time.Since(issued) < frozenUntil || (!pending && time.Since(issued) < caValidity-3*time.Second)
+	}
+	// Polled until the window ends; a certificate the frozen bundle does not
+	// verify stops the watch and fails the test.
+	await.New(t).Eventually(func() error {
+		if !watching() {
+			return nil
+		}
 		if _, err := dialVerified(port, frozen); err != nil {
-			t.Fatalf("at %s the operator serves a certificate the CRD's bundle does not verify: %v",
-				time.Since(start).Round(time.Millisecond), err)
+			return gomega.StopTrying(fmt.Sprintf("at %s the operator serves a certificate the CRD's bundle does not verify",
+				time.Since(start).Round(time.Millisecond))).Wrap(err)
 		}
 		if cas, _ := certs.ParseCertificates(storedCA(t, secret)); len(cas) > 1 {
 			pending = true
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return errWatching
+	}).WithTimeout(caValidity).WithPolling(100*time.Millisecond).Should(gomega.Succeed(), "the freeze's window ends")
 	if !pending {
 		t.Fatal("no new CA came during the freeze: the test proves nothing")
 	}
 	thaw()
 	// The CRD takes the new bundle, then the new CA signs.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := dialVerified(port, frozen); err != nil && strings.Contains(err.Error(), "unknown authority") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the new CA never signed after the CRD could trust it")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	await.New(t).Eventually(func() error {
+		_, err := dialVerified(port, frozen)
+		return err
+	}).Should(gomega.MatchError(gomega.ContainSubstring("unknown authority")), "the new CA signs once the CRD can trust it")
 	if _, err := dialVerified(port, crdBundle(t, frozenCRD)); err != nil {
 		t.Errorf("the CRD's bundle does not verify the certificate the new CA signed: %v", err)
 	}
-}
-
-func secretObject(name string) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.OperatorNamespace, Name: name}}
 }

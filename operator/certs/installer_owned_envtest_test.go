@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/webhooks"
@@ -38,7 +39,7 @@ func TestInstallerOwnedConfigurations(t *testing.T) {
 	t.Cleanup(func() {
 		op.Stop()
 		deleteConfigurations(t)
-		_ = env.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.OperatorNamespace, Name: secret}})
+		_ = env.Client.Delete(context.Background(), builders.MakeSecret(secret, testenv.OperatorNamespace).Obj())
 	})
 
 	// The operator acts (writes its certificate) but creates no configuration.
@@ -98,18 +99,11 @@ func TestInstallerOwnedConfigurations(t *testing.T) {
 
 func waitForSecret(t *testing.T, name string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	await.New(t).Eventually(func(g gomega.Gomega) {
 		s := &corev1.Secret{}
-		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: testenv.OperatorNamespace, Name: name}, s)
-		if err == nil && len(s.Data[corev1.TLSCertKey]) > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the operator wrote no certificate into %s: %v", name, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: testenv.OperatorNamespace, Name: name}, s)).To(gomega.Succeed())
+		g.Expect(s.Data).To(gomega.HaveKeyWithValue(corev1.TLSCertKey, gomega.Not(gomega.BeEmpty())))
+	}).Should(gomega.Succeed(), "the operator writes a certificate into %s", name)
 }
 
 func assertNoConfigurations(t *testing.T, op *testenv.Operator) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/certs"
@@ -62,7 +65,7 @@ func createSecret(t *testing.T, name string, data map[string][]byte) {
 	if err := env.EnsureNamespace(context.Background(), testenv.OperatorNamespace); err != nil {
 		t.Fatal(err)
 	}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.OperatorNamespace, Name: name}, Type: corev1.SecretTypeTLS, Data: data}
+	s := builders.MakeSecret(name, testenv.OperatorNamespace).TLS(data).Obj()
 	if err := env.Client.Create(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
@@ -73,26 +76,20 @@ func createSecret(t *testing.T, name string, data map[string][]byte) {
 // holds for each, returning them.
 func eventuallyConfigurations(t *testing.T, check func(client.Object) error) []client.Object {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		objs := configurations()
-		var err error
+	var objs []client.Object
+	await.New(t).Eventually(func() error {
+		objs = configurations()
 		for _, obj := range objs {
-			if err = env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err == nil {
-				err = check(obj)
+			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+				return err
 			}
-			if err != nil {
-				break
+			if err := check(obj); err != nil {
+				return err
 			}
 		}
-		if err == nil {
-			return objs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("webhook configurations: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	}).Should(gomega.Succeed(), "both webhook configurations exist and hold")
+	return objs
 }
 
 func bundles(obj client.Object) [][]byte {
@@ -148,17 +145,8 @@ func servedSerial(t *testing.T, port string, ca []byte) string {
 
 func eventuallyServes(t *testing.T, port string, ca []byte, serial string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got := servedSerial(t, port, ca)
-		if got == serial {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the webhook server serves %s, want serial %s", got, serial)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	await.New(t).Eventually(func() string { return servedSerial(t, port, ca) }).
+		Should(gomega.Equal(serial), "the serial of the certificate the webhook server serves")
 }
 
 // In external mode the operator serves the Secret it is given, creates its

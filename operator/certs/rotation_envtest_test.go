@@ -14,16 +14,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
-	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/certs"
@@ -36,13 +37,6 @@ var env *testenv.Env
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	os.Exit(testenv.Run(m, func(e *testenv.Env) { env = e }))
-}
-
-func graph(ns, name string, services map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec) *v1alpha1.DynamoGraphDeployment {
-	return &v1alpha1.DynamoGraphDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       v1alpha1.DynamoGraphDeploymentSpec{Services: services},
-	}
 }
 
 // TestRotationLosesNoAdmission runs the operator in the auto cert mode with
@@ -90,21 +84,17 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 	// bundles: on a loaded machine the start can take long enough for the
 	// first CA rotation to begin, and the stored bundle then changes under
 	// the comparison.
-	if err := eventually(func() error {
+	await.New(t).Eventually(func() error {
 		_, err := dialVerified(port, crdBundle(t, "dynamographdeployments.nvidia.com"))
 		return err
-	}); err != nil {
-		t.Fatalf("the CRD's conversion webhook bundle never verified the certificate the operator serves: %v", err)
-	}
-	stored := graph(ns, "stored", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
+	}).Should(gomega.Succeed(), "the CRD's conversion webhook bundle verifies the certificate the operator serves")
+	stored := builders.MakeGraph("stored", ns).Service("Frontend", builders.MakeEmptyService()).Obj()
 	if err := env.Client.Create(context.Background(), stored); err != nil {
 		t.Fatal(err)
 	}
-	if err := eventually(func() error {
+	await.New(t).Eventually(func() error {
 		return env.Client.Get(context.Background(), client.ObjectKeyFromObject(stored), &v1beta1.DynamoGraphDeployment{})
-	}); err != nil {
-		t.Fatalf("the operator never converted: %v", err)
-	}
+	}).Should(gomega.Succeed(), "the operator converts")
 
 	var (
 		sent, failed, denied  atomic.Int64
@@ -159,7 +149,7 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 			covered[i].Add(1)
 		}
 		if n%10 == 0 {
-			err := env.Client.Create(context.Background(), graph(ns, "bad", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"my_worker": {}}), client.DryRunAll)
+			err := env.Client.Create(context.Background(), builders.MakeGraph("bad", ns).Service("my_worker", builders.MakeEmptyService()).Obj(), client.DryRunAll)
 			if err != nil && strings.Contains(err.Error(), `admission webhook "validate.dynamographdeployments.nvidia.com" denied the request`) {
 				denied.Add(1)
 				return
@@ -168,7 +158,7 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 			record("invalid graph: %v", err)
 			return
 		}
-		dgd := graph(ns, "llm", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
+		dgd := builders.MakeGraph("llm", ns).Service("Frontend", builders.MakeEmptyService()).Obj()
 		if err := env.Client.Create(context.Background(), dgd, client.DryRunAll); err != nil {
 			failed.Add(1)
 			record("valid graph: %v", err)
@@ -282,25 +272,13 @@ func TestRotationLosesNoAdmission(t *testing.T) {
 // denied, pass undefaulted.
 func waitForWebhook(t *testing.T, ns string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := env.Client.Create(context.Background(), graph(ns, "bad", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"my_worker": {}}), client.DryRunAll)
-		judged := err != nil && strings.Contains(err.Error(), "denied the request")
-		var replicas *int32
-		if judged {
-			dgd := graph(ns, "llm", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": {}})
-			if err = env.Client.Create(context.Background(), dgd, client.DryRunAll); err == nil {
-				replicas = dgd.Spec.Services["Frontend"].Replicas
-				if replicas != nil && *replicas == 1 {
-					return
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the webhooks never both acted on a graph: validating judged %t, defaulted replicas %v: %v", judged, replicas, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	await.New(t).Eventually(func(g gomega.Gomega) {
+		err := env.Client.Create(context.Background(), builders.MakeGraph("bad", ns).Service("my_worker", builders.MakeEmptyService()).Obj(), client.DryRunAll)
+		g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("denied the request")), "the validating webhook judges")
+		dgd := builders.MakeGraph("llm", ns).Service("Frontend", builders.MakeEmptyService()).Obj()
+		g.Expect(env.Client.Create(context.Background(), dgd, client.DryRunAll)).To(gomega.Succeed())
+		g.Expect(dgd.Spec.Services["Frontend"].Replicas).To(gomega.HaveValue(gomega.BeEquivalentTo(1)), "the mutating webhook defaults replicas")
+	}).Should(gomega.Succeed(), "both webhooks act on a graph")
 }
 
 // dialVerified opens a TLS connection to the webhook server, verified

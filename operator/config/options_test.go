@@ -5,11 +5,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"flag"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -72,8 +72,7 @@ func defaultOptions() Options {
 }
 
 func TestParseValid(t *testing.T) {
-	tests := []struct {
-		name string
+	tests := map[string]struct {
 		args []string
 		env  map[string]string
 		// nilEnv passes a nil lookupEnv instead of env.
@@ -81,33 +80,28 @@ func TestParseValid(t *testing.T) {
 		// edit turns the defaults into the expected options.
 		edit func(o *Options)
 	}{
-		{
-			name: "defaults",
+		"defaults": {
 			edit: func(*Options) {},
 		},
-		{
-			name:   "nil lookupEnv is an empty environment",
+		"nil lookupEnv is an empty environment": {
 			nilEnv: true,
 			edit:   func(*Options) {},
 		},
-		{
-			name: "service addresses as URLs",
+		"service addresses as URLs": {
 			args: []string{"--natsAddr=nats://nats.dynamo.svc:4222", "--etcdAddr", "http://etcd:2379"},
 			edit: func(o *Options) {
 				o.NATSAddr = "nats://nats.dynamo.svc:4222"
 				o.EtcdAddr = "http://etcd:2379"
 			},
 		},
-		{
-			name: "service addresses as host:port and URL without port",
+		"service addresses as host:port and URL without port": {
 			args: []string{"-natsAddr=10.0.0.1:4222", "-etcdAddr=https://etcd.example.com"},
 			edit: func(o *Options) {
 				o.NATSAddr = "10.0.0.1:4222"
 				o.EtcdAddr = "https://etcd.example.com"
 			},
 		},
-		{
-			name: "namespace-scoped derives the leader election id",
+		"namespace-scoped derives the leader election id": {
 			args: []string{"--restrict-namespace=team-a", "--leader-elect"},
 			edit: func(o *Options) {
 				o.RestrictNamespace = "team-a"
@@ -115,44 +109,38 @@ func TestParseValid(t *testing.T) {
 				o.LeaderElection.ID = "dynamo-operator-leader-team-a"
 			},
 		},
-		{
-			name: "explicit leader election id wins in namespace-scoped mode",
+		"explicit leader election id wins in namespace-scoped mode": {
 			args: []string{"--restrict-namespace=team-a", "--leader-election-id=my-lock"},
 			edit: func(o *Options) {
 				o.RestrictNamespace = "team-a"
 				o.LeaderElection.ID = "my-lock"
 			},
 		},
-		{
-			name: "explicitly passing the default id keeps it in namespace-scoped mode",
+		"explicitly passing the default id keeps it in namespace-scoped mode": {
 			args: []string{"--restrict-namespace=team-a", "--leader-election-id=dynamo-operator-leader"},
 			edit: func(o *Options) { o.RestrictNamespace = "team-a" },
 		},
-		{
-			name: "empty restrict-namespace means cluster-wide",
+		"empty restrict-namespace means cluster-wide": {
 			args: []string{"--restrict-namespace="},
 			edit: func(*Options) {},
 		},
-		{
-			name: "leader election namespace from POD_NAMESPACE",
-			env:  map[string]string{"POD_NAMESPACE": "ops", "DYNAMO_SYSTEM_NAMESPACE": "platform"},
+		"leader election namespace from POD_NAMESPACE": {
+			env: map[string]string{"POD_NAMESPACE": "ops", "DYNAMO_SYSTEM_NAMESPACE": "platform"},
 			edit: func(o *Options) {
 				o.SystemNamespace = "platform"
 				o.OperatorNamespace = "ops"
 				o.LeaderElection.Namespace = "ops"
 			},
 		},
-		{
-			name: "leader election namespace falls back to DYNAMO_SYSTEM_NAMESPACE",
-			env:  map[string]string{"DYNAMO_SYSTEM_NAMESPACE": "platform"},
+		"leader election namespace falls back to DYNAMO_SYSTEM_NAMESPACE": {
+			env: map[string]string{"DYNAMO_SYSTEM_NAMESPACE": "platform"},
 			edit: func(o *Options) {
 				o.SystemNamespace = "platform"
 				o.OperatorNamespace = "platform"
 				o.LeaderElection.Namespace = "platform"
 			},
 		},
-		{
-			name: "explicit leader election namespace",
+		"explicit leader election namespace": {
 			args: []string{"--leader-election-namespace=locks"},
 			env:  map[string]string{"POD_NAMESPACE": "ops"},
 			edit: func(o *Options) {
@@ -160,8 +148,7 @@ func TestParseValid(t *testing.T) {
 				o.LeaderElection.Namespace = "locks"
 			},
 		},
-		{
-			name: "leader election timings",
+		"leader election timings": {
 			args: []string{
 				"--leader-election-lease-duration=60s",
 				"--leader-election-renew-deadline=40s",
@@ -177,8 +164,7 @@ func TestParseValid(t *testing.T) {
 				o.NamespaceLease.RenewInterval = 20 * time.Second
 			},
 		},
-		{
-			name: "servers",
+		"servers": {
 			args: []string{
 				"--metrics-bind-address=0",
 				"--metrics-secure=false",
@@ -213,8 +199,7 @@ func TestParseValid(t *testing.T) {
 				}
 			},
 		},
-		{
-			name: "installed by the chart",
+		"installed by the chart": {
 			args: []string{
 				"--webhook-manage-configurations=false",
 				"--leader-election-create-lease=false",
@@ -230,8 +215,7 @@ func TestParseValid(t *testing.T) {
 				o.MigrateStorage = true
 			},
 		},
-		{
-			name: "CRDs applied in the external cert mode",
+		"CRDs applied in the external cert mode": {
 			args: []string{
 				"--apply-crds",
 				"--webhook-cert-mode=external",
@@ -245,16 +229,14 @@ func TestParseValid(t *testing.T) {
 				o.Webhook.InjectCRDs = false
 			},
 		},
-		{
-			name: "IPv6 bind address and webhook host",
+		"IPv6 bind address and webhook host": {
 			args: []string{"--metrics-bind-address=[::1]:8443", "--webhook-url-host=::1"},
 			edit: func(o *Options) {
 				o.MetricsBindAddress = "[::1]:8443"
 				o.Webhook.URLHost = "::1"
 			},
 		},
-		{
-			name: "tuning",
+		"tuning": {
 			args: []string{
 				"--operator-version=v1.2.3",
 				"--max-concurrent-reconciles=1",
@@ -268,42 +250,35 @@ func TestParseValid(t *testing.T) {
 				o.KubeAPIBurst = 1
 			},
 		},
-		{
-			name: "operator version at the length limit",
+		"operator version at the length limit": {
 			args: []string{"--operator-version=" + strings.Repeat("v", 128)},
 			edit: func(o *Options) { o.OperatorVersion = strings.Repeat("v", 128) },
 		},
-		{
-			name: "log level name is case-insensitive",
+		"log level name is case-insensitive": {
 			env:  map[string]string{"LOG_LEVEL": " DEBUG "},
 			edit: func(o *Options) { o.LogLevel = "debug" },
 		},
-		{
-			name: "log format from the environment",
+		"log format from the environment": {
 			env:  map[string]string{"LOG_FORMAT": "console"},
 			edit: func(o *Options) { o.LogFormat = LogFormatConsole },
 		},
-		{
-			name: "log format flag wins over the environment",
+		"log format flag wins over the environment": {
 			args: []string{"--log-format=json"},
 			env:  map[string]string{"LOG_FORMAT": "console"},
 			edit: func(*Options) {},
 		},
-		{
-			name: "log level verbosity is normalised",
+		"log level verbosity is normalised": {
 			env:  map[string]string{"LOG_LEVEL": "03"},
 			edit: func(o *Options) { o.LogLevel = "3" },
 		},
-		{
-			name: "empty environment values mean unset",
+		"empty environment values mean unset": {
 			env: map[string]string{
 				"LOG_LEVEL": "", "DYNAMO_SYSTEM_NAMESPACE": "", "POD_NAMESPACE": "",
 				"DOCKER_REGISTRY_SECURE": "", "DYNAMO_IMAGE_BUILD_ENGINE": "",
 			},
 			edit: func(*Options) {},
 		},
-		{
-			name: "image builder settings under Dynamo's documented names win",
+		"image builder settings under Dynamo's documented names win": {
 			env: map[string]string{
 				"DYNAMO_IMAGE_REPOSITORY_NAME":                      "ours",
 				"DOCKER_REGISTRY_DYNAMO_COMPONENTS_REPOSITORY_NAME": "dynamos",
@@ -315,8 +290,7 @@ func TestParseValid(t *testing.T) {
 				o.ImageBuilder.BuildkitImage = "moby/buildkit:v0.20.2"
 			},
 		},
-		{
-			name: "image builder settings",
+		"image builder settings": {
 			env: map[string]string{
 				"DYNAMO_IMAGE_BUILDER_NAMESPACE":     "builds",
 				"DYNAMO_IMAGE_BUILD_ENGINE":          "Kaniko",
@@ -345,8 +319,8 @@ func TestParseValid(t *testing.T) {
 			},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
 			lookup := envOf(tt.env)
 			if tt.nilEnv {
 				lookup = nil
@@ -357,127 +331,105 @@ func TestParseValid(t *testing.T) {
 			}
 			want := defaultOptions()
 			tt.edit(&want)
-			if !reflect.DeepEqual(*got, want) {
-				t.Errorf("Parse(%q) =\n%+v\nwant\n%+v", tt.args, *got, want)
+			if diff := cmp.Diff(want, *got); diff != "" {
+				t.Errorf("Parse(%q) (-want +got):\n%s", tt.args, diff)
 			}
 		})
 	}
 }
 
 func TestParseInvalid(t *testing.T) {
-	tests := []struct {
-		name string
+	tests := map[string]struct {
 		args []string
 		env  map[string]string
 		// want are substrings the error must contain, in order.
 		want []string
 	}{
-		{
-			name: "the documented example",
+		"the documented example": {
 			args: []string{"--webhook-port=70000"},
 			env:  map[string]string{"LOG_LEVEL": "loud"},
 			want: []string{`invalid configuration: --webhook-port: must be between 1 and 65535, got 70000; LOG_LEVEL: must be one of debug, info, warn, error or a verbosity number, got "loud"`},
 		},
-		{
-			name: "webhook certificate lifetimes",
+		"webhook certificate lifetimes": {
 			args: []string{"--webhook-cert-validity=0s", "--webhook-ca-validity=1h"},
 			want: []string{`--webhook-cert-validity: must be greater than 0, got 0s`},
 		},
-		{
-			name: "webhook CA shorter than two certificate lifetimes",
+		"webhook CA shorter than two certificate lifetimes": {
 			args: []string{"--webhook-cert-validity=1h", "--webhook-ca-validity=2h"},
 			want: []string{`--webhook-ca-validity: must be more than twice --webhook-cert-validity (1h0m0s), got 2h0m0s`},
 		},
-		{
-			name: "CA bundle outside the external cert mode",
+		"CA bundle outside the external cert mode": {
 			args: []string{"--webhook-ca-bundle=" + base64.StdEncoding.EncodeToString([]byte(testCAPEM))},
 			want: []string{`--webhook-ca-bundle: only used with --webhook-cert-mode=external; in the other modes the CA is injected`},
 		},
-		{
-			name: "CA bundle not base64",
+		"CA bundle not base64": {
 			args: []string{"--webhook-cert-mode=external", "--webhook-ca-bundle=" + testCAPEM},
 			want: []string{`--webhook-ca-bundle: must be base64-encoded PEM: illegal base64 data`},
 		},
-		{
-			name: "CA bundle not PEM",
+		"CA bundle not PEM": {
 			args: []string{"--webhook-cert-mode=external", "--webhook-ca-bundle=" + base64.StdEncoding.EncodeToString([]byte("ca"))},
 			want: []string{`--webhook-ca-bundle: must be base64-encoded PEM certificates`},
 		},
-		{
-			name: "negative webhook drain",
+		"negative webhook drain": {
 			args: []string{"--webhook-drain=-1s"},
 			want: []string{`--webhook-drain: must not be negative, got -1s`},
 		},
-		{
-			name: "nats address without port",
+		"nats address without port": {
 			args: []string{"--natsAddr=nats"},
 			want: []string{`--natsAddr: must be a URL with scheme and host (e.g. nats://nats:4222) or host:port, got "nats"`},
 		},
-		{
-			name: "etcd URL without host",
+		"etcd URL without host": {
 			args: []string{"--etcdAddr=http://:2379"},
 			want: []string{`--etcdAddr: must be a URL with scheme and host`, `got "http://:2379"`},
 		},
-		{
-			name: "etcd port out of range",
+		"etcd port out of range": {
 			args: []string{"--etcdAddr=etcd:0"},
 			want: []string{`--etcdAddr: `, `got "etcd:0"`},
 		},
-		{
-			name: "nats URL credentials are redacted",
+		"nats URL credentials are redacted": {
 			args: []string{"--natsAddr=nats://user:secret@:4222"},
 			want: []string{`--natsAddr: `, `got "nats://user:xxxxx@:4222"`},
 		},
-		{
-			name: "nats host with spaces",
+		"nats host with spaces": {
 			args: []string{"--natsAddr=my nats:4222"},
 			want: []string{`--natsAddr: `},
 		},
-		{
-			name: "restrict namespace not a label",
+		"restrict namespace not a label": {
 			args: []string{"--restrict-namespace=Team_A"},
 			want: []string{`--restrict-namespace: a lowercase RFC 1123 label`, `got "Team_A"`},
 		},
-		{
-			name: "storage migration namespace-scoped",
+		"storage migration namespace-scoped": {
 			args: []string{"--restrict-namespace=team-a", "--migrate-storage"},
 			want: []string{`--migrate-storage: a namespace-scoped operator (--restrict-namespace) can neither list cluster-wide nor patch CRDs`},
 		},
-		{
-			name: "namespace lease renew interval too close to the duration",
+		"namespace lease renew interval too close to the duration": {
 			args: []string{"--namespace-lease-renew-interval=14s"},
 			want: []string{`--namespace-lease-renew-interval: must be greater than 0 and at most 45% of --namespace-lease-duration (30s), got 14s`},
 		},
-		{
-			name: "namespace lease durations not positive",
+		"namespace lease durations not positive": {
 			args: []string{"--namespace-lease-duration=0s", "--namespace-lease-renew-interval=-1s"},
 			want: []string{
 				`--namespace-lease-duration: must be a whole number of seconds, at least 1s, got 0s`,
 				`--namespace-lease-renew-interval: must be greater than 0`,
 			},
 		},
-		{
-			name: "namespace lease duration in fractions of a second",
+		"namespace lease duration in fractions of a second": {
 			args: []string{"--namespace-lease-duration=2500ms", "--namespace-lease-renew-interval=1s"},
 			want: []string{`--namespace-lease-duration: must be a whole number of seconds, at least 1s, got 2.5s`},
 		},
-		{
-			name: "leader election renew deadline not below lease duration",
+		"leader election renew deadline not below lease duration": {
 			args: []string{"--leader-election-renew-deadline=15s"},
 			want: []string{`--leader-election-renew-deadline: must be greater than 0 and less than --leader-election-lease-duration (15s), got 15s`},
 		},
-		{
-			name: "leader election retry period not below renew deadline",
+		"leader election retry period not below renew deadline": {
 			args: []string{"--leader-election-retry-period=10s"},
 			want: []string{`--leader-election-retry-period: must be greater than 0 and less than --leader-election-renew-deadline (10s)`, `got 10s`},
 		},
-		{
-			name: "leader election retry period too close to renew deadline for client-go jitter",
+		"leader election retry period too close to renew deadline for client-go jitter": {
 			args: []string{"--leader-election-retry-period=9s"},
 			want: []string{`--leader-election-retry-period: `, `1.2x retry jitter, got 9s`},
 		},
-		{
-			name: "leader election durations not positive",
+		"leader election durations not positive": {
 			args: []string{"--leader-election-lease-duration=0s", "--leader-election-renew-deadline=0s", "--leader-election-retry-period=0s"},
 			want: []string{
 				`--leader-election-lease-duration: must be greater than 0, got 0s`,
@@ -485,36 +437,30 @@ func TestParseInvalid(t *testing.T) {
 				`--leader-election-retry-period: must be greater than 0`,
 			},
 		},
-		{
-			name: "explicit empty leader election id",
+		"explicit empty leader election id": {
 			args: []string{"--leader-election-id="},
 			want: []string{`--leader-election-id: `, `got ""`},
 		},
-		{
-			name: "leader election namespace not a label",
+		"leader election namespace not a label": {
 			args: []string{"--leader-election-namespace=a.b"},
 			want: []string{`--leader-election-namespace: must not contain dots, got "a.b"`},
 		},
-		{
-			name: "bind addresses",
+		"bind addresses": {
 			args: []string{"--metrics-bind-address=8443", "--health-probe-bind-address=:65536"},
 			want: []string{
 				`--metrics-bind-address: must be host:port with a port between 0 and 65535, or "0" to disable, got "8443"`,
 				`--health-probe-bind-address: must be host:port`, `got ":65536"`,
 			},
 		},
-		{
-			name: "empty bind address",
+		"empty bind address": {
 			args: []string{"--health-probe-bind-address="},
 			want: []string{`--health-probe-bind-address: `, `got ""`},
 		},
-		{
-			name: "signed port",
+		"signed port": {
 			args: []string{"--metrics-bind-address=:+80"},
 			want: []string{`--metrics-bind-address: `},
 		},
-		{
-			name: "webhook settings",
+		"webhook settings": {
 			args: []string{
 				"--webhook-port=0",
 				"--webhook-cert-mode=manual",
@@ -532,18 +478,15 @@ func TestParseInvalid(t *testing.T) {
 				`--webhook-url-host: must be a hostname or IP address without scheme or port, got "https://localhost:9443"`,
 			},
 		},
-		{
-			name: "operator version empty",
+		"operator version empty": {
 			args: []string{"--operator-version= "},
 			want: []string{`--operator-version: must be non-empty`},
 		},
-		{
-			name: "operator version too long",
+		"operator version too long": {
 			args: []string{"--operator-version=" + strings.Repeat("v", 129)},
 			want: []string{`--operator-version: must be at most 128 characters, got 129`},
 		},
-		{
-			name: "tuning out of range",
+		"tuning out of range": {
 			args: []string{"--max-concurrent-reconciles=0", "--kube-api-qps=-1", "--kube-api-burst=-1"},
 			want: []string{
 				`--max-concurrent-reconciles: must be at least 1, got 0`,
@@ -551,33 +494,27 @@ func TestParseInvalid(t *testing.T) {
 				`--kube-api-burst: must be 0 (twice the QPS) or at least 1, got -1`,
 			},
 		},
-		{
-			name: "qps not finite",
+		"qps not finite": {
 			args: []string{"--kube-api-qps=+Inf"},
 			want: []string{`--kube-api-qps: must be 0 (automatic) or a finite number greater than 0, got +Inf`},
 		},
-		{
-			name: "qps not a number",
+		"qps not a number": {
 			args: []string{"--kube-api-qps=NaN"},
 			want: []string{`--kube-api-qps: must be 0 (automatic) or a finite number greater than 0, got NaN`},
 		},
-		{
-			name: "qps beyond float32",
+		"qps beyond float32": {
 			args: []string{"--kube-api-qps=1e39"},
 			want: []string{`--kube-api-qps: must be 0 (automatic) or a finite number greater than 0, got 1e+39`},
 		},
-		{
-			name: "log verbosity out of range",
+		"log verbosity out of range": {
 			env:  map[string]string{"LOG_LEVEL": "-1"},
 			want: []string{`LOG_LEVEL: verbosity must be between 0 and 127, got "-1"`},
 		},
-		{
-			name: "eStargz needs BuildKit",
+		"eStargz needs BuildKit": {
 			env:  map[string]string{"DYNAMO_IMAGE_BUILD_ENGINE": "kaniko", "ESTARGZ_ENABLED": "true"},
 			want: []string{`ESTARGZ_ENABLED: needs DYNAMO_IMAGE_BUILD_ENGINE=buildkit (kaniko cannot build eStargz images)`},
 		},
-		{
-			name: "namespaces from env",
+		"namespaces from env": {
 			env: map[string]string{
 				"DYNAMO_SYSTEM_NAMESPACE":        "Dynamo",
 				"POD_NAMESPACE":                  "-ops",
@@ -589,8 +526,7 @@ func TestParseInvalid(t *testing.T) {
 				`DYNAMO_IMAGE_BUILDER_NAMESPACE: must be no more than 63 characters`,
 			},
 		},
-		{
-			name: "image builder settings",
+		"image builder settings": {
 			env: map[string]string{
 				"DYNAMO_IMAGE_BUILD_ENGINE":          "docker",
 				"BUILDKIT_URL":                       "buildkitd:1234",
@@ -610,35 +546,30 @@ func TestParseInvalid(t *testing.T) {
 				`API_STORE_ENDPOINT: must be an http or https URL with a host, got "dynamo-store:80"`,
 			},
 		},
-		{
-			name: "newlines in values stay on one line",
+		"newlines in values stay on one line": {
 			args: []string{"--restrict-namespace=a\nb"},
 			env:  map[string]string{"LOG_LEVEL": "x\ny"},
 			want: []string{`--restrict-namespace: `, `got "a\nb"`, `LOG_LEVEL: `, `got "x\ny"`},
 		},
-		{
-			name: "unknown flag",
+		"unknown flag": {
 			args: []string{"--bogus"},
 			want: []string{`invalid configuration: flag provided but not defined: -bogus`},
 		},
-		{
-			name: "unparsable flag value",
+		"unparsable flag value": {
 			args: []string{"--webhook-port=abc"},
 			want: []string{`invalid configuration: invalid value "abc" for flag -webhook-port`},
 		},
-		{
-			name: "flag without value",
+		"flag without value": {
 			args: []string{"--natsAddr"},
 			want: []string{`invalid configuration: flag needs an argument: -natsAddr`},
 		},
-		{
-			name: "positional argument",
+		"positional argument": {
 			args: []string{"--leader-elect", "start"},
 			want: []string{`invalid configuration: unexpected argument "start"`},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
 			got, err := Parse(tt.args, envOf(tt.env))
 			if err == nil {
 				t.Fatalf("Parse(%q) = %+v, want error", tt.args, got)

@@ -4,33 +4,27 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
-func deploymentAnnotated(a map[string]string) *appsv1.Deployment {
-	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Annotations: a}}
-}
-
 func TestKeepContent(t *testing.T) {
 	const ours, input = "dynamo-operator/v2", "in-1"
-	cases := []struct {
-		name string
+	cases := map[string]struct {
 		live *appsv1.Deployment
 		keep bool
 	}{
-		{"nothing exists: render", nil, false},
-		{"ours: render (the applier writes only on change)", deploymentAnnotated(map[string]string{AnnotationRenderer: ours, AnnotationRenderedFor: "old"}), false},
-		{"Dynamo's, never seen: adopt and keep", deploymentAnnotated(map[string]string{"nvidia.com/last-applied-hash": "x"}), true},
-		{"adopted, spec unchanged: keep", deploymentAnnotated(map[string]string{AnnotationRenderedFor: input}), true},
-		{"adopted, spec changed: render", deploymentAnnotated(map[string]string{AnnotationRenderedFor: "in-0"}), false},
-		{"older version, spec unchanged: keep", deploymentAnnotated(map[string]string{AnnotationRenderer: "dynamo-operator/v1", AnnotationRenderedFor: input}), true},
-		{"older version, spec changed: render", deploymentAnnotated(map[string]string{AnnotationRenderer: "dynamo-operator/v1", AnnotationRenderedFor: "in-0"}), false},
+		"nothing exists: render":                           {nil, false},
+		"ours: render (the applier writes only on change)": {builders.MakeDeployment("d", "").Annotations(map[string]string{AnnotationRenderer: ours, AnnotationRenderedFor: "old"}).Obj(), false},
+		"Dynamo's, never seen: adopt and keep":             {builders.MakeDeployment("d", "").Annotations(map[string]string{"nvidia.com/last-applied-hash": "x"}).Obj(), true},
+		"adopted, spec unchanged: keep":                    {builders.MakeDeployment("d", "").Annotations(map[string]string{AnnotationRenderedFor: input}).Obj(), true},
+		"adopted, spec changed: render":                    {builders.MakeDeployment("d", "").Annotations(map[string]string{AnnotationRenderedFor: "in-0"}).Obj(), false},
+		"older version, spec unchanged: keep":              {builders.MakeDeployment("d", "").Annotations(map[string]string{AnnotationRenderer: "dynamo-operator/v1", AnnotationRenderedFor: input}).Obj(), true},
+		"older version, spec changed: render":              {builders.MakeDeployment("d", "").Annotations(map[string]string{AnnotationRenderer: "dynamo-operator/v1", AnnotationRenderedFor: "in-0"}).Obj(), false},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			if got := keepContent(asObject(tc.live), ours, input); got != tc.keep {
 				t.Errorf("keepContent = %v, want %v", got, tc.keep)
 			}
@@ -39,8 +33,8 @@ func TestKeepContent(t *testing.T) {
 }
 
 func TestStampKeepsTheRendererOfKeptContent(t *testing.T) {
-	desired := deploymentAnnotated(map[string]string{AnnotationRenderer: "inherited-from-the-component"})
-	stamp(desired, deploymentAnnotated(nil), "dynamo-operator/v2", "in-1", true)
+	desired := builders.MakeDeployment("d", "").Annotations(map[string]string{AnnotationRenderer: "inherited-from-the-component"}).Obj()
+	stamp(desired, builders.MakeDeployment("d", "").Annotations(nil).Obj(), "dynamo-operator/v2", "in-1", true)
 	if _, ok := desired.Annotations[AnnotationRenderer]; ok || desired.Annotations[AnnotationRenderedFor] != "in-1" {
 		t.Errorf("adopted content: %v", desired.Annotations)
 	}

@@ -34,20 +34,19 @@ func TestTrimForCacheKeepsWhoScaledComponents(t *testing.T) {
 	kubectlScale := entry("kubectl", "scale", `{"f:spec":{"f:replicas":{}}}`)
 	hpaAndMore := entry("horizontal-pod-autoscaler", "", `{"f:spec":{"f:replicas":{},"f:image":{}}}`)
 	labels := entry("kubectl-edit", "", `{"f:metadata":{"f:labels":{"f:team":{}}}}`)
-	cases := []struct {
-		name    string
+	cases := map[string]struct {
 		managed []metav1.ManagedFieldsEntry
 		want    []metav1.ManagedFieldsEntry
 	}{
-		{"only ours", []metav1.ManagedFieldsEntry{ours}, nil},
-		{"ours and another's labels", []metav1.ManagedFieldsEntry{ours, labels}, nil},
-		{"scaled by kubectl", []metav1.ManagedFieldsEntry{ours, kubectlScale, labels},
+		"only ours":                 {[]metav1.ManagedFieldsEntry{ours}, nil},
+		"ours and another's labels": {[]metav1.ManagedFieldsEntry{ours, labels}, nil},
+		"scaled by kubectl": {[]metav1.ManagedFieldsEntry{ours, kubectlScale, labels},
 			[]metav1.ManagedFieldsEntry{kubectlScale}},
-		{"an HPA owning more than replicas", []metav1.ManagedFieldsEntry{hpaAndMore},
+		"an HPA owning more than replicas": {[]metav1.ManagedFieldsEntry{hpaAndMore},
 			[]metav1.ManagedFieldsEntry{entry("horizontal-pod-autoscaler", "", `{"f:spec":{"f:replicas":{}}}`)}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			dcd := builders.MakeComponent("llm-worker", "ns", builders.MakeService().Replicas(2)).Obj()
 			dcd.ManagedFields = tc.managed
 			before := replicasOwnedByOther(dcd, FieldOwner)
@@ -83,15 +82,14 @@ func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
 		t.Errorf("trimmed graph (-want +got):\n%s", diff)
 	}
 
-	for _, tc := range []struct {
-		name string
-		pod  *corev1.Pod
+	for name, tc := range map[string]struct {
+		pod *corev1.Pod
 	}{
-		{"unschedulable", builders.MakePod("llm-worker-0", "ns").Labels(map[string]string{"a": "b"}).Unschedulable("0/4 nodes").Obj()},
-		{"crash-looping", builders.MakePod("llm-worker-1", "ns").CrashLooping(3, 137).Obj()},
-		{"ready", builders.MakePod("llm-worker-2", "ns").Ready().Obj()},
+		"unschedulable": {builders.MakePod("llm-worker-0", "ns").Labels(map[string]string{"a": "b"}).Unschedulable("0/4 nodes").Obj()},
+		"crash-looping": {builders.MakePod("llm-worker-1", "ns").CrashLooping(3, 137).Obj()},
+		"ready":         {builders.MakePod("llm-worker-2", "ns").Ready().Obj()},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			pod := tc.pod
 			pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
 			// What the ReplicaSet controller and the API server set, and
@@ -338,18 +336,17 @@ func TestTrimForCacheKeepsWhatExplainsARollout(t *testing.T) {
 	progressed := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue,
 		Reason: "NewReplicaSetAvailable", Message: `ReplicaSet "llm-worker-5d8f" has successfully progressed.`}
 	const quota = `pods "x" is forbidden: exceeded quota`
-	for _, tc := range []struct {
-		name       string
+	for name, tc := range map[string]struct {
 		conditions []appsv1.DeploymentCondition
 		want       []appsv1.DeploymentCondition
 	}{
-		{"healthy", []appsv1.DeploymentCondition{available, progressed}, nil},
-		{"past its deadline", builders.DeploymentConditions{available}.DeadlineExceeded("llm-worker-5d8f"),
+		"healthy": {[]appsv1.DeploymentCondition{available, progressed}, nil},
+		"past its deadline": {builders.DeploymentConditions{available}.DeadlineExceeded("llm-worker-5d8f"),
 			builders.DeploymentConditions{}.DeadlineExceeded("llm-worker-5d8f")},
-		{"cannot create pods", builders.DeploymentConditions{available, progressed}.ReplicaFailure(quota),
+		"cannot create pods": {builders.DeploymentConditions{available, progressed}.ReplicaFailure(quota),
 			builders.DeploymentConditions{}.ReplicaFailure(quota)},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			_, _, deploy := renderedWorker(t)
 			deploy.Status.Conditions = tc.conditions
 			for i := range deploy.Status.Conditions {

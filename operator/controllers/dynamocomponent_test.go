@@ -24,26 +24,25 @@ func TestBuildOutcome(t *testing.T) {
 	cond := func(t batchv1.JobConditionType, s corev1.ConditionStatus, reason string) batchv1.JobCondition {
 		return batchv1.JobCondition{Type: t, Status: s, Reason: reason, Message: "m"}
 	}
-	for _, tc := range []struct {
-		name       string
+	for name, tc := range map[string]struct {
 		job        *batchv1.Job
 		status     metav1.ConditionStatus
 		reason     string
 		messageHas string
 	}{
-		{"running", job(), metav1.ConditionFalse, ReasonImageBuilding, "building img in Job team/slow--v1-build-0"},
-		{"interim conditions only", job(cond(batchv1.JobFailureTarget, corev1.ConditionTrue, "DeadlineExceeded")),
+		"running": {job(), metav1.ConditionFalse, ReasonImageBuilding, "building img in Job team/slow--v1-build-0"},
+		"interim conditions only": {job(cond(batchv1.JobFailureTarget, corev1.ConditionTrue, "DeadlineExceeded")),
 			metav1.ConditionFalse, ReasonImageBuilding, "building"},
-		{"complete", job(cond(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, ""), cond(batchv1.JobComplete, corev1.ConditionTrue, "")),
+		"complete": {job(cond(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, ""), cond(batchv1.JobComplete, corev1.ConditionTrue, "")),
 			metav1.ConditionTrue, ReasonImageBuilt, "built and pushed img"},
-		{"timed out", job(cond(batchv1.JobFailed, corev1.ConditionTrue, batchv1.JobReasonDeadlineExceeded)),
+		"timed out": {job(cond(batchv1.JobFailed, corev1.ConditionTrue, batchv1.JobReasonDeadlineExceeded)),
 			metav1.ConditionFalse, ReasonImageBuildTimedOut, "did not finish within imageBuildTimeout 5s"},
-		{"failed", job(cond(batchv1.JobFailed, corev1.ConditionTrue, batchv1.JobReasonBackoffLimitExceeded)),
+		"failed": {job(cond(batchv1.JobFailed, corev1.ConditionTrue, batchv1.JobReasonBackoffLimitExceeded)),
 			metav1.ConditionFalse, ReasonImageBuildFailed, "BackoffLimitExceeded: m"},
-		{"a false Complete is no verdict", job(cond(batchv1.JobComplete, corev1.ConditionFalse, "")),
+		"a false Complete is no verdict": {job(cond(batchv1.JobComplete, corev1.ConditionFalse, "")),
 			metav1.ConditionFalse, ReasonImageBuilding, "building"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			status, reason, msg := buildOutcome(dc, tc.job, "img")
 			if status != tc.status || reason != tc.reason || !strings.Contains(msg, tc.messageHas) {
 				t.Errorf("got %s %s %q, want %s %s containing %q", status, reason, msg, tc.status, tc.reason, tc.messageHas)

@@ -122,25 +122,24 @@ func TestRolloutStarted(t *testing.T) {
 	started := func(name string, at time.Duration) corev1.Pod {
 		return *builders.MakePod(name, "ns").Started(t0.Add(at)).Obj()
 	}
-	for _, tc := range []struct {
-		name                   string
+	for name, tc := range map[string]struct {
 		deploy                 *appsv1.Deployment
 		pods                   []corev1.Pod
 		started, notOverBefore time.Time
 	}{
-		{"no readiness delay", withDelay(0), []corev1.Pod{started("a", 0)}, t0, time.Time{}},
-		{"no probe", withDelay(), []corev1.Pod{started("a", 0)}, t0, time.Time{}},
-		{"no pod started", withDelay(10), []corev1.Pod{*builders.MakePod("a", "ns").Obj()}, time.Time{}, time.Time{}},
-		{"no pod", withDelay(10), nil, time.Time{}, time.Time{}},
-		{"the latest start, the longest delay", withDelay(10, 15),
+		"no readiness delay": {withDelay(0), []corev1.Pod{started("a", 0)}, t0, time.Time{}},
+		"no probe":           {withDelay(), []corev1.Pod{started("a", 0)}, t0, time.Time{}},
+		"no pod started":     {withDelay(10), []corev1.Pod{*builders.MakePod("a", "ns").Obj()}, time.Time{}, time.Time{}},
+		"no pod":             {withDelay(10), nil, time.Time{}, time.Time{}},
+		"the latest start, the longest delay": {withDelay(10, 15),
 			[]corev1.Pod{started("a", time.Second), started("b", 3*time.Second)}, t0.Add(3 * time.Second), t0.Add(18 * time.Second)},
-		{"ready and terminating pods tell nothing", withDelay(10),
+		"ready and terminating pods tell nothing": {withDelay(10),
 			[]corev1.Pod{started("a", time.Second), *builders.MakePod("b", "ns").Started(t0.Add(time.Minute)).Ready().Obj(),
 				*builders.MakePod("c", "ns").Started(t0.Add(time.Minute)).Terminating().Obj()}, t0.Add(time.Second), t0.Add(11 * time.Second)},
-		{"only a ready pod: not started", withDelay(10),
+		"only a ready pod: not started": {withDelay(10),
 			[]corev1.Pod{*builders.MakePod("b", "ns").Started(t0).Ready().Obj()}, time.Time{}, time.Time{}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			started, notOverBefore := rolloutStarted(tc.deploy, tc.pods)
 			if !started.Equal(tc.started) || !notOverBefore.Equal(tc.notOverBefore) {
 				t.Errorf("rolloutStarted = %v, %v; want %v, %v", started, notOverBefore, tc.started, tc.notOverBefore)
@@ -164,17 +163,16 @@ type holdStep struct {
 // that moment.
 func TestFirstReportsHoldPastTheSoonestReady(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	for _, tc := range []struct {
-		name       string
+	for name, tc := range map[string]struct {
 		specChange bool // on a component reported on before, not fresh
 		steps      []holdStep
 	}{
-		{"pods not started", false, []holdStep{
+		"pods not started": {false, []holdStep{
 			{at: 0, started: -1, notOverBefore: -1, want: unstartedReportLimit},
 			{at: 90 * time.Second, started: -1, notOverBefore: -1, want: unstartedReportLimit - 90*time.Second},
 			{at: unstartedReportLimit, started: -1, notOverBefore: -1, want: 0},
 		}},
-		{"started at once", false, []holdStep{
+		"started at once": {false, []holdStep{
 			{at: 0, started: 0, notOverBefore: -1, want: firstReportDelay},
 			{at: 4 * time.Second, started: 0, notOverBefore: 14 * time.Second, want: 15 * time.Second},
 			{at: 10 * time.Second, started: 0, notOverBefore: 14 * time.Second, want: 9 * time.Second},
@@ -183,13 +181,13 @@ func TestFirstReportsHoldPastTheSoonestReady(t *testing.T) {
 			{at: 20 * time.Second, started: 0, notOverBefore: time.Minute, want: firstReportLimit - 20*time.Second},
 			{at: firstReportLimit, started: 0, notOverBefore: time.Minute, want: 0},
 		}},
-		{"a spec change: no wait for the cluster", true, []holdStep{
+		"a spec change: no wait for the cluster": {true, []holdStep{
 			{at: 0, started: -1, notOverBefore: -1, want: firstReportDelay},
 			{at: 4 * time.Second, started: time.Second, notOverBefore: 14 * time.Second, want: 15 * time.Second},
 			{at: 20 * time.Second, started: time.Second, notOverBefore: time.Minute, want: firstReportLimit - 20*time.Second},
 			{at: firstReportLimit, started: -1, notOverBefore: -1, want: 0},
 		}},
-		{"started after a wait for the cluster", false, []holdStep{
+		"started after a wait for the cluster": {false, []holdStep{
 			{at: 0, started: -1, notOverBefore: -1, want: unstartedReportLimit},
 			// The wait before the start does not count.
 			{at: 62 * time.Second, started: time.Minute, notOverBefore: -1, want: 3 * time.Second},
@@ -199,7 +197,7 @@ func TestFirstReportsHoldPastTheSoonestReady(t *testing.T) {
 			{at: 3 * time.Minute, started: 3 * time.Minute, notOverBefore: -1, want: firstReportDelay},
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			var f firstReports
 			key := types.NamespacedName{Namespace: "ns", Name: "c"}
 			at := func(d time.Duration) time.Time {
@@ -224,15 +222,14 @@ func TestFirstReportsHoldPastTheSoonestReady(t *testing.T) {
 // nothing ended for queuedProgress, it is reported.
 func TestFirstReportsHoldBehindABacklog(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	for _, tc := range []struct {
-		name    string
+	for name, tc := range map[string]struct {
 		started time.Duration // -1: none
 		own     time.Duration // its own hold, from the first look
 	}{
-		{"pods not started", -1, unstartedReportLimit},
-		{"a pod started at once", 0, firstReportDelay},
+		"pods not started":      {-1, unstartedReportLimit},
+		"a pod started at once": {0, firstReportDelay},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			var f firstReports
 			key := types.NamespacedName{Namespace: "ns", Name: "c"}
 			var started time.Time

@@ -11,20 +11,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
 func component(service string, gen, observed int64, cond *metav1.Condition) *v1alpha1.DynamoComponentDeployment {
-	dcd := &v1alpha1.DynamoComponentDeployment{ObjectMeta: metav1.ObjectMeta{Name: "g-" + strings.ToLower(service), Generation: gen}}
-	dcd.Spec.ServiceName = service
-	dcd.Status.ObservedGeneration = observed
-	dcd.Status.Service = &v1alpha1.ServiceReplicaStatus{ComponentKind: v1alpha1.ComponentKindDeployment,
-		ComponentName: dcd.Name, Replicas: 2, ReadyReplicas: ptr.To[int32](1)}
+	c := builders.MakeComponent("g-"+strings.ToLower(service), "", builders.MakeEmptyService().ServiceName(service)).
+		Generation(gen).ObservedGeneration(observed).DeploymentReplicas(2, 1)
 	if cond != nil {
 		cond.Type = v1alpha1.ConditionAvailable
-		dcd.Status.Conditions = []metav1.Condition{*cond}
+		c.Condition(*cond)
 	}
-	return dcd
+	return c.Obj()
 }
 
 func TestGraphState(t *testing.T) {
@@ -32,39 +30,34 @@ func TestGraphState(t *testing.T) {
 	available := func(gen int64) *metav1.Condition {
 		return &metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonAvailable, ObservedGeneration: gen}
 	}
-	cases := []struct {
-		name       string
+	cases := map[string]struct {
 		components []*v1alpha1.DynamoComponentDeployment
 		state      v1alpha1.GraphState
 		ready      metav1.ConditionStatus
 		message    string
 	}{
-		{
-			name:       "every component available for its current spec",
+		"every component available for its current spec": {
 			components: []*v1alpha1.DynamoComponentDeployment{component("Frontend", 1, 1, available(1)), component("Worker", 3, 3, available(3))},
 			state:      v1alpha1.GraphStateSuccessful, ready: metav1.ConditionTrue, message: "all 2 components",
 		},
-		{
-			name:       "a component's status is for an older spec",
+		"a component's status is for an older spec": {
 			components: []*v1alpha1.DynamoComponentDeployment{component("Frontend", 1, 1, available(1)), component("Worker", 4, 3, available(3))},
 			state:      v1alpha1.GraphStatePending, ready: metav1.ConditionFalse, message: "Worker (not yet reconciled)",
 		},
-		{
-			name: "a component mid-rollout",
+		"a component mid-rollout": {
 			components: []*v1alpha1.DynamoComponentDeployment{component("Worker", 2, 2, &metav1.Condition{
 				Status: metav1.ConditionFalse, Reason: ReasonRolloutInProgress, Message: "1 of 2 replicas updated", ObservedGeneration: 2})},
 			state: v1alpha1.GraphStatePending, ready: metav1.ConditionFalse, message: "waiting for Worker (1 of 2 replicas updated)",
 		},
-		{
-			name: "a component the user must fix",
+		"a component the user must fix": {
 			components: []*v1alpha1.DynamoComponentDeployment{component("Worker", 2, 2, &metav1.Condition{
 				Status: metav1.ConditionFalse, Reason: ReasonInvalidSpec, Message: "spec.x: bad", ObservedGeneration: 2})},
 			state: v1alpha1.GraphStateFailed, ready: metav1.ConditionFalse, message: "fix the spec of Worker: spec.x: bad",
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Generation: 7}}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dgd := builders.MakeGraph("", "").Generation(7).Obj()
 			st := graphStatus(dgd, tc.components, now)
 			c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
 			if st.State != tc.state || c == nil || c.Status != tc.ready || !strings.Contains(c.Message, tc.message) {
@@ -84,7 +77,7 @@ func TestGraphState(t *testing.T) {
 }
 
 func TestInvalidGraphStatus(t *testing.T) {
-	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+	dgd := builders.MakeGraph("", "").Generation(2).Obj()
 	st := invalidGraphStatus(dgd, errors.New("spec.services.X: Invalid value"), metav1.NewTime(time.Unix(1, 0)))
 	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
 	if st.State != v1alpha1.GraphStateFailed || c.Reason != ReasonInvalidSpec || c.Message != "spec.services.X: Invalid value" {
@@ -107,7 +100,7 @@ func TestGraphStalled(t *testing.T) {
 		return dcd
 	}
 	frontend := component("Frontend", 1, 1, &metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonAvailable, ObservedGeneration: 1})
-	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+	dgd := builders.MakeGraph("", "").Generation(3).Obj()
 
 	t0, t1 := metav1.NewTime(time.Unix(1000, 0)), metav1.NewTime(time.Unix(2000, 0))
 	dgd.Status = graphStatus(dgd, []*v1alpha1.DynamoComponentDeployment{frontend, stalledWorker(2, 2)}, t0)

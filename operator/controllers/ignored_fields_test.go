@@ -9,16 +9,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 )
 
 func TestIgnoredFieldsAreReported(t *testing.T) {
 	now := metav1.NewTime(time.Unix(1, 0))
-	dgd := &v1alpha1.DynamoGraphDeployment{Spec: v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-		"Worker": {Failover: &v1alpha1.EnabledSpec{Enabled: true}, Multinode: &v1alpha1.MultinodeSpec{NodeCount: 2}},
-		"Epp":    {EPPConfig: &v1alpha1.EPPConfig{}},
-	}}}
+	dgd := builders.MakeGraph("", "").
+		Service("Worker", builders.MakeEmptyService().Failover(&v1alpha1.EnabledSpec{Enabled: true}).Multinode(2)).
+		Service("Epp", builders.MakeEmptyService().EPPConfig(&v1alpha1.EPPConfig{})).
+		Obj()
 	st := &v1alpha1.DynamoGraphDeploymentStatus{}
 	setIgnoredFieldsCondition(st, dgd, nil, now)
 	c := meta.FindStatusCondition(st.Conditions, ConditionFieldsNotActedOn)
@@ -35,7 +36,7 @@ func TestIgnoredFieldsAreReported(t *testing.T) {
 		t.Errorf("message %q reports multinode as not acted on", c.Message)
 	}
 
-	dgd.Spec.Services = map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Worker": {}}
+	dgd = builders.MakeGraph("", "").Service("Worker", builders.MakeEmptyService()).Obj()
 	setIgnoredFieldsCondition(st, dgd, nil, now)
 	if meta.FindStatusCondition(st.Conditions, ConditionFieldsNotActedOn) != nil {
 		t.Errorf("the condition must go when nothing is ignored")
@@ -48,15 +49,13 @@ func TestIgnoredFieldsAreReported(t *testing.T) {
 // after an upgrade or a rollback.
 func TestIgnoredFieldsKeptMultinodeDeploymentAsV020(t *testing.T) {
 	now := metav1.NewTime(time.Unix(1, 0))
-	dgd := &v1alpha1.DynamoGraphDeployment{Spec: v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-		"Decode":  {Multinode: &v1alpha1.MultinodeSpec{NodeCount: 2}},
-		"Prefill": {Multinode: &v1alpha1.MultinodeSpec{NodeCount: 2}},
-	}}}
-	pending := &v1alpha1.DynamoComponentDeployment{}
-	pending.Spec.ServiceName = "Decode"
-	pending.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionWorkloadPending, Status: metav1.ConditionTrue}}
-	lws := &v1alpha1.DynamoComponentDeployment{}
-	lws.Spec.ServiceName = "Prefill"
+	dgd := builders.MakeGraph("", "").
+		Service("Decode", builders.MakeEmptyService().Multinode(2)).
+		Service("Prefill", builders.MakeEmptyService().Multinode(2)).
+		Obj()
+	pending := builders.MakeComponent("", "", builders.MakeEmptyService().ServiceName("Decode")).
+		Condition(metav1.Condition{Type: v1alpha1.ConditionWorkloadPending, Status: metav1.ConditionTrue}).Obj()
+	lws := builders.MakeComponent("", "", builders.MakeEmptyService().ServiceName("Prefill")).Obj()
 	st := &v1alpha1.DynamoGraphDeploymentStatus{}
 	setIgnoredFieldsCondition(st, dgd, []*v1alpha1.DynamoComponentDeployment{pending, lws}, now)
 	c := meta.FindStatusCondition(st.Conditions, ConditionFieldsNotActedOn)
@@ -70,14 +69,12 @@ func TestIgnoredFieldsKeptMultinodeDeploymentAsV020(t *testing.T) {
 // A graph written in v1beta1 with fields its v1alpha1 form keeps only in the
 // conversion's annotation has each named at its v1beta1 path.
 func TestIgnoredFieldsOfAGraphWrittenInV1beta1(t *testing.T) {
-	beta := &v1beta1.DynamoGraphDeployment{Spec: v1beta1.DynamoGraphDeploymentSpec{
-		PriorityClassName: "high",
-		Components: []v1beta1.DynamoComponentDeploymentSharedSpec{
-			{ComponentName: "Frontend", ComponentType: "frontend"},
-			{ComponentName: "Worker", ComponentType: "worker", ScalingAdapter: &v1beta1.ScalingAdapter{},
-				Experimental: &v1beta1.ExperimentalSpec{Failover: &v1beta1.FailoverSpec{}}},
-		},
-	}}
+	beta := builders.MakeBetaGraph("", "").
+		PriorityClassName("high").
+		Component(builders.MakeBetaComponent("Frontend").Type(v1beta1.ComponentTypeFrontend)).
+		Component(builders.MakeBetaComponent("Worker").Type(v1beta1.ComponentTypeWorker).
+			ScalingAdapter(&v1beta1.ScalingAdapter{}).Failover(&v1beta1.FailoverSpec{})).
+		Obj()
 	dgd := &v1alpha1.DynamoGraphDeployment{}
 	if err := beta.ConvertTo(dgd); err != nil {
 		t.Fatal(err)

@@ -85,11 +85,7 @@ func TestLoadBackoff(t *testing.T) {
 
 func TestModelStatus(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	lora := &v1alpha1.DynamoModel{
-		ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", Generation: 3},
-		Spec: v1alpha1.DynamoModelSpec{ModelName: "org/a", BaseModelName: "Qwen/Qwen3-0.6B", ModelType: v1alpha1.ModelTypeLoRA,
-			Source: &v1alpha1.ModelSource{URI: "s3://b/a"}},
-	}
+	lora := builders.MakeModel("m", "ns", "org/a", "Qwen/Qwen3-0.6B").LoRA("s3://b/a").Generation(3).Obj()
 	want := loraSpecOf(lora)
 	pods := []servingPod{{Name: "p0", Address: "http://10.0.0.1:9090"}, {Name: "p1", Address: "http://10.0.0.2:9090"}}
 	loaded := &endpointState{}

@@ -23,20 +23,19 @@ var (
 )
 
 func TestWebhookUnreachable(t *testing.T) {
-	for _, tc := range []struct {
-		name string
+	for name, tc := range map[string]struct {
 		err  error
 		want bool
 	}{
-		{"nil", nil, false},
-		{"no endpoints", errNoEndpoints, true},
-		{"wrapped", fmt.Errorf("applying Deployment: %w", errNoEndpoints), true},
-		{"denied by the webhook", errDenied, false},
-		{"another internal error", errEtcd, false},
-		{"not an API error", errors.New("failed calling webhook"), false},
+		"nil":                    {nil, false},
+		"no endpoints":           {errNoEndpoints, true},
+		"wrapped":                {fmt.Errorf("applying Deployment: %w", errNoEndpoints), true},
+		"denied by the webhook":  {errDenied, false},
+		"another internal error": {errEtcd, false},
+		"not an API error":       {errors.New("failed calling webhook"), false},
 	} {
 		if got := webhookUnreachable(tc.err); got != tc.want {
-			t.Errorf("%s: webhookUnreachable(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+			t.Errorf("%s: webhookUnreachable(%v) = %v, want %v", name, tc.err, got, tc.want)
 		}
 	}
 }
@@ -48,22 +47,21 @@ func (f reconcileFunc) Reconcile(ctx context.Context, r reconcile.Request) (reco
 }
 
 func TestOwnedRetriesUnreachableWebhookQuietly(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
+	for name, tc := range map[string]struct {
 		err     error
 		want    reconcile.Result
 		wantErr bool
 	}{
-		{"unreachable webhook", errNoEndpoints, reconcile.Result{RequeueAfter: webhookRetry}, false},
-		{"denied", errDenied, reconcile.Result{}, true},
-		{"success", nil, reconcile.Result{}, false},
+		"unreachable webhook": {errNoEndpoints, reconcile.Result{RequeueAfter: webhookRetry}, false},
+		"denied":              {errDenied, reconcile.Result{}, true},
+		"success":             {nil, reconcile.Result{}, false},
 	} {
 		o := owned{next: reconcileFunc(func(context.Context, reconcile.Request) (reconcile.Result, error) {
 			return reconcile.Result{}, tc.err
 		})}
 		got, err := o.Reconcile(context.Background(), reconcile.Request{})
 		if (err != nil) != tc.wantErr || got != tc.want {
-			t.Errorf("%s: Reconcile = %+v, %v; want %+v, error %v", tc.name, got, err, tc.want, tc.wantErr)
+			t.Errorf("%s: Reconcile = %+v, %v; want %+v, error %v", name, got, err, tc.want, tc.wantErr)
 		}
 	}
 }

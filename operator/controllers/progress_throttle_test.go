@@ -62,12 +62,12 @@ func TestProgressThrottle(t *testing.T) {
 
 func TestComponentBlockers(t *testing.T) {
 	component := func(name, reason string, stalled bool) *v1alpha1.DynamoComponentDeployment {
-		dcd := builders.MakeComponent(name, "ns", builders.MakeService()).Obj()
-		dcd.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: reason}}
+		c := builders.MakeComponent(name, "ns", builders.MakeService()).
+			Condition(metav1.Condition{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: reason})
 		if stalled {
-			dcd.Status.Conditions = append(dcd.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue})
+			c.Condition(metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue})
 		}
-		return dcd
+		return c.Obj()
 	}
 	fresh := builders.MakeComponent("new", "ns", builders.MakeService()).Obj()
 	ordinary := []*v1alpha1.DynamoComponentDeployment{fresh, component("a", ReasonAvailable, false), component("b", ReasonRolloutInProgress, false)}

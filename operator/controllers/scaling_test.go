@@ -25,22 +25,21 @@ func TestYieldReplicas(t *testing.T) {
 		dcd.ManagedFields = managed
 		return dcd
 	}
-	cases := []struct {
-		name        string
+	cases := map[string]struct {
 		live        *v1alpha1.DynamoComponentDeployment
 		wantYield   bool
 		wantReplica *int32
 	}{
-		{"new component: the graph's replicas", nil, false, ptr.To[int32](2)},
-		{"only the graph manages replicas", component(2, "2", replicasBy(FieldOwner)), false, ptr.To[int32](2)},
-		{"scaled by kubectl: yield", component(5, "2", replicasBy(FieldOwner), replicasBy("kubectl")), true, nil},
-		{"scaled by an HPA: yield", component(7, "2", replicasBy("horizontal-pod-autoscaler")), true, nil},
-		{"another manager owns other fields only", component(2, "2", otherFields), false, ptr.To[int32](2)},
-		{"the graph's replicas changed since: the graph wins", component(5, "3", replicasBy("kubectl")), false, ptr.To[int32](2)},
-		{"adopted from another operator, never applied by this graph", component(5, "", replicasBy("manager")), false, ptr.To[int32](2)},
+		"new component: the graph's replicas":                        {nil, false, ptr.To[int32](2)},
+		"only the graph manages replicas":                            {component(2, "2", replicasBy(FieldOwner)), false, ptr.To[int32](2)},
+		"scaled by kubectl: yield":                                   {component(5, "2", replicasBy(FieldOwner), replicasBy("kubectl")), true, nil},
+		"scaled by an HPA: yield":                                    {component(7, "2", replicasBy("horizontal-pod-autoscaler")), true, nil},
+		"another manager owns other fields only":                     {component(2, "2", otherFields), false, ptr.To[int32](2)},
+		"the graph's replicas changed since: the graph wins":         {component(5, "3", replicasBy("kubectl")), false, ptr.To[int32](2)},
+		"adopted from another operator, never applied by this graph": {component(5, "", replicasBy("manager")), false, ptr.To[int32](2)},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			desired := component(2, "")
 			got := yieldReplicas(desired, tc.live, FieldOwner)
 			if got != tc.wantYield {

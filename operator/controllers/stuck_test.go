@@ -24,54 +24,51 @@ func TestRolloutBlocker(t *testing.T) {
 		return out
 	}
 	deployWith := func(c builders.DeploymentConditions) *appsv1.Deployment {
-		d := deploymentWith(1, 1, 2, 2, 2, 0)
-		d.Status.Conditions = c
-		return d
+		return builders.MakeDeployment("g-worker", "").Generation(1).Replicas(2).Status(1, 2, 2, 0).Conditions(c).Obj()
 	}
 	plain := deployWith(nil)
-	cases := []struct {
-		name   string
+	cases := map[string]struct {
 		deploy *appsv1.Deployment
 		pods   []corev1.Pod
 		want   *blocker
 	}{
-		{"nothing reported: pods still starting", plain, pods(pod("w-a"), pod("w-b").Ready()), nil},
-		{"no pods at all", plain, nil, nil},
-		{"unschedulable names the scheduler's reason", plain,
+		"nothing reported: pods still starting": {plain, pods(pod("w-a"), pod("w-b").Ready()), nil},
+		"no pods at all":                        {plain, nil, nil},
+		"unschedulable names the scheduler's reason": {plain,
 			pods(pod("w-b").Ready(), pod("w-a").Unschedulable("0/4 nodes are available: 4 Insufficient nvidia.com/gpu.")),
 			&blocker{Reason: ReasonUnschedulable, Message: "pod w-a cannot be scheduled: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}},
-		{"a missing claim is the scheduler's to say", plain,
+		"a missing claim is the scheduler's to say": {plain,
 			pods(pod("w-a").Unschedulable(`0/1 nodes are available: persistentvolumeclaim "model-cache" not found. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.`)),
 			&blocker{Reason: ReasonMissingVolumeClaim, Message: `pod w-a cannot be scheduled: 0/1 nodes are available: persistentvolumeclaim "model-cache" not found. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.`}},
-		{"a missing secret holds the container", plain,
+		"a missing secret holds the container": {plain,
 			pods(pod("w-a").Waiting("CreateContainerConfigError", `secret "hf-token" not found`)),
 			&blocker{Reason: ReasonContainerConfigError, Message: `pod w-a cannot start container main: secret "hf-token" not found`}},
-		{"image pull failure", plain,
+		"image pull failure": {plain,
 			pods(pod("w-a").Waiting("ImagePullBackOff", `Back-off pulling image "nvcr.io/nope:1"`)),
 			&blocker{Reason: ReasonImagePullFailed, Message: `pod w-a cannot pull the image of container main: Back-off pulling image "nvcr.io/nope:1"`}},
-		{"err image pull without a message says the reason", plain,
+		"err image pull without a message says the reason": {plain,
 			pods(pod("w-a").Waiting("ErrImagePull", "")),
 			&blocker{Reason: ReasonImagePullFailed, Message: "pod w-a cannot pull the image of container main: ErrImagePull"}},
-		{"crash loop with restart count and exit", plain,
+		"crash loop with restart count and exit": {plain,
 			pods(pod("w-a").CrashLooping(5, 137)),
 			&blocker{Reason: ReasonCrashLoop, Message: "pod w-a container main is crash-looping (restarted 5 times; last exit code 137, Error)"}},
-		{"scheduling comes before a later pod's crash loop", plain,
+		"scheduling comes before a later pod's crash loop": {plain,
 			pods(pod("w-a").CrashLooping(1, 1), pod("w-b").Unschedulable("0/1 nodes are available")),
 			&blocker{Reason: ReasonUnschedulable, Message: "pod w-b cannot be scheduled: 0/1 nodes are available"}},
-		{"terminating pods explain nothing", plain, pods(pod("w-a").CrashLooping(3, 1).Terminating()), nil},
-		{"ContainerCreating is progress, not a blocker", plain, pods(pod("w-a").Waiting("ContainerCreating", "")), nil},
-		{"progress deadline alone: stalled", deployWith(builders.DeploymentConditions{}.DeadlineExceeded("w-5f")), pods(pod("w-a")),
+		"terminating pods explain nothing":             {plain, pods(pod("w-a").CrashLooping(3, 1).Terminating()), nil},
+		"ContainerCreating is progress, not a blocker": {plain, pods(pod("w-a").Waiting("ContainerCreating", "")), nil},
+		"progress deadline alone: stalled": {deployWith(builders.DeploymentConditions{}.DeadlineExceeded("w-5f")), pods(pod("w-a")),
 			&blocker{Reason: ReasonProgressDeadline, Stalled: true,
 				Message: `the rollout made no progress within its progressDeadlineSeconds: ReplicaSet "w-5f" has timed out progressing.`}},
-		{"progress deadline with a pod cause keeps the cause", deployWith(builders.DeploymentConditions{}.DeadlineExceeded("w-5f")),
+		"progress deadline with a pod cause keeps the cause": {deployWith(builders.DeploymentConditions{}.DeadlineExceeded("w-5f")),
 			pods(pod("w-a").CrashLooping(9, 1)),
 			&blocker{Reason: ReasonCrashLoop, Stalled: true,
 				Message: "pod w-a container main is crash-looping (restarted 9 times; last exit code 1, Error); the rollout made no progress within its progressDeadlineSeconds"}},
-		{"replica failure (quota)", deployWith(builders.DeploymentConditions{}.ReplicaFailure(`pods "w-a" is forbidden: exceeded quota: gpus`)), nil,
+		"replica failure (quota)": {deployWith(builders.DeploymentConditions{}.ReplicaFailure(`pods "w-a" is forbidden: exceeded quota: gpus`)), nil,
 			&blocker{Reason: ReasonReplicaFailure, Message: `cannot create pods: pods "w-a" is forbidden: exceeded quota: gpus`}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, rolloutBlocker(tc.deploy, tc.pods)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -80,21 +77,20 @@ func TestRolloutBlocker(t *testing.T) {
 }
 
 func TestPodsToComponent(t *testing.T) {
-	cases := []struct {
-		name string
+	cases := map[string]struct {
 		pod  *corev1.Pod
 		want []reconcile.Request
 	}{
-		{"our pod names its component", builders.MakePod("p", "ns").Labels(map[string]string{render.LabelComponent: "llm-worker"}).Obj(),
+		"our pod names its component": {builders.MakePod("p", "ns").Labels(map[string]string{render.LabelComponent: "llm-worker"}).Obj(),
 			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "llm-worker"}}}},
-		{"a pod Dynamo's operator made names it in its selector", builders.MakePod("p", "ns").Labels(map[string]string{
+		"a pod Dynamo's operator made names it in its selector": {builders.MakePod("p", "ns").Labels(map[string]string{
 			render.LabelComponent: "VllmWorker", dynamoSelectorLabel: "llm-vllmworker-0c5b225e"}).Obj(),
 			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "llm-vllmworker-0c5b225e"}}}},
-		{"a ready pod changes nothing its Deployment does not say", builders.MakePod("p", "ns").Labels(map[string]string{render.LabelComponent: "llm-worker"}).Ready().Obj(), nil},
-		{"a pod of no component", builders.MakePod("p", "ns").Obj(), nil},
+		"a ready pod changes nothing its Deployment does not say": {builders.MakePod("p", "ns").Labels(map[string]string{render.LabelComponent: "llm-worker"}).Ready().Obj(), nil},
+		"a pod of no component":                                   {builders.MakePod("p", "ns").Obj(), nil},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, podsToComponent(context.Background(), tc.pod)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

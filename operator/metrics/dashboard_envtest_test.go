@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
@@ -80,7 +82,7 @@ func TestDashboardAndAlertsEvaluateOnRealScrapes(t *testing.T) {
 	waitForState(t, ns, "d", v1alpha1.GraphStateSuccessful)
 
 	var second []byte
-	eventually(t, "the deleted graph's namespace leaves resources_total", func() error {
+	await.New(t).Eventually(func() error {
 		second, err = r.scrape(ctx)
 		if err != nil {
 			return err
@@ -89,7 +91,7 @@ func TestDashboardAndAlertsEvaluateOnRealScrapes(t *testing.T) {
 			return fmt.Errorf("a series of %s is still exported", gone)
 		}
 		return nil
-	})
+	}).Should(gomega.Succeed(), "the deleted graph's namespace leaves resources_total")
 	now := time.Now()
 	if err := store.add(second, now); err != nil {
 		t.Fatal(err)

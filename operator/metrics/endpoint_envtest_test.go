@@ -24,16 +24,16 @@ func TestMetricsEndpointRefusesWhatItMust(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tt := range []struct {
-		name, token string
-		want        int
+	for name, tt := range map[string]struct {
+		token string
+		want  int
 	}{
-		{"allowed to get /metrics", allowed, http.StatusOK},
-		{"authenticated, not allowed", denied, http.StatusForbidden},
-		{"no token", "", http.StatusUnauthorized},
-		{"a token the API server does not know", "not-a-token", http.StatusUnauthorized},
+		"allowed to get /metrics":              {allowed, http.StatusOK},
+		"authenticated, not allowed":           {denied, http.StatusForbidden},
+		"no token":                             {"", http.StatusUnauthorized},
+		"a token the API server does not know": {"not-a-token", http.StatusUnauthorized},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			code, body, err := testenv.Scrape(ctx, r.metricsURL, tt.token)
 			if err != nil {
 				t.Fatal(err)

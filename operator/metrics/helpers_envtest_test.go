@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
+	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
@@ -18,25 +19,9 @@ func objectMeta(namespace, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: namespace, Name: name}
 }
 
-// eventually retries check for 30 s and fails the test with its last error.
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func waitForState(t *testing.T, namespace, name string, want v1alpha1.GraphState) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("graph %s/%s becomes %s", namespace, name, want), func() error {
+	await.New(t).Eventually(func() error {
 		g := &v1alpha1.DynamoGraphDeployment{}
 		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: name}, g); err != nil {
 			return err
@@ -45,12 +30,12 @@ func waitForState(t *testing.T, namespace, name string, want v1alpha1.GraphState
 			return fmt.Errorf("state %q at generation %d/%d", g.Status.State, g.Status.ObservedGeneration, g.Generation)
 		}
 		return nil
-	})
+	}).Should(gomega.Succeed(), fmt.Sprintf("graph %s/%s becomes %s", namespace, name, want))
 }
 
 func waitForReplicas(t *testing.T, namespace, name string, want int32) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("Deployment %s/%s has %d replicas", namespace, name, want), func() error {
+	await.New(t).Eventually(func() error {
 		d := &appsv1.Deployment{}
 		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: name}, d); err != nil {
 			return err
@@ -59,7 +44,7 @@ func waitForReplicas(t *testing.T, namespace, name string, want int32) {
 			return fmt.Errorf("replicas %v", d.Spec.Replicas)
 		}
 		return nil
-	})
+	}).Should(gomega.Succeed(), fmt.Sprintf("Deployment %s/%s has %d replicas", namespace, name, want))
 }
 
 func patch(t *testing.T, namespace, name, mergePatch string) {

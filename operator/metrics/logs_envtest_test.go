@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onsi/gomega"
+
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
@@ -66,7 +69,7 @@ func TestQuietReconcileLogsNothingAtInfo(t *testing.T) {
 	// state change is logged once its status write returned, so a client
 	// may see the state a moment before the line is written: read again
 	// until it is there.
-	eventually(t, "creating a graph logs its state change at info and each child at V(1)", func() error {
+	await.New(t).Eventually(func() error {
 		created, _ := r.logs.since(mark)
 		var stateChanges, children int
 		for _, l := range parseLogs(t, created) {
@@ -84,7 +87,7 @@ func TestQuietReconcileLogsNothingAtInfo(t *testing.T) {
 			return errorf("%d state changes at info and %d children at V(1):\n%s", stateChanges, children, created)
 		}
 		return nil
-	})
+	}).Should(gomega.Succeed(), "creating a graph logs its state change at info and each child at V(1)")
 
 	r.op.Stop()
 	mark = r.logs.Len()
@@ -92,7 +95,7 @@ func TestQuietReconcileLogsNothingAtInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	var quiet []logLine
-	eventually(t, "the restarted operator reconciles the graph and its components with nothing to do", func() error {
+	await.New(t).Eventually(func() error {
 		b, _ := r.logs.since(mark)
 		quiet = parseLogs(t, b)
 		seen := map[string]bool{}
@@ -105,7 +108,7 @@ func TestQuietReconcileLogsNothingAtInfo(t *testing.T) {
 			return errorf("nothing-to-do reconciles seen by controller: %v", seen)
 		}
 		return nil
-	})
+	}).Should(gomega.Succeed(), "the restarted operator reconciles the graph and its components with nothing to do")
 	for _, l := range quiet {
 		if l.ReconcileID != "" && atInfo(l) {
 			t.Errorf("a reconcile after the restart logged at info: %+v", l)
@@ -142,7 +145,7 @@ func TestLogVolumeAtInfo(t *testing.T) {
 	// its line is written: read the log again until every graph's line is
 	// there, or fail naming how many are missing.
 	var infoBytes, infoLines, allBytes, allLines, stateChanges int
-	eventually(t, fmt.Sprintf("each of %d graphs logs its state change at info", graphs), func() error {
+	await.New(t).Eventually(func() error {
 		b, _ := r.logs.since(mark)
 		infoBytes, infoLines, allBytes, allLines, stateChanges = 0, 0, 0, 0, 0
 		for _, l := range parseLogs(t, b) {
@@ -158,7 +161,7 @@ func TestLogVolumeAtInfo(t *testing.T) {
 			return errorf("%d state changes logged at info for %d graphs", stateChanges, graphs)
 		}
 		return nil
-	})
+	}).Should(gomega.Succeed(), fmt.Sprintf("each of %d graphs logs its state change at info", graphs))
 	t.Logf("%d graphs created until Ready: %d lines, %d bytes at info (%d state changes); %d lines, %d bytes at V(2)",
 		graphs, infoLines, infoBytes, stateChanges, allLines, allBytes)
 }

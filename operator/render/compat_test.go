@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
-	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dynamoctl/dynamo-operator/internal/compat"
@@ -130,11 +131,11 @@ func checkCompatGraph(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment, globalE
 			// The component type's default process, as upstream renders it.
 			wantCommand, wantArgs = c.command, c.args
 		}
-		if !reflect.DeepEqual(main.Command, wantCommand) {
-			t.Errorf("service %s: command %q, manifest %q", name, main.Command, wantCommand)
+		if diff := cmp.Diff(wantCommand, main.Command); diff != "" {
+			t.Errorf("service %s: command (-manifest +rendered):\n%s", name, diff)
 		}
-		if !reflect.DeepEqual(main.Args, wantArgs) {
-			t.Errorf("service %s: args %q, manifest %q", name, main.Args, wantArgs)
+		if diff := cmp.Diff(wantArgs, main.Args); diff != "" {
+			t.Errorf("service %s: args (-manifest +rendered):\n%s", name, diff)
 		}
 
 		gpu := main.Resources.Limits[corev1.ResourceName(v1alpha1.DefaultGPUType)]
@@ -163,8 +164,8 @@ func checkCompatGraph(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment, globalE
 					have = &main.Env[i]
 				}
 			}
-			if have == nil || !reflect.DeepEqual(*have, want[envName]) {
-				t.Errorf("service %s: env %s = %+v, manifest %+v", name, envName, have, want[envName])
+			if diff := cmp.Diff(ptr.To(want[envName]), have); diff != "" {
+				t.Errorf("service %s: env %s (-manifest +rendered):\n%s", name, envName, diff)
 			}
 		}
 

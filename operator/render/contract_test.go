@@ -25,20 +25,19 @@ func TestWorkerHash(t *testing.T) {
 	if len(base) != 8 {
 		t.Fatalf("hash %q, want 8 hex characters", base)
 	}
-	cases := []struct {
-		name    string
+	cases := map[string]struct {
 		graph   *v1alpha1.DynamoGraphDeployment
 		changes bool
 	}{
-		{"same spec", graph().Obj(), false},
-		{"scaling a worker", graph().Service("Decode", builders.MakeService().Type(v1alpha1.ComponentTypeDecode).GPUs(1).Replicas(4)).Obj(), false},
-		{"changing the frontend", graph().Service("Frontend", builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("other")).Obj(), false},
-		{"changing one worker's image", graph().Service("Prefill", builders.MakeService().Type(v1alpha1.ComponentTypePrefill).GPUs(1).Image("other")).Obj(), true},
-		{"changing the graph's env", graph().Env("K", "v").Obj(), true},
+		"same spec":                   {graph().Obj(), false},
+		"scaling a worker":            {graph().Service("Decode", builders.MakeService().Type(v1alpha1.ComponentTypeDecode).GPUs(1).Replicas(4)).Obj(), false},
+		"changing the frontend":       {graph().Service("Frontend", builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image("other")).Obj(), false},
+		"changing one worker's image": {graph().Service("Prefill", builders.MakeService().Type(v1alpha1.ComponentTypePrefill).GPUs(1).Image("other")).Obj(), true},
+		"changing the graph's env":    {graph().Env("K", "v").Obj(), true},
 	}
-	for _, tc := range cases {
+	for name, tc := range cases {
 		if got := WorkerHash(tc.graph); (got != base) != tc.changes {
-			t.Errorf("%s: hash %s, base %s, want changed=%v", tc.name, got, base, tc.changes)
+			t.Errorf("%s: hash %s, base %s, want changed=%v", name, got, base, tc.changes)
 		}
 	}
 	noWorkers := builders.MakeGraph("g", "ns").Service("Frontend", builders.MakeService().Type(v1alpha1.ComponentTypeFrontend)).Obj()
@@ -68,16 +67,15 @@ func TestWorkerHash(t *testing.T) {
 
 func TestRolloutNeverLowersServingCapacity(t *testing.T) {
 	zero, one, quarter := intstr.FromInt32(0), intstr.FromInt32(1), intstr.FromString("25%")
-	cases := []struct {
-		name    string
+	cases := map[string]struct {
 		service *builders.ServiceWrapper
 		surge   intstr.IntOrString
 	}{
-		{"GPU worker surges one at a time", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).GPUs(8).Replicas(4), one},
-		{"frontend surges a quarter", builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Replicas(4), quarter},
-		{"worker without GPUs", builders.MakeService().Type(v1alpha1.ComponentTypeWorker), quarter},
+		"GPU worker surges one at a time": {builders.MakeService().Type(v1alpha1.ComponentTypeWorker).GPUs(8).Replicas(4), one},
+		"frontend surges a quarter":       {builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Replicas(4), quarter},
+		"worker without GPUs":             {builders.MakeService().Type(v1alpha1.ComponentTypeWorker), quarter},
 	}
-	for _, tc := range cases {
+	for name, tc := range cases {
 		dcds, err := Components(builders.MakeGraph("g", "ns").Service("S", tc.service).Obj())
 		if err != nil {
 			t.Fatal(err)
@@ -89,30 +87,28 @@ func TestRolloutNeverLowersServingCapacity(t *testing.T) {
 		want := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &zero, MaxSurge: &tc.surge}}
 		if diff := cmp.Diff(want, d.Spec.Strategy); diff != "" {
-			t.Errorf("%s: strategy (-want +got):\n%s", tc.name, diff)
+			t.Errorf("%s: strategy (-want +got):\n%s", name, diff)
 		}
 	}
 }
 
 func TestPodContractSettings(t *testing.T) {
-	for _, tc := range []struct {
-		name        string
+	for name, tc := range map[string]struct {
 		annotations map[string]string
 		wantSA      string
 		wantLabels  map[string]string
 	}{
-		{"kubernetes discovery", nil, "g-k8s-service-discovery", map[string]string{
+		"kubernetes discovery": {nil, "g-k8s-service-discovery", map[string]string{
 			LabelDiscoveryBackend: "kubernetes", LabelDiscoveryEnabled: "true", LabelMetricsEnabled: "true", LabelDynamoNamespace: "ns-g",
 		}},
-		{"etcd discovery", map[string]string{AnnotationDiscoveryBackend: "etcd"}, "", map[string]string{
+		"etcd discovery": {map[string]string{AnnotationDiscoveryBackend: "etcd"}, "", map[string]string{
 			LabelMetricsEnabled: "true", LabelDynamoNamespace: "ns-g",
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pod, _ := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Annotations = tc.annotations
-				d.Spec.ComponentType = "main"
-			}), nil, Options{})
+		t.Run(name, func(t *testing.T) {
+			pod, _ := mustDeploy(t, builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+				Type("main")).
+				Annotations(tc.annotations).Obj(), nil, Options{})
 			if pod.ServiceAccountName != tc.wantSA {
 				t.Errorf("serviceAccountName %q, want %q", pod.ServiceAccountName, tc.wantSA)
 			}
@@ -122,7 +118,8 @@ func TestPodContractSettings(t *testing.T) {
 			if diff := cmp.Diff(&corev1.PodSecurityContext{FSGroup: ptr.To[int64](1000)}, pod.SecurityContext); diff != "" {
 				t.Errorf("securityContext: %s", diff)
 			}
-			d, _ := Deployment(newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Annotations = tc.annotations }), nil, Options{})
+			d, _ := Deployment(builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).
+				Annotations(tc.annotations).Obj(), nil, Options{})
 			for k, v := range tc.wantLabels {
 				if d.Spec.Template.Labels[k] != v {
 					t.Errorf("pod label %s = %q, want %q", k, d.Spec.Template.Labels[k], v)
@@ -135,22 +132,18 @@ func TestPodContractSettings(t *testing.T) {
 	}
 
 	// The user's pod settings win.
-	pod, _ := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.ExtraPodSpec.PodSpec = &corev1.PodSpec{
+	pod, _ := mustDeploy(t, builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		PodSpec(&corev1.PodSpec{
 			ServiceAccountName: "mine",
 			SecurityContext:    &corev1.PodSecurityContext{FSGroup: ptr.To[int64](2000), RunAsNonRoot: ptr.To(true)},
-		}
-	}), nil, Options{})
+		})).Obj(), nil, Options{})
 	if pod.ServiceAccountName != "mine" || *pod.SecurityContext.FSGroup != 2000 || !*pod.SecurityContext.RunAsNonRoot {
 		t.Errorf("user's pod settings lost: sa %q, securityContext %+v", pod.ServiceAccountName, pod.SecurityContext)
 	}
 
 	// A long namespace and graph name make an invalid label value: the
 	// label is left out, the env keeps the name.
-	long := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Namespace = "a-namespace-with-a-rather-long-name-for-a-team"
-		d.Labels[LabelGraphName] = "a-graph-with-a-long-name-too"
-	})
+	long := builders.MakeGraphComponent("a-graph-with-a-long-name-too", "Worker", "a-namespace-with-a-rather-long-name-for-a-team", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj()
 	d, err := Deployment(long, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -192,10 +185,10 @@ func TestDiscoveryRBAC(t *testing.T) {
 		t.Error("discovery objects for a graph with etcd discovery")
 	}
 	// A component of a graph gets its graph's; a standalone one its own.
-	if ComponentDiscoveryRBAC(newDCD()) != nil {
+	if ComponentDiscoveryRBAC(builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj()) != nil {
 		t.Error("a graph's component renders its own discovery objects")
 	}
-	solo := ComponentDiscoveryRBAC(newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Name, d.Labels = "solo", nil }))
+	solo := ComponentDiscoveryRBAC(builders.MakeComponent("solo", "ns", builders.MakeService().ServiceName("Worker").Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj())
 	if solo == nil || solo.ServiceAccount.Name != "solo-k8s-service-discovery" {
 		t.Errorf("standalone component's discovery objects: %+v", solo)
 	}

@@ -1,11 +1,10 @@
 package render
 
 import (
-	"github.com/google/go-cmp/cmp"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -13,25 +12,26 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
 func TestDeploymentMetadata(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Labels["team"] = "a"
-		d.Annotations = map[string]string{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		SubType("decode").
+		Label("svc", "l").
+		Label(LabelComponent, "user-tries-to-redirect").
+		Annotation("svc-note", "n").
+		ExtraPodMetadata(&v1alpha1.ExtraPodMetadata{
+			Labels:      map[string]string{"pod": "l", "svc": "pod-wins"},
+			Annotations: map[string]string{"prometheus.io/scrape": "true"},
+		})).
+		Label("team", "a").
+		Annotations(map[string]string{
 			"owner": "me",
 			"kubectl.kubernetes.io/last-applied-configuration": "{}",
 			"nvidia.com/last-applied-hash":                     "dcd-hash",
-		}
-		d.Spec.SubComponentType = "decode"
-		d.Spec.Labels = map[string]string{"svc": "l", LabelComponent: "user-tries-to-redirect"}
-		d.Spec.Annotations = map[string]string{"svc-note": "n"}
-		d.Spec.ExtraPodMetadata = &v1alpha1.ExtraPodMetadata{
-			Labels:      map[string]string{"pod": "l", "svc": "pod-wins"},
-			Annotations: map[string]string{"prometheus.io/scrape": "true"},
-		}
-	})
+		}).Obj()
 	d, err := Deployment(dcd, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -46,15 +46,15 @@ func TestDeploymentMetadata(t *testing.T) {
 		LabelGraphName: "g", LabelComponent: "g-worker", LabelManagedBy: ManagedByValue,
 		"team": "a", "svc": "l",
 	}
-	if !reflect.DeepEqual(d.Labels, wantLabels) {
-		t.Errorf("labels %v, want %v", d.Labels, wantLabels)
+	if diff := cmp.Diff(wantLabels, d.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 	wantAnnotations := map[string]string{"owner": "me", "svc-note": "n"}
-	if !reflect.DeepEqual(d.Annotations, wantAnnotations) {
-		t.Errorf("annotations %v, want %v", d.Annotations, wantAnnotations)
+	if diff := cmp.Diff(wantAnnotations, d.Annotations); diff != "" {
+		t.Errorf("annotations (-want +got):\n%s", diff)
 	}
-	if want := map[string]string{LabelComponent: "g-worker"}; !reflect.DeepEqual(d.Spec.Selector.MatchLabels, want) {
-		t.Errorf("selector %v, want %v", d.Spec.Selector, want)
+	if diff := cmp.Diff(map[string]string{LabelComponent: "g-worker"}, d.Spec.Selector.MatchLabels); diff != "" {
+		t.Errorf("selector (-want +got):\n%s", diff)
 	}
 	wantPodLabels := map[string]string{
 		LabelComponent: "g-worker", LabelGraphName: "g",
@@ -63,12 +63,12 @@ func TestDeploymentMetadata(t *testing.T) {
 		LabelMetricsEnabled: "true", LabelDiscoveryBackend: "kubernetes", LabelDiscoveryEnabled: "true",
 		LabelDynamoNamespace: "ns-g",
 	}
-	if !reflect.DeepEqual(d.Spec.Template.Labels, wantPodLabels) {
-		t.Errorf("pod labels %v, want %v", d.Spec.Template.Labels, wantPodLabels)
+	if diff := cmp.Diff(wantPodLabels, d.Spec.Template.Labels); diff != "" {
+		t.Errorf("pod labels (-want +got):\n%s", diff)
 	}
 	wantPodAnnotations := map[string]string{"svc-note": "n", "prometheus.io/scrape": "true"}
-	if !reflect.DeepEqual(d.Spec.Template.Annotations, wantPodAnnotations) {
-		t.Errorf("pod annotations %v, want %v", d.Spec.Template.Annotations, wantPodAnnotations)
+	if diff := cmp.Diff(wantPodAnnotations, d.Spec.Template.Annotations); diff != "" {
+		t.Errorf("pod annotations (-want +got):\n%s", diff)
 	}
 	// The pod labels must match the selector, or the Deployment is refused.
 	for k, v := range d.Spec.Selector.MatchLabels {
@@ -79,22 +79,19 @@ func TestDeploymentMetadata(t *testing.T) {
 }
 
 func TestDeploymentMinimalMetadata(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Name, d.Labels = "solo", nil
-		d.Spec.ComponentType = ""
-	})
+	dcd := builders.MakeComponent("solo", "ns", builders.MakeService().ServiceName("Worker").Image(testImage)).Obj()
 	d, err := Deployment(dcd, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]string{LabelComponent: "solo", LabelManagedBy: ManagedByValue}; !reflect.DeepEqual(d.Labels, want) {
-		t.Errorf("labels %v, want %v", d.Labels, want)
+	if diff := cmp.Diff(map[string]string{LabelComponent: "solo", LabelManagedBy: ManagedByValue}, d.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
 	}
-	if want := map[string]string{
+	if diff := cmp.Diff(map[string]string{
 		LabelComponent: "solo", LabelMetricsEnabled: "true", LabelDiscoveryBackend: "kubernetes",
 		LabelDiscoveryEnabled: "true", LabelDynamoNamespace: "ns-solo",
-	}; !reflect.DeepEqual(d.Spec.Template.Labels, want) {
-		t.Errorf("pod labels %v, want %v", d.Spec.Template.Labels, want)
+	}, d.Spec.Template.Labels); diff != "" {
+		t.Errorf("pod labels (-want +got):\n%s", diff)
 	}
 	if d.Annotations != nil || d.Spec.Template.Annotations != nil {
 		t.Errorf("annotations %v / pod %v, want nil", d.Annotations, d.Spec.Template.Annotations)
@@ -102,22 +99,21 @@ func TestDeploymentMinimalMetadata(t *testing.T) {
 }
 
 func TestDeploymentReplicas(t *testing.T) {
-	cases := []struct {
-		name      string
+	cases := map[string]struct {
 		replicas  *int32
 		multinode *v1alpha1.MultinodeSpec
 		want      int32
 	}{
-		{name: "default", want: 1},
-		{name: "set", replicas: ptr.To[int32](3), want: 3},
-		{name: "scaled to zero", replicas: ptr.To[int32](0), want: 0},
-		{name: "node count below two is one node", replicas: ptr.To[int32](2), multinode: &v1alpha1.MultinodeSpec{NodeCount: 1}, want: 2},
+		"default":                          {want: 1},
+		"set":                              {replicas: ptr.To[int32](3), want: 3},
+		"scaled to zero":                   {replicas: ptr.To[int32](0), want: 0},
+		"node count below two is one node": {replicas: ptr.To[int32](2), multinode: &v1alpha1.MultinodeSpec{NodeCount: 1}, want: 2},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.Replicas, d.Spec.Multinode = tc.replicas, tc.multinode
-			})
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				ReplicasPtr(tc.replicas).
+				MultinodeSpec(tc.multinode)).Obj()
 			d, err := Deployment(dcd, nil, Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -130,34 +126,25 @@ func TestDeploymentReplicas(t *testing.T) {
 }
 
 func TestDeploymentRefusesMultinode(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: 2}
-	})
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		MultinodeSpec(&v1alpha1.MultinodeSpec{NodeCount: 2})).Obj()
 	_, err := Deployment(dcd, nil, Options{})
 	wantFieldError(t, err, "spec.multinode.nodeCount", "LeaderWorkerSet")
 }
 
 func TestDeploymentEnvPrecedence(t *testing.T) {
-	dgd := newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-		"Worker": {
-			ComponentType: v1alpha1.ComponentTypeWorker,
-			Envs: []corev1.EnvVar{
-				{Name: "GLOBAL_ONLY_OVERRIDDEN_BY_SERVICE", Value: "service"},
-				{Name: "SERVICE_ONLY", Value: "service"},
-				{Name: "OVERRIDDEN_BY_MAIN", Value: "service"},
+	dgd := builders.MakeGraph("g", "ns").
+		Service("Worker", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeWorker).Env("GLOBAL_ONLY_OVERRIDDEN_BY_SERVICE", "service").Env("SERVICE_ONLY", "service").Env("OVERRIDDEN_BY_MAIN", "service").ExtraPodSpec(&v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{
+			Image: testImage,
+			Env: []corev1.EnvVar{
+				{Name: "OVERRIDDEN_BY_MAIN", Value: "main"},
+				{Name: "DYN_SYSTEM_PORT", Value: "9345"},
+				{Name: "MAIN_ONLY", ValueFrom: &corev1.EnvVarSource{
+					SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"},
+				}},
 			},
-			ExtraPodSpec: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{
-				Image: testImage,
-				Env: []corev1.EnvVar{
-					{Name: "OVERRIDDEN_BY_MAIN", Value: "main"},
-					{Name: "DYN_SYSTEM_PORT", Value: "9345"},
-					{Name: "MAIN_ONLY", ValueFrom: &corev1.EnvVarSource{
-						SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"},
-					}},
-				},
-			}},
-		},
-	})
+		}})).
+		Obj()
 	dgd.Spec.Envs = []corev1.EnvVar{
 		{Name: "DYN_NAMESPACE", Value: "from-global"},
 		{Name: "GLOBAL_ONLY_OVERRIDDEN_BY_SERVICE", Value: "global"},
@@ -197,19 +184,18 @@ func TestDeploymentEnvPrecedence(t *testing.T) {
 			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"},
 		}},
 	}
-	if !reflect.DeepEqual(main.Env, want) {
-		t.Errorf("env\n got %v\nwant %v", main.Env, want)
+	if diff := cmp.Diff(want, main.Env); diff != "" {
+		t.Errorf("env (-want +got):\n%s", diff)
 	}
 }
 
 // A user's valueFrom for a generated variable replaces it whole: a value and a
 // valueFrom side by side would be refused by the API server.
 func TestDeploymentEnvValueFromReplacesValue(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.ExtraPodSpec.MainContainer.Env = []corev1.EnvVar{{Name: "DYN_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		ContainerEnv([]corev1.EnvVar{{Name: "DYN_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"},
-		}}}
-	})
+		}}})).Obj()
 	_, main := mustDeploy(t, dcd, nil, Options{})
 	for _, e := range main.Env {
 		if e.Name == "DYN_NAMESPACE" && (e.Value != "" || e.ValueFrom == nil) {
@@ -219,22 +205,21 @@ func TestDeploymentEnvValueFromReplacesValue(t *testing.T) {
 }
 
 func TestDeploymentEnvFromSecret(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.EnvFromSecret = ptr.To("hf-token-secret")
-		d.Spec.ExtraPodSpec.MainContainer.EnvFrom = []corev1.EnvFromSource{{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		EnvFromSecret("hf-token-secret").
+		ContainerEnvFrom([]corev1.EnvFromSource{{
 			ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}},
-		}}
-	})
+		}})).Obj()
 	_, main := mustDeploy(t, dcd, nil, Options{})
 	want := []corev1.EnvFromSource{
 		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "hf-token-secret"}}},
 		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
 	}
-	if !reflect.DeepEqual(main.EnvFrom, want) {
-		t.Errorf("envFrom %+v, want %+v", main.EnvFrom, want)
+	if diff := cmp.Diff(want, main.EnvFrom); diff != "" {
+		t.Errorf("envFrom (-want +got):\n%s", diff)
 	}
 
-	_, main = mustDeploy(t, newDCD(), nil, Options{})
+	_, main = mustDeploy(t, builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj(), nil, Options{})
 	if main.EnvFrom != nil {
 		t.Errorf("envFrom %+v without envFromSecret", main.EnvFrom)
 	}
@@ -270,36 +255,32 @@ func TestDeploymentPorts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.componentType), func(t *testing.T) {
-			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.ComponentType = tc.componentType
-				d.Spec.ExtraPodSpec.MainContainer.Ports = tc.userPorts
-			})
+			dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+				Type(tc.componentType).
+				ContainerPorts(tc.userPorts)).Obj()
 			_, main := mustDeploy(t, dcd, nil, Options{})
-			if !reflect.DeepEqual(main.Ports, tc.want) {
-				t.Errorf("ports %+v, want %+v", main.Ports, tc.want)
+			if diff := cmp.Diff(tc.want, main.Ports); diff != "" {
+				t.Errorf("ports (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
 func TestDeploymentResources(t *testing.T) {
-	cases := []struct {
-		name         string
+	cases := map[string]struct {
 		res          *v1alpha1.Resources
 		userRes      corev1.ResourceRequirements
 		wantRequests corev1.ResourceList
 		wantLimits   corev1.ResourceList
 	}{
-		{
-			name: "gpu limit with a custom gpu type",
+		"gpu limit with a custom gpu type": {
 			res: &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{
 				GPU: "2", GPUType: "gpu.intel.com/i915", CPU: "4", Memory: "16Gi",
 			}},
 			wantLimits:   quantities("gpu.intel.com/i915", "2", "cpu", "4", "memory", "16Gi"),
 			wantRequests: quantities("gpu.intel.com/i915", "2"),
 		},
-		{
-			name: "custom ephemeral-storage request beside a gpu limit",
+		"custom ephemeral-storage request beside a gpu limit": {
 			res: &v1alpha1.Resources{
 				Limits:   &v1alpha1.ResourceItem{GPU: "1"},
 				Requests: &v1alpha1.ResourceItem{Custom: map[string]string{"ephemeral-storage": "2Gi"}},
@@ -307,8 +288,7 @@ func TestDeploymentResources(t *testing.T) {
 			wantLimits:   quantities("nvidia.com/gpu", "1"),
 			wantRequests: quantities("nvidia.com/gpu", "1", "ephemeral-storage", "2Gi"),
 		},
-		{
-			name: "mainContainer resources merge by name, the user's winning",
+		"mainContainer resources merge by name, the user's winning": {
 			res: &v1alpha1.Resources{
 				Limits:   &v1alpha1.ResourceItem{GPU: "1", Memory: "16Gi"},
 				Requests: &v1alpha1.ResourceItem{CPU: "1"},
@@ -321,12 +301,11 @@ func TestDeploymentResources(t *testing.T) {
 			wantRequests: quantities("nvidia.com/gpu", "1", "cpu", "1", "memory", "8Gi"),
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.Resources = tc.res
-				d.Spec.ExtraPodSpec.MainContainer.Resources = tc.userRes
-			})
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				Resources(tc.res).
+				ContainerResources(tc.userRes)).Obj()
 			_, main := mustDeploy(t, dcd, nil, Options{})
 			if !equality.Semantic.DeepEqual(main.Resources.Limits, tc.wantLimits) {
 				t.Errorf("limits %v, want %v", main.Resources.Limits, tc.wantLimits)
@@ -339,9 +318,8 @@ func TestDeploymentResources(t *testing.T) {
 }
 
 func TestDeploymentResourceErrors(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.Resources = &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{Memory: "lots", GPU: "x"}}
-	})
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		Resources(&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{Memory: "lots", GPU: "x"}})).Obj()
 	d, err := Deployment(dcd, nil, Options{})
 	if d != nil {
 		t.Error("a Deployment was rendered along with an error")
@@ -371,24 +349,22 @@ func TestDeploymentProbes(t *testing.T) {
 			{v1alpha1.ComponentTypeDefault, nil, nil, nil},
 		}
 		for _, tc := range cases {
-			_, main := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.ComponentType = tc.componentType
-			}), nil, Options{})
-			for _, p := range []struct {
-				name      string
+			_, main := mustDeploy(t, builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+				Type(tc.componentType)).Obj(), nil, Options{})
+			for name, p := range map[string]struct {
 				got, want *corev1.Probe
-			}{{"startup", main.StartupProbe, tc.startup}, {"liveness", main.LivenessProbe, tc.liveness}, {"readiness", main.ReadinessProbe, tc.readiness}} {
+			}{"startup": {main.StartupProbe, tc.startup}, "liveness": {main.LivenessProbe, tc.liveness}, "readiness": {main.ReadinessProbe, tc.readiness}} {
 				if diff := cmp.Diff(p.want, p.got); diff != "" {
-					t.Errorf("%s %s probe (-want +got):\n%s", tc.componentType, p.name, diff)
+					t.Errorf("%s %s probe (-want +got):\n%s", tc.componentType, name, diff)
 				}
 			}
 		}
 	})
 
 	t.Run("a user's probe with a handler replaces the default", func(t *testing.T) {
-		_, main := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-			d.Spec.LivenessProbe, d.Spec.ReadinessProbe = live, ready
-		}), nil, Options{})
+		_, main := mustDeploy(t, builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+			LivenessProbe(live).
+			ReadinessProbe(ready)).Obj(), nil, Options{})
 		if diff := cmp.Diff(live, main.LivenessProbe); diff != "" {
 			t.Errorf("liveness (-want +got):\n%s", diff)
 		}
@@ -400,11 +376,10 @@ func TestDeploymentProbes(t *testing.T) {
 
 	t.Run("a user's partial probe is laid over the default", func(t *testing.T) {
 		// As a real Dynamo example writes it: only the initial delay.
-		_, main := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-			d.Spec.ExtraPodSpec.MainContainer.StartupProbe = &corev1.Probe{InitialDelaySeconds: 180}
-			d.Spec.ReadinessProbe = &corev1.Probe{PeriodSeconds: 30}
-			d.Spec.ExtraPodSpec.MainContainer.ReadinessProbe = &corev1.Probe{TimeoutSeconds: 9}
-		}), nil, Options{})
+		_, main := mustDeploy(t, builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+			ContainerStartupProbe(&corev1.Probe{InitialDelaySeconds: 180}).
+			ReadinessProbe(&corev1.Probe{PeriodSeconds: 30}).
+			ContainerReadinessProbe(&corev1.Probe{TimeoutSeconds: 9})).Obj(), nil, Options{})
 		want := httpProbe("/live", "system", 180, 10, 5, 720)
 		if diff := cmp.Diff(want, main.StartupProbe); diff != "" {
 			t.Errorf("startup (-want +got):\n%s", diff)
@@ -417,11 +392,10 @@ func TestDeploymentProbes(t *testing.T) {
 	})
 
 	t.Run("a partial probe without a default is refused by name", func(t *testing.T) {
-		_, err := Deployment(newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-			d.Spec.ComponentType = "main"
-			d.Spec.ExtraPodSpec.MainContainer.StartupProbe = &corev1.Probe{InitialDelaySeconds: 180}
-			d.Spec.LivenessProbe = &corev1.Probe{PeriodSeconds: 3}
-		}), nil, Options{})
+		_, err := Deployment(builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+			Type("main").
+			ContainerStartupProbe(&corev1.Probe{InitialDelaySeconds: 180}).
+			LivenessProbe(&corev1.Probe{PeriodSeconds: 3})).Obj(), nil, Options{})
 		wantFieldError(t, err, "spec.extraPodSpec.mainContainer.startupProbe", `componentType "main" has no default startupProbe`)
 		wantFieldError(t, err, "spec.livenessProbe", "without a handler")
 	})
@@ -429,28 +403,27 @@ func TestDeploymentProbes(t *testing.T) {
 
 func TestDeploymentStorage(t *testing.T) {
 	graphPVCs := []v1alpha1.GraphPVC{{Name: "models"}}
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/models"}}
-		d.Spec.ExtraPodSpec.MainContainer.VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/workspace/", ReadOnly: true}}
-		d.Spec.ExtraPodSpec.PodSpec = &corev1.PodSpec{Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		VolumeMount("models", "/models").
+		ContainerVolumeMounts([]corev1.VolumeMount{{Name: "cfg", MountPath: "/workspace/", ReadOnly: true}}).
+		PodSpec(&corev1.PodSpec{Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "nvidia-config"}},
-		}}}}
-	})
+		}}}})).Obj()
 	pod, main := mustDeploy(t, dcd, graphPVCs, Options{})
 	var volumes []string
 	for _, v := range pod.Volumes {
 		volumes = append(volumes, v.Name)
 	}
-	if want := []string{"shared-memory", "models", "cfg"}; !reflect.DeepEqual(volumes, want) {
-		t.Errorf("volumes %v, want %v", volumes, want)
+	if diff := cmp.Diff([]string{"shared-memory", "models", "cfg"}, volumes); diff != "" {
+		t.Errorf("volumes (-want +got):\n%s", diff)
 	}
 	wantMounts := []corev1.VolumeMount{
 		{Name: "shared-memory", MountPath: "/dev/shm"},
 		{Name: "models", MountPath: "/models"},
 		{Name: "cfg", MountPath: "/workspace/", ReadOnly: true},
 	}
-	if !reflect.DeepEqual(main.VolumeMounts, wantMounts) {
-		t.Errorf("mounts %+v, want %+v", main.VolumeMounts, wantMounts)
+	if diff := cmp.Diff(wantMounts, main.VolumeMounts); diff != "" {
+		t.Errorf("mounts (-want +got):\n%s", diff)
 	}
 	if claim := pod.Volumes[1].PersistentVolumeClaim; claim == nil || claim.ClaimName != "models" {
 		t.Errorf("models volume %+v", pod.Volumes[1])
@@ -459,18 +432,18 @@ func TestDeploymentStorage(t *testing.T) {
 
 func TestDeploymentSharedMemory(t *testing.T) {
 	twoGi := resource.MustParse("2Gi")
-	cases := []struct {
-		name     string
+	cases := map[string]struct {
 		shm      *v1alpha1.SharedMemorySpec
 		wantSize string // empty: no /dev/shm volume
 	}{
-		{name: "default", wantSize: "8Gi"},
-		{name: "sized", shm: &v1alpha1.SharedMemorySpec{Size: &twoGi}, wantSize: "2Gi"},
-		{name: "disabled", shm: &v1alpha1.SharedMemorySpec{Disabled: true}},
+		"default":  {wantSize: "8Gi"},
+		"sized":    {shm: &v1alpha1.SharedMemorySpec{Size: &twoGi}, wantSize: "2Gi"},
+		"disabled": {shm: &v1alpha1.SharedMemorySpec{Disabled: true}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			pod, main := mustDeploy(t, newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.SharedMemory = tc.shm }), nil, Options{})
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod, main := mustDeploy(t, builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				SharedMemory(tc.shm)).Obj(), nil, Options{})
 			var vol *corev1.Volume
 			for i := range pod.Volumes {
 				if pod.Volumes[i].Name == "shared-memory" {
@@ -500,25 +473,25 @@ func TestDeploymentSharedMemory(t *testing.T) {
 }
 
 func TestDeploymentUnknownVolumeMount(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "models"}, {Name: "modles"}}
-	})
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		VolumeMount("models", "").
+		VolumeMount("modles", "")).Obj()
 	_, err := Deployment(dcd, []v1alpha1.GraphPVC{{Name: "models"}}, Options{})
 	wantFieldError(t, err, "spec.volumeMounts[1].name", "not found in the graph's spec.pvcs")
 }
 
 func TestDeploymentNoImage(t *testing.T) {
-	cases := []struct {
-		name  string
+	cases := map[string]struct {
 		extra *v1alpha1.ExtraPodSpec
 	}{
-		{name: "no extraPodSpec"},
-		{name: "no mainContainer", extra: &v1alpha1.ExtraPodSpec{PodSpec: &corev1.PodSpec{NodeSelector: map[string]string{"a": "b"}}}},
-		{name: "mainContainer without image", extra: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Command: []string{"x"}}}},
+		"no extraPodSpec":             {},
+		"no mainContainer":            {extra: &v1alpha1.ExtraPodSpec{PodSpec: &corev1.PodSpec{NodeSelector: map[string]string{"a": "b"}}}},
+		"mainContainer without image": {extra: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Command: []string{"x"}}}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.ExtraPodSpec = tc.extra })
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				ExtraPodSpec(tc.extra)).Obj()
 			d, err := Deployment(dcd, nil, Options{})
 			if d != nil {
 				t.Error("a Deployment was rendered without an image")
@@ -531,11 +504,10 @@ func TestDeploymentNoImage(t *testing.T) {
 func TestDeploymentImageFromExtraContainers(t *testing.T) {
 	// A container named main in extraPodSpec.containers is merged into the
 	// main container like mainContainer is.
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.ExtraPodSpec = &v1alpha1.ExtraPodSpec{PodSpec: &corev1.PodSpec{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		ExtraPodSpec(&v1alpha1.ExtraPodSpec{PodSpec: &corev1.PodSpec{
 			Containers: []corev1.Container{{Name: MainContainerName, Image: "from-containers"}},
-		}}
-	})
+		}})).Obj()
 	pod, main := mustDeploy(t, dcd, nil, Options{})
 	if main.Image != "from-containers" || len(pod.Containers) != 1 {
 		t.Errorf("image %q, %d containers", main.Image, len(pod.Containers))
@@ -543,11 +515,10 @@ func TestDeploymentImageFromExtraContainers(t *testing.T) {
 }
 
 func TestDeploymentReportsAllErrors(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.ExtraPodSpec = nil
-		d.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "missing"}}
-		d.Spec.Resources = &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{CPU: "x"}}
-	})
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		ExtraPodSpec(nil).
+		VolumeMount("missing", "").
+		Resources(&v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{CPU: "x"}})).Obj()
 	_, err := Deployment(dcd, nil, Options{})
 	if n := len(fieldErrors(t, err)); n != 3 {
 		t.Errorf("%d errors, want 3: %v", n, err)
@@ -570,9 +541,9 @@ func TestDeploymentExtraPodSpecMerge(t *testing.T) {
 		}},
 	}}
 	tolerations := []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.Resources = &v1alpha1.Resources{Claims: []corev1.ResourceClaim{{Name: "nic"}, {Name: "gpu"}}}
-		d.Spec.ExtraPodSpec = &v1alpha1.ExtraPodSpec{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		Resources(&v1alpha1.Resources{Claims: []corev1.ResourceClaim{{Name: "nic"}, {Name: "gpu"}}}).
+		ExtraPodSpec(&v1alpha1.ExtraPodSpec{
 			PodSpec: &corev1.PodSpec{
 				Tolerations:                   tolerations,
 				Affinity:                      affinity,
@@ -596,15 +567,14 @@ func TestDeploymentExtraPodSpecMerge(t *testing.T) {
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				Resources:       corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu", Request: "one"}}},
 			},
-		}
-	})
+		})).Obj()
 	pod, main := mustDeploy(t, dcd, nil, Options{})
 
-	if !reflect.DeepEqual(pod.Tolerations, tolerations) {
-		t.Errorf("tolerations %+v", pod.Tolerations)
+	if diff := cmp.Diff(tolerations, pod.Tolerations); diff != "" {
+		t.Errorf("tolerations (-want +got):\n%s", diff)
 	}
-	if !reflect.DeepEqual(pod.Affinity, affinity) {
-		t.Errorf("affinity %+v", pod.Affinity)
+	if diff := cmp.Diff(affinity, pod.Affinity); diff != "" {
+		t.Errorf("affinity (-want +got):\n%s", diff)
 	}
 	if pod.NodeSelector["nvidia.com/gpu.product"] != "H100" {
 		t.Errorf("nodeSelector %v", pod.NodeSelector)
@@ -615,18 +585,18 @@ func TestDeploymentExtraPodSpecMerge(t *testing.T) {
 	if pod.ServiceAccountName != "runner" {
 		t.Errorf("serviceAccountName %q", pod.ServiceAccountName)
 	}
-	if !reflect.DeepEqual(pod.ImagePullSecrets, []corev1.LocalObjectReference{{Name: "ngc"}}) {
-		t.Errorf("imagePullSecrets %v", pod.ImagePullSecrets)
+	if diff := cmp.Diff([]corev1.LocalObjectReference{{Name: "ngc"}}, pod.ImagePullSecrets); diff != "" {
+		t.Errorf("imagePullSecrets (-want +got):\n%s", diff)
 	}
 	var volumes []string
 	for _, v := range pod.Volumes {
 		volumes = append(volumes, v.Name)
 	}
-	if want := []string{"shared-memory", "cfg"}; !reflect.DeepEqual(volumes, want) {
-		t.Errorf("volumes %v, want %v", volumes, want)
+	if diff := cmp.Diff([]string{"shared-memory", "cfg"}, volumes); diff != "" {
+		t.Errorf("volumes (-want +got):\n%s", diff)
 	}
-	if want := []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu-template")}}; !reflect.DeepEqual(pod.ResourceClaims, want) {
-		t.Errorf("resourceClaims %+v", pod.ResourceClaims)
+	if diff := cmp.Diff([]corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu-template")}}, pod.ResourceClaims); diff != "" {
+		t.Errorf("resourceClaims (-want +got):\n%s", diff)
 	}
 	if len(pod.InitContainers) != 1 || pod.InitContainers[0].Name != "init" {
 		t.Errorf("initContainers %+v", pod.InitContainers)
@@ -635,19 +605,22 @@ func TestDeploymentExtraPodSpecMerge(t *testing.T) {
 	for _, c := range pod.Containers {
 		containers = append(containers, c.Name)
 	}
-	if want := []string{MainContainerName, "logger"}; !reflect.DeepEqual(containers, want) {
-		t.Errorf("containers %v, want %v", containers, want)
+	if diff := cmp.Diff([]string{MainContainerName, "logger"}, containers); diff != "" {
+		t.Errorf("containers (-want +got):\n%s", diff)
 	}
 
 	if main.Image != testImage || main.WorkingDir != "/workspace/examples/backends/vllm" || main.ImagePullPolicy != corev1.PullIfNotPresent {
 		t.Errorf("image %q, workingDir %q, pull policy %q", main.Image, main.WorkingDir, main.ImagePullPolicy)
 	}
-	if !reflect.DeepEqual(main.Command, []string{"python3", "-m", "dynamo.vllm"}) || !reflect.DeepEqual(main.Args, []string{"--model", "Qwen/Qwen3-0.6B"}) {
-		t.Errorf("command %q, args %q", main.Command, main.Args)
+	if diff := cmp.Diff([]string{"python3", "-m", "dynamo.vllm"}, main.Command); diff != "" {
+		t.Errorf("command (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"--model", "Qwen/Qwen3-0.6B"}, main.Args); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
 	}
 	// Claims merge by name: the user's gpu claim replaces the spec's in place.
-	if want := []corev1.ResourceClaim{{Name: "nic"}, {Name: "gpu", Request: "one"}}; !reflect.DeepEqual(main.Resources.Claims, want) {
-		t.Errorf("claims %+v, want %+v", main.Resources.Claims, want)
+	if diff := cmp.Diff([]corev1.ResourceClaim{{Name: "nic"}, {Name: "gpu", Request: "one"}}, main.Resources.Claims); diff != "" {
+		t.Errorf("claims (-want +got):\n%s", diff)
 	}
 	// Generated parts the user did not touch remain.
 	if v, _ := envValue(main.Env, "DYN_COMPONENT"); v != "worker" {
@@ -661,10 +634,9 @@ func TestDeploymentExtraPodSpecMerge(t *testing.T) {
 // A PodSpec with only a scalar set must not remove the generated containers:
 // its typed form marshals containers as null, which means delete in a patch.
 func TestDeploymentExtraPodSpecKeepsGeneratedLists(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.ExtraPodSpec.PodSpec = &corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](30)}
-		d.Spec.ExtraPodSpec.MainContainer = &corev1.Container{Image: testImage}
-	})
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		PodSpec(&corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](30)}).
+		MainContainer(&corev1.Container{Image: testImage})).Obj()
 	pod, main := mustDeploy(t, dcd, nil, Options{})
 	if len(pod.Containers) != 1 || len(pod.Volumes) != 1 || len(main.Ports) != 2 || len(main.VolumeMounts) != 1 || len(main.Env) == 0 {
 		t.Errorf("generated lists lost: %+v", pod)
@@ -676,16 +648,15 @@ func TestDeploymentExtraPodSpecKeepsGeneratedLists(t *testing.T) {
 }
 
 func TestDeploymentFrontendSidecar(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.Envs = []corev1.EnvVar{{Name: "WORKER_ONLY", Value: "w"}}
-		d.Spec.FrontendSidecar = &v1alpha1.FrontendSidecar{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		Env("WORKER_ONLY", "w").
+		FrontendSidecar(&v1alpha1.FrontendSidecar{
 			Image:         "frontend:tag",
 			Command:       []string{"python3"},
 			Args:          []string{"-m", "dynamo.frontend", "--router-mode", "direct"},
 			Envs:          []corev1.EnvVar{{Name: "DYN_COMPONENT", Value: "frontend"}, {Name: "SIDE", Value: "s"}},
 			EnvFromSecret: ptr.To("hf-token-secret"),
-		}
-	})
+		})).Obj()
 	pod, _ := mustDeploy(t, dcd, nil, Options{NATSAddr: "nats://n"})
 	if len(pod.Containers) != 2 {
 		t.Fatalf("containers %+v", pod.Containers)
@@ -694,8 +665,11 @@ func TestDeploymentFrontendSidecar(t *testing.T) {
 	if side.Name != SidecarContainerName || side.Image != "frontend:tag" {
 		t.Errorf("sidecar %s image %q", side.Name, side.Image)
 	}
-	if !reflect.DeepEqual(side.Command, []string{"python3"}) || !reflect.DeepEqual(side.Args, []string{"-m", "dynamo.frontend", "--router-mode", "direct"}) {
-		t.Errorf("command %q args %q", side.Command, side.Args)
+	if diff := cmp.Diff([]string{"python3"}, side.Command); diff != "" {
+		t.Errorf("sidecar command (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"-m", "dynamo.frontend", "--router-mode", "direct"}, side.Args); diff != "" {
+		t.Errorf("sidecar args (-want +got):\n%s", diff)
 	}
 	for name, want := range map[string]string{"DYN_COMPONENT": "frontend", "SIDE": "s", "NATS_SERVER": "nats://n", "DYN_NAMESPACE": "ns-g"} {
 		if v, _ := envValue(side.Env, name); v != want {
@@ -714,8 +688,8 @@ func TestDeploymentFrontendSidecar(t *testing.T) {
 	if len(side.EnvFrom) != 1 || side.EnvFrom[0].SecretRef.Name != "hf-token-secret" {
 		t.Errorf("sidecar envFrom %+v", side.EnvFrom)
 	}
-	if want := []corev1.ContainerPort{{Name: "http", ContainerPort: 8000, Protocol: corev1.ProtocolTCP}}; !reflect.DeepEqual(side.Ports, want) {
-		t.Errorf("sidecar ports %+v", side.Ports)
+	if diff := cmp.Diff([]corev1.ContainerPort{{Name: "http", ContainerPort: 8000, Protocol: corev1.ProtocolTCP}}, side.Ports); diff != "" {
+		t.Errorf("sidecar ports (-want +got):\n%s", diff)
 	}
 
 	dcd.Spec.FrontendSidecar.Image = ""
@@ -730,16 +704,16 @@ func TestDeploymentDoesNotChangeItsInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(dcd, before) {
-		t.Error("Deployment changed the component")
+	if diff := cmp.Diff(before, dcd); diff != "" {
+		t.Errorf("Deployment changed the component (-before +after):\n%s", diff)
 	}
 	// Nor does the result share storage with it.
 	main := findContainer(d.Spec.Template.Spec.Containers, MainContainerName)
 	main.Command[0] = "changed"
 	main.LivenessProbe.PeriodSeconds = 99
 	d.Labels["team"] = "changed"
-	if !reflect.DeepEqual(dcd, before) {
-		t.Error("the rendered Deployment shares storage with the component")
+	if diff := cmp.Diff(before, dcd); diff != "" {
+		t.Errorf("the rendered Deployment shares storage with the component (-before +after):\n%s", diff)
 	}
 }
 
@@ -757,8 +731,8 @@ func TestDeploymentDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(first, again) {
-			t.Fatalf("render %d differs from the first", i)
+		if diff := cmp.Diff(first, again); diff != "" {
+			t.Fatalf("render %d differs from the first (-first +again):\n%s", i, diff)
 		}
 		if j := mustJSON(t, again); j != firstJSON {
 			t.Fatalf("render %d JSON differs:\n%s\n%s", i, firstJSON, j)
@@ -778,36 +752,39 @@ func TestDeploymentDeterministic(t *testing.T) {
 // entries in every map.
 func richDCD() *v1alpha1.DynamoComponentDeployment {
 	twoGi := resource.MustParse("2Gi")
-	return newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Labels["a"], d.Labels["b"], d.Labels["c"] = "1", "2", "3"
-		d.Annotations = map[string]string{"x": "1", "y": "2", "z": "3"}
-		d.Spec.ComponentType = v1alpha1.ComponentTypeFrontend
-		d.Spec.SubComponentType = "decode"
-		d.Spec.Labels = map[string]string{"l1": "1", "l2": "2", "l3": "3"}
-		d.Spec.Annotations = map[string]string{"a1": "1", "a2": "2", "a3": "3"}
-		d.Spec.Replicas = ptr.To[int32](2)
-		d.Spec.ModelRef = &v1alpha1.ModelReference{Name: "Qwen/Qwen3-0.6B"}
-		d.Spec.EnvFromSecret = ptr.To("hf")
-		d.Spec.Envs = []corev1.EnvVar{{Name: "E1", Value: "1"}, {Name: "E2", Value: "2"}}
-		d.Spec.SharedMemory = &v1alpha1.SharedMemorySpec{Size: &twoGi}
-		d.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/models"}}
-		d.Spec.PVC = &v1alpha1.ServicePVC{Name: ptr.To("cache")}
-		d.Spec.Resources = &v1alpha1.Resources{
+	return builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+		Type(v1alpha1.ComponentTypeFrontend).
+		SubType("decode").
+		Label("l1", "1").
+		Label("l2", "2").
+		Label("l3", "3").
+		Annotation("a1", "1").
+		Annotation("a2", "2").
+		Annotation("a3", "3").
+		ReplicasPtr(ptr.To[int32](2)).
+		ModelRef("Qwen/Qwen3-0.6B").
+		EnvFromSecret("hf").
+		Env("E1", "1").
+		Env("E2", "2").
+		SharedMemory(&v1alpha1.SharedMemorySpec{Size: &twoGi}).
+		VolumeMount("models", "/models").
+		PVC(&v1alpha1.ServicePVC{Name: ptr.To("cache")}).
+		Resources(&v1alpha1.Resources{
 			Requests: &v1alpha1.ResourceItem{CPU: "1", Memory: "1Gi", Custom: map[string]string{"ephemeral-storage": "2Gi", "example.com/a": "1", "example.com/b": "2"}},
 			Limits:   &v1alpha1.ResourceItem{GPU: "2", Custom: map[string]string{"example.com/c": "3", "example.com/d": "4"}},
 			Claims:   []corev1.ResourceClaim{{Name: "gpu"}},
-		}
-		d.Spec.LivenessProbe = &corev1.Probe{PeriodSeconds: 5}
-		d.Spec.ExtraPodMetadata = &v1alpha1.ExtraPodMetadata{
+		}).
+		LivenessProbe(&corev1.Probe{PeriodSeconds: 5}).
+		ExtraPodMetadata(&v1alpha1.ExtraPodMetadata{
 			Labels:      map[string]string{"p1": "1", "p2": "2"},
 			Annotations: map[string]string{"pa1": "1", "pa2": "2"},
-		}
-		d.Spec.FrontendSidecar = &v1alpha1.FrontendSidecar{Image: "f", Envs: []corev1.EnvVar{{Name: "S", Value: "s"}}}
-		d.Spec.Ingress = &v1alpha1.IngressSpec{
+		}).
+		FrontendSidecar(&v1alpha1.FrontendSidecar{Image: "f", Envs: []corev1.EnvVar{{Name: "S", Value: "s"}}}).
+		Ingress(&v1alpha1.IngressSpec{
 			Enabled: true, HostSuffix: ptr.To(".example.com"),
 			Labels: map[string]string{"i1": "1", "i2": "2"}, Annotations: map[string]string{"ia1": "1", "ia2": "2"},
-		}
-		d.Spec.ExtraPodSpec = &v1alpha1.ExtraPodSpec{
+		}).
+		ExtraPodSpec(&v1alpha1.ExtraPodSpec{
 			PodSpec: &corev1.PodSpec{
 				NodeSelector: map[string]string{"n1": "1", "n2": "2", "n3": "3"},
 				Tolerations:  []corev1.Toleration{{Key: "t", Operator: corev1.TolerationOpExists}},
@@ -824,8 +801,11 @@ func richDCD() *v1alpha1.DynamoComponentDeployment {
 				},
 				VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/v"}},
 			},
-		}
-	})
+		})).
+		Label("a", "1").
+		Label("b", "2").
+		Label("c", "3").
+		Annotations(map[string]string{"x": "1", "y": "2", "z": "3"}).Obj()
 }
 
 func TestDeploymentRendersEveryRichField(t *testing.T) {
@@ -859,9 +839,8 @@ func TestSystemPortFollowsTheEnv(t *testing.T) {
 		"another variable":      {env: corev1.EnvVar{Name: "DYN_HTTP_PORT", Value: "8081"}, want: SystemPort},
 	} {
 		t.Run(name, func(t *testing.T) {
-			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.ExtraPodSpec.MainContainer.Env = []corev1.EnvVar{c.env}
-			})
+			dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				ContainerEnv([]corev1.EnvVar{c.env})).Obj()
 			_, main := mustDeploy(t, dcd, nil, Options{})
 			var got []int32
 			for _, p := range main.Ports {

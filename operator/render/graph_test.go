@@ -1,14 +1,15 @@
 package render
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
@@ -25,23 +26,11 @@ func TestComponentName(t *testing.T) {
 	}
 }
 
-func newGraph(services map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec) *v1alpha1.DynamoGraphDeployment {
-	return &v1alpha1.DynamoGraphDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: "ns"},
-		Spec:       v1alpha1.DynamoGraphDeploymentSpec{Services: services},
-	}
-}
-
 func TestComponents(t *testing.T) {
-	dgd := newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-		"Worker": {
-			ComponentType: v1alpha1.ComponentTypeWorker,
-			Replicas:      ptr.To[int32](3),
-			Envs:          []corev1.EnvVar{{Name: "SHARED", Value: "service"}, {Name: "ONLY_SERVICE", Value: "s"}},
-			Labels:        map[string]string{"svc": "label"},
-		},
-		"Frontend": {ComponentType: v1alpha1.ComponentTypeFrontend, ServiceName: "custom-name"},
-	})
+	dgd := builders.MakeGraph("g", "ns").
+		Service("Worker", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeWorker).Replicas(3).Env("SHARED", "service").Env("ONLY_SERVICE", "s").Label("svc", "label")).
+		Service("Frontend", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeFrontend).ServiceName("custom-name")).
+		Obj()
 	dgd.Labels = map[string]string{
 		"team": "meta", "from-meta": "yes",
 		LabelManagedBy:                   "helm",
@@ -62,8 +51,8 @@ func TestComponents(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Components: %v", err)
 	}
-	if !reflect.DeepEqual(dgd, before) {
-		t.Error("Components changed its input")
+	if diff := cmp.Diff(before, dgd); diff != "" {
+		t.Errorf("Components changed its input (-before +after):\n%s", diff)
 	}
 	if len(got) != 2 || got[0].Name != "g-frontend" || got[1].Name != "g-worker" {
 		t.Fatalf("names = %v, want [g-frontend g-worker] in order", componentNames(got))
@@ -85,12 +74,12 @@ func TestComponents(t *testing.T) {
 		if dcd.Spec.ComponentType == v1alpha1.ComponentTypeWorker {
 			wantLabels[LabelWorkerHash] = WorkerHash(dgd)
 		}
-		if !reflect.DeepEqual(dcd.Labels, wantLabels) {
-			t.Errorf("%s: labels %v, want %v", dcd.Name, dcd.Labels, wantLabels)
+		if diff := cmp.Diff(wantLabels, dcd.Labels); diff != "" {
+			t.Errorf("%s: labels (-want +got):\n%s", dcd.Name, diff)
 		}
 		wantAnnotations := map[string]string{"note": "spec", "extra": "a"}
-		if !reflect.DeepEqual(dcd.Annotations, wantAnnotations) {
-			t.Errorf("%s: annotations %v, want %v", dcd.Name, dcd.Annotations, wantAnnotations)
+		if diff := cmp.Diff(wantAnnotations, dcd.Annotations); diff != "" {
+			t.Errorf("%s: annotations (-want +got):\n%s", dcd.Name, diff)
 		}
 		if dcd.Spec.BackendFramework != v1alpha1.BackendFrameworkVLLM || dcd.Spec.DynamoComponent != "frontend:abc" {
 			t.Errorf("%s: backend %q, dynamoComponent %q", dcd.Name, dcd.Spec.BackendFramework, dcd.Spec.DynamoComponent)
@@ -108,14 +97,14 @@ func TestComponents(t *testing.T) {
 		t.Errorf("replicas frontend %d (want default 1), worker %d (want 3)", *frontend.Replicas, *worker.Replicas)
 	}
 	wantEnv := []corev1.EnvVar{{Name: "SHARED", Value: "service"}, {Name: "ONLY_GLOBAL", Value: "g"}, {Name: "ONLY_SERVICE", Value: "s"}}
-	if !reflect.DeepEqual(worker.Envs, wantEnv) {
-		t.Errorf("worker envs %v, want %v", worker.Envs, wantEnv)
+	if diff := cmp.Diff(wantEnv, worker.Envs); diff != "" {
+		t.Errorf("worker envs (-want +got):\n%s", diff)
 	}
-	if want := dgd.Spec.Envs; !reflect.DeepEqual(frontend.Envs, want) {
-		t.Errorf("frontend envs %v, want the global ones %v", frontend.Envs, want)
+	if diff := cmp.Diff(dgd.Spec.Envs, frontend.Envs); diff != "" {
+		t.Errorf("frontend envs, want the global ones (-want +got):\n%s", diff)
 	}
-	if !reflect.DeepEqual(worker.Labels, map[string]string{"svc": "label"}) {
-		t.Errorf("worker spec labels %v", worker.Labels)
+	if diff := cmp.Diff(map[string]string{"svc": "label"}, worker.Labels); diff != "" {
+		t.Errorf("worker spec labels (-want +got):\n%s", diff)
 	}
 
 	// The rendered specs are copies: changing one leaves the graph alone.
@@ -127,13 +116,13 @@ func TestComponents(t *testing.T) {
 }
 
 func TestComponentsNoLabelsOrAnnotations(t *testing.T) {
-	got, err := Components(newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"a": {}}))
+	got, err := Components(builders.MakeGraph("g", "ns").Service("a", builders.MakeEmptyService()).Obj())
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{LabelGraphName: "g", LabelComponent: "g-a", LabelManagedBy: ManagedByValue}
-	if !reflect.DeepEqual(got[0].Labels, want) {
-		t.Errorf("labels %v, want %v", got[0].Labels, want)
+	if diff := cmp.Diff(want, got[0].Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 	if got[0].Annotations != nil {
 		t.Errorf("annotations %v, want nil", got[0].Annotations)
@@ -144,70 +133,61 @@ func TestComponentsNoLabelsOrAnnotations(t *testing.T) {
 }
 
 func TestComponentsErrors(t *testing.T) {
-	cases := []struct {
-		name      string
+	cases := map[string]struct {
 		graphName string
-		services  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec
+		services  map[string]*builders.ServiceWrapper
 		wantPaths []string
 		wantText  string
 	}{
-		{
-			name:      "nil service",
-			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"Frontend": nil},
+		"nil service": {
+			services:  map[string]*builders.ServiceWrapper{"Frontend": nil},
 			wantPaths: []string{"spec.services.Frontend"},
 			wantText:  "Required value",
 		},
-		{
-			name:      "underscore is not a DNS label",
-			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"decode_worker": {}},
+		"underscore is not a DNS label": {
+			services:  map[string]*builders.ServiceWrapper{"decode_worker": builders.MakeEmptyService()},
 			wantPaths: []string{"spec.services.decode_worker"},
 			wantText:  "DNS-1035",
 		},
-		{
-			name:      "too long",
+		"too long": {
 			graphName: strings.Repeat("g", 40),
-			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{strings.Repeat("s", 23): {}},
+			services:  map[string]*builders.ServiceWrapper{strings.Repeat("s", 23): builders.MakeEmptyService()},
 			wantPaths: []string{"spec.services." + strings.Repeat("s", 23)},
 			wantText:  "63",
 		},
-		{
-			name:      "graph name starting with a digit",
+		"graph name starting with a digit": {
 			graphName: "1graph",
-			services:  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"a": {}},
+			services:  map[string]*builders.ServiceWrapper{"a": builders.MakeEmptyService()},
 			wantPaths: []string{"spec.services.a"},
 			wantText:  "DNS-1035",
 		},
-		{
-			name: "two services lowercase to one name",
-			services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-				"Worker": {}, "worker": {},
-			},
+		"two services lowercase to one name": {
+			services:  map[string]*builders.ServiceWrapper{"Worker": builders.MakeEmptyService(), "worker": builders.MakeEmptyService()},
 			wantPaths: []string{"spec.services.worker"},
 			wantText:  "same component name as service Worker",
 		},
-		{
-			name:      "model Service name too long",
+		"model Service name too long": {
 			graphName: strings.Repeat("g", 51),
-			services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-				"worker": {ModelRef: &v1alpha1.ModelReference{Name: "m"}},
-			},
+			services:  map[string]*builders.ServiceWrapper{"worker": builders.MakeEmptyService().ModelRef("m")},
 			wantPaths: []string{"spec.services.worker.modelRef"},
 			wantText:  "-model",
 		},
-		{
-			name: "every problem is reported at once",
-			services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-				"a_b": {}, "c": nil, "ok": {},
-			},
+		"every problem is reported at once": {
+			services:  map[string]*builders.ServiceWrapper{"a_b": builders.MakeEmptyService(), "c": nil, "ok": builders.MakeEmptyService()},
 			wantPaths: []string{"spec.services.a_b", "spec.services.c"},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dgd := newGraph(tc.services)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			graphName := "g"
 			if tc.graphName != "" {
-				dgd.Name = tc.graphName
+				graphName = tc.graphName
 			}
+			g := builders.MakeGraph(graphName, "ns")
+			for service, s := range tc.services {
+				g.Service(service, s)
+			}
+			dgd := g.Obj()
 			got, err := Components(dgd)
 			if err == nil {
 				t.Fatalf("no error; rendered %v", componentNames(got))
@@ -220,8 +200,8 @@ func TestComponentsErrors(t *testing.T) {
 			for _, e := range errs {
 				paths = append(paths, e.Field)
 			}
-			if !reflect.DeepEqual(paths, tc.wantPaths) {
-				t.Errorf("paths %v, want %v (%v)", paths, tc.wantPaths, err)
+			if diff := cmp.Diff(tc.wantPaths, paths); diff != "" {
+				t.Errorf("paths (-want +got):\n%s\nerror: %v", diff, err)
 			}
 			if tc.wantText != "" && !strings.Contains(err.Error(), tc.wantText) {
 				t.Errorf("error %q does not mention %q", err, tc.wantText)
@@ -231,7 +211,7 @@ func TestComponentsErrors(t *testing.T) {
 }
 
 func TestComponentsLongestValidName(t *testing.T) {
-	dgd := newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{strings.Repeat("s", 22): {}})
+	dgd := builders.MakeGraph("g", "ns").Service(strings.Repeat("s", 22), builders.MakeEmptyService()).Obj()
 	dgd.Name = strings.Repeat("g", 40)
 	got, err := Components(dgd)
 	if err != nil {
@@ -246,53 +226,46 @@ func TestMergeEnv(t *testing.T) {
 	secret := &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k",
 	}}
-	cases := []struct {
-		name      string
+	cases := map[string]struct {
 		base      []corev1.EnvVar
 		overrides [][]corev1.EnvVar
 		want      []corev1.EnvVar
 	}{
-		{name: "all empty is nil", want: nil},
-		{name: "empty overrides are nil", overrides: [][]corev1.EnvVar{nil, {}}, want: nil},
-		{
-			name: "base alone is copied",
+		"all empty is nil":        {want: nil},
+		"empty overrides are nil": {overrides: [][]corev1.EnvVar{nil, {}}, want: nil},
+		"base alone is copied": {
 			base: []corev1.EnvVar{{Name: "A", Value: "1"}},
 			want: []corev1.EnvVar{{Name: "A", Value: "1"}},
 		},
-		{
-			name:      "override replaces in place and new ones append",
+		"override replaces in place and new ones append": {
 			base:      []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "1"}, {Name: "C", Value: "1"}},
 			overrides: [][]corev1.EnvVar{{{Name: "D", Value: "2"}, {Name: "B", Value: "2"}}},
 			want:      []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}, {Name: "C", Value: "1"}, {Name: "D", Value: "2"}},
 		},
-		{
-			name:      "later overrides win",
+		"later overrides win": {
 			base:      []corev1.EnvVar{{Name: "A", Value: "runtime"}},
 			overrides: [][]corev1.EnvVar{{{Name: "A", Value: "global"}}, {{Name: "A", Value: "service"}}, {{Name: "A", Value: "main"}}},
 			want:      []corev1.EnvVar{{Name: "A", Value: "main"}},
 		},
-		{
-			name:      "valueFrom replaces value entirely",
+		"valueFrom replaces value entirely": {
 			base:      []corev1.EnvVar{{Name: "A", Value: "1"}},
 			overrides: [][]corev1.EnvVar{{{Name: "A", ValueFrom: secret}}},
 			want:      []corev1.EnvVar{{Name: "A", ValueFrom: secret}},
 		},
-		{
-			name: "a repeated name is kept once, last value, first position",
+		"a repeated name is kept once, last value, first position": {
 			base: []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "1"}, {Name: "A", Value: "2"}},
 			want: []corev1.EnvVar{{Name: "A", Value: "2"}, {Name: "B", Value: "1"}},
 		},
-		{
-			name:      "nil base with overrides",
+		"nil base with overrides": {
 			overrides: [][]corev1.EnvVar{{{Name: "A", Value: "1"}}},
 			want:      []corev1.EnvVar{{Name: "A", Value: "1"}},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			got := MergeEnv(tc.base, tc.overrides...)
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("MergeEnv = %v, want %v", got, tc.want)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("MergeEnv (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -316,4 +289,17 @@ func componentNames(dcds []*v1alpha1.DynamoComponentDeployment) []string {
 		names = append(names, d.Name)
 	}
 	return names
+}
+
+// The components tests build stand for the ones Components renders: same
+// name and labels.
+func TestBuildersMakeGraphComponentLabelsAsRendered(t *testing.T) {
+	got, err := Components(builders.MakeGraph("g", "ns").Service("Worker", builders.MakeService()).Obj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService()).Obj()
+	if diff := cmp.Diff(got[0].ObjectMeta, built.ObjectMeta, cmpopts.IgnoreFields(metav1.ObjectMeta{}, "OwnerReferences")); diff != "" {
+		t.Errorf("builders.MakeGraphComponent metadata (-rendered +built):\n%s", diff)
+	}
 }

@@ -7,45 +7,13 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
 const testImage = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag"
-
-// newDCD returns a component of graph "g" in namespace "ns" with an image,
-// changed by the given functions.
-func newDCD(mutate ...func(*v1alpha1.DynamoComponentDeployment)) *v1alpha1.DynamoComponentDeployment {
-	dcd := &v1alpha1.DynamoComponentDeployment{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      "g-worker",
-			Namespace: "ns",
-			Labels: map[string]string{
-				LabelGraphName: "g",
-				LabelComponent: "g-worker",
-				LabelManagedBy: ManagedByValue,
-			},
-		},
-		Spec: v1alpha1.DynamoComponentDeploymentSpec{
-			DynamoComponentDeploymentSharedSpec: v1alpha1.DynamoComponentDeploymentSharedSpec{
-				ServiceName:   "Worker",
-				ComponentType: v1alpha1.ComponentTypeWorker,
-				Replicas:      ptr.To[int32](1),
-				ExtraPodSpec: &v1alpha1.ExtraPodSpec{
-					MainContainer: &corev1.Container{Image: testImage},
-				},
-			},
-		},
-	}
-	for _, m := range mutate {
-		m(dcd)
-	}
-	return dcd
-}
 
 // mustDeploy renders dcd's Deployment and returns its pod spec and main
 // container, failing the test on error.

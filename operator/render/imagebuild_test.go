@@ -23,19 +23,18 @@ func TestGoldenBuildJobs(t *testing.T) {
 		Timeout(90*time.Second).BuildArgs("PIP_INDEX=https://pypi.example", "DEBUG=1").
 		PushSecret("registry-push").PullSecret("nvcr").PodAnnotation("team", "llm").
 		BuilderEnv("HTTP_PROXY", "http://proxy:3128").NodeSelector("pool", "cpu").Obj()
-	for _, tc := range []struct {
-		name string
-		o    ImageBuildOptions
+	for name, tc := range map[string]struct {
+		o ImageBuildOptions
 	}{
-		{"buildkit-daemonless", ImageBuildOptions{DockerRegistryServer: "registry.example:5000", RepositoryName: "dynamo-components",
+		"buildkit-daemonless": {ImageBuildOptions{DockerRegistryServer: "registry.example:5000", RepositoryName: "dynamo-components",
 			DockerRegistrySecure: true, APIStoreEndpoint: "http://dynamo-store.dynamo"}},
-		{"buildkit-remote-estargz-insecure", ImageBuildOptions{Engine: BuildEngineBuildKit, BuildkitURL: "tcp://buildkitd:1234",
+		"buildkit-remote-estargz-insecure": {ImageBuildOptions{Engine: BuildEngineBuildKit, BuildkitURL: "tcp://buildkitd:1234",
 			BuildkitImage: "moby/buildkit:v0.20.0", DockerRegistryServer: "registry.example:5000", RepositoryName: "dynamo",
 			EstargzEnabled: true, AddNamespacePrefixToImage: true, Namespace: "builds", APIStoreEndpoint: "http://dynamo-store.dynamo"}},
-		{"kaniko-insecure", ImageBuildOptions{Engine: BuildEngineKaniko, DockerRegistryServer: "registry.example:5000",
+		"kaniko-insecure": {ImageBuildOptions{Engine: BuildEngineKaniko, DockerRegistryServer: "registry.example:5000",
 			RepositoryName: "dynamo-components", APIStoreEndpoint: "http://dynamo-store.dynamo"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			job, err := BuildJob(full, tc.o)
 			if err != nil {
 				t.Fatal(err)
@@ -44,7 +43,7 @@ func TestGoldenBuildJobs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", "buildjobs", tc.name+".yaml")
+			path := filepath.Join("testdata", "buildjobs", name+".yaml")
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					t.Fatal(err)

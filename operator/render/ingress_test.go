@@ -1,18 +1,20 @@
 package render
 
 import (
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
 func TestIngressDisabled(t *testing.T) {
 	for _, spec := range []*v1alpha1.IngressSpec{nil, {}, {Host: "h"}} {
-		dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.Ingress = spec })
+		dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+			Ingress(spec)).Obj()
 		if ing := Ingress(dcd); ing != nil {
 			t.Errorf("Ingress %+v for %+v", ing, spec)
 		}
@@ -20,20 +22,20 @@ func TestIngressDisabled(t *testing.T) {
 }
 
 func TestIngressHost(t *testing.T) {
-	cases := []struct {
-		name string
+	cases := map[string]struct {
 		spec v1alpha1.IngressSpec
 		want string
 	}{
-		{"component name", v1alpha1.IngressSpec{}, "g-worker"},
-		{"host", v1alpha1.IngressSpec{Host: "llm.example.com"}, "llm.example.com"},
-		{"prefix and suffix around the component name", v1alpha1.IngressSpec{HostPrefix: ptr.To("dev-"), HostSuffix: ptr.To(".example.com")}, "dev-g-worker.example.com"},
-		{"prefix and suffix around the host", v1alpha1.IngressSpec{Host: "llm", HostPrefix: ptr.To("dev-"), HostSuffix: ptr.To(".example.com")}, "dev-llm.example.com"},
+		"component name": {v1alpha1.IngressSpec{}, "g-worker"},
+		"host":           {v1alpha1.IngressSpec{Host: "llm.example.com"}, "llm.example.com"},
+		"prefix and suffix around the component name": {v1alpha1.IngressSpec{HostPrefix: ptr.To("dev-"), HostSuffix: ptr.To(".example.com")}, "dev-g-worker.example.com"},
+		"prefix and suffix around the host":           {v1alpha1.IngressSpec{Host: "llm", HostPrefix: ptr.To("dev-"), HostSuffix: ptr.To(".example.com")}, "dev-llm.example.com"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			tc.spec.Enabled = true
-			ing := Ingress(newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.Ingress = &tc.spec }))
+			ing := Ingress(builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				Ingress(&tc.spec)).Obj())
 			if got := ing.Spec.Rules[0].Host; got != tc.want {
 				t.Errorf("host %q, want %q", got, tc.want)
 			}
@@ -42,18 +44,17 @@ func TestIngressHost(t *testing.T) {
 }
 
 func TestIngress(t *testing.T) {
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.ComponentType = v1alpha1.ComponentTypeFrontend
-		d.Annotations = map[string]string{"owner": "me", "shared": "dcd"}
-		d.Spec.Ingress = &v1alpha1.IngressSpec{
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+		Type(v1alpha1.ComponentTypeFrontend).
+		Ingress(&v1alpha1.IngressSpec{
 			Enabled:                    true,
 			Host:                       "llm.example.com",
 			TLS:                        &v1alpha1.IngressTLSSpec{SecretName: "llm-tls"},
 			IngressControllerClassName: ptr.To("nginx"),
 			Labels:                     map[string]string{"expose": "public", LabelManagedBy: "someone-else"},
 			Annotations:                map[string]string{"nginx.ingress.kubernetes.io/proxy-body-size": "0", "shared": "ingress"},
-		}
-	})
+		})).
+		Annotations(map[string]string{"owner": "me", "shared": "dcd"}).Obj()
 	ing := Ingress(dcd)
 	if ing.APIVersion != "networking.k8s.io/v1" || ing.Kind != "Ingress" {
 		t.Errorf("TypeMeta %+v", ing.TypeMeta)
@@ -65,8 +66,8 @@ func TestIngress(t *testing.T) {
 		t.Errorf("class %v", ing.Spec.IngressClassName)
 	}
 	wantTLS := []networkingv1.IngressTLS{{Hosts: []string{"llm.example.com"}, SecretName: "llm-tls"}}
-	if !reflect.DeepEqual(ing.Spec.TLS, wantTLS) {
-		t.Errorf("tls %+v", ing.Spec.TLS)
+	if diff := cmp.Diff(wantTLS, ing.Spec.TLS); diff != "" {
+		t.Errorf("tls (-want +got):\n%s", diff)
 	}
 	wantRules := []networkingv1.IngressRule{{
 		Host: "llm.example.com",
@@ -80,25 +81,24 @@ func TestIngress(t *testing.T) {
 			}},
 		}},
 	}}
-	if !reflect.DeepEqual(ing.Spec.Rules, wantRules) {
-		t.Errorf("rules %+v", ing.Spec.Rules)
+	if diff := cmp.Diff(wantRules, ing.Spec.Rules); diff != "" {
+		t.Errorf("rules (-want +got):\n%s", diff)
 	}
 	wantLabels := map[string]string{
 		LabelGraphName: "g", LabelComponent: "g-worker", LabelManagedBy: ManagedByValue, "expose": "public",
 	}
-	if !reflect.DeepEqual(ing.Labels, wantLabels) {
-		t.Errorf("labels %v, want %v", ing.Labels, wantLabels)
+	if diff := cmp.Diff(wantLabels, ing.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 	wantAnnotations := map[string]string{"owner": "me", "shared": "ingress", "nginx.ingress.kubernetes.io/proxy-body-size": "0"}
-	if !reflect.DeepEqual(ing.Annotations, wantAnnotations) {
-		t.Errorf("annotations %v, want %v", ing.Annotations, wantAnnotations)
+	if diff := cmp.Diff(wantAnnotations, ing.Annotations); diff != "" {
+		t.Errorf("annotations (-want +got):\n%s", diff)
 	}
 }
 
 func TestIngressMinimal(t *testing.T) {
-	ing := Ingress(newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.Ingress = &v1alpha1.IngressSpec{Enabled: true, TLS: &v1alpha1.IngressTLSSpec{}, IngressControllerClassName: ptr.To("")}
-	}))
+	ing := Ingress(builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		Ingress(&v1alpha1.IngressSpec{Enabled: true, TLS: &v1alpha1.IngressTLSSpec{}, IngressControllerClassName: ptr.To("")})).Obj())
 	if ing.Spec.TLS != nil {
 		t.Errorf("tls %+v without a secret", ing.Spec.TLS)
 	}

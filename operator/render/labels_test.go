@@ -1,10 +1,10 @@
 package render
 
 import (
-	"reflect"
 	"regexp"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
@@ -35,20 +35,18 @@ func TestBaseModelHash(t *testing.T) {
 }
 
 func TestPropagated(t *testing.T) {
-	cases := []struct {
-		name    string
+	cases := map[string]struct {
 		sources []map[string]string
 		want    map[string]string
 	}{
-		{name: "nothing", want: nil},
-		{name: "only excluded keys", sources: []map[string]string{{
+		"nothing": {want: nil},
+		"only excluded keys": {sources: []map[string]string{{
 			"kubectl.kubernetes.io/last-applied-configuration": "{}",
 			LabelManagedBy:              "someone-else",
 			v1beta1.AnnotationBetaSpec:  "{}",
 			v1beta1.AnnotationAlphaSpec: "{}",
 		}}, want: nil},
-		{
-			name: "user keys kept, later source wins, operator and kubectl keys dropped",
+		"user keys kept, later source wins, operator and kubectl keys dropped": {
 			sources: []map[string]string{
 				{"team": "a", "tier": "gold", LabelGraphName: "other", "kubectl.kubernetes.io/restartedAt": "now"},
 				{"team": "b", LabelComponent: "x", LabelPVCRetained: "false", "nvidia.com/last-applied-hash": "h"},
@@ -56,10 +54,10 @@ func TestPropagated(t *testing.T) {
 			want: map[string]string{"team": "b", "tier": "gold"},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := propagated(tc.sources...); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("propagated = %v, want %v", got, tc.want)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, propagated(tc.sources...)); diff != "" {
+				t.Errorf("propagated (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -76,8 +74,8 @@ func TestInheritedAnnotations(t *testing.T) {
 		LabelGraphName:                                     "kept: only the applier's own keys are object-specific",
 	})
 	want := map[string]string{"owner": "team-a", LabelGraphName: "kept: only the applier's own keys are object-specific"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("inheritedAnnotations = %v, want %v", got, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("inheritedAnnotations (-want +got):\n%s", diff)
 	}
 	if got := inheritedAnnotations(nil); got != nil {
 		t.Errorf("inheritedAnnotations(nil) = %v, want nil", got)
@@ -107,8 +105,8 @@ func TestMerged(t *testing.T) {
 	}
 	a := map[string]string{"x": "1", "y": "1"}
 	got := merged(a, map[string]string{"y": "2"})
-	if want := map[string]string{"x": "1", "y": "2"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("merged = %v, want %v", got, want)
+	if diff := cmp.Diff(map[string]string{"x": "1", "y": "2"}, got); diff != "" {
+		t.Errorf("merged (-want +got):\n%s", diff)
 	}
 	got["x"] = "changed"
 	if a["x"] != "1" {

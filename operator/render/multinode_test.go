@@ -6,22 +6,20 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
 // multinodeDCD is a worker of nodes pods per replica, gpus GPUs per pod,
 // running command and args.
 func multinodeDCD(nodes int32, gpus string, command []string, args ...string) *v1alpha1.DynamoComponentDeployment {
-	return newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.Replicas = ptr.To[int32](2)
-		d.Spec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: nodes}
-		d.Spec.Resources = &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: gpus}}
-		d.Spec.ExtraPodSpec.MainContainer.Command = command
-		d.Spec.ExtraPodSpec.MainContainer.Args = args
-	})
+	return builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		Replicas(2).
+		Multinode(nodes).
+		Resources(&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: gpus}}).
+		Command(command, args...)).Obj()
 }
 
 func mustLWS(t *testing.T, dcd *v1alpha1.DynamoComponentDeployment) (lws *lwsv1.LeaderWorkerSet, leader, worker *corev1.Container) {
@@ -68,41 +66,35 @@ func TestLeaderWorkerSetShape(t *testing.T) {
 			t.Errorf("GPUs per pod %s, want 8 as written", q.String())
 		}
 	}
-	if diff := cmp.Diff(map[string]string{LabelComponent: "g-worker", LabelMultinodeRole: RoleLeader}, Service(newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: 2}
-	})).Spec.Selector); diff != "" {
+	if diff := cmp.Diff(map[string]string{LabelComponent: "g-worker", LabelMultinodeRole: RoleLeader}, Service(builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		MultinodeSpec(&v1alpha1.MultinodeSpec{NodeCount: 2})).Obj()).Spec.Selector); diff != "" {
 		t.Errorf("a multinode Service selects its leaders (-want +got):\n%s", diff)
 	}
 }
 
 func TestLaunchFlags(t *testing.T) {
-	cases := []struct {
-		name           string
+	cases := map[string]struct {
 		dcd            *v1alpha1.DynamoComponentDeployment
 		leader, worker string // the command line, joined by spaces
-	}{{
-		name: "vLLM tensor parallel over nodes: multiprocessing, headless workers",
-		dcd:  multinodeDCD(2, "1", pyVLLM, "--model", "m", "--tensor-parallel-size", "2"),
+	}{"vLLM tensor parallel over nodes: multiprocessing, headless workers": {
+		dcd: multinodeDCD(2, "1", pyVLLM, "--model", "m", "--tensor-parallel-size", "2"),
 		leader: "python3 -m dynamo.vllm --model m --tensor-parallel-size 2 --distributed-executor-backend mp --nnodes 2 " +
 			"--node-rank 0 --master-addr $(LWS_LEADER_ADDRESS) --master-port 29500",
 		worker: "/bin/sh -c " + waitMaster("29500") + "exec python3 -m dynamo.vllm --model m --tensor-parallel-size 2 --distributed-executor-backend mp --nnodes 2 " +
 			"--node-rank $(LWS_WORKER_INDEX) --master-addr $(LWS_LEADER_ADDRESS) --master-port 29500 --headless",
-	}, {
-		name: "vLLM: the user's own flags are kept, ours only where absent",
-		dcd:  multinodeDCD(2, "4", pyVLLM, "--tensor-parallel-size=8", "--master-port", "1234", "--nnodes", "2"),
+	}, "vLLM: the user's own flags are kept, ours only where absent": {
+		dcd: multinodeDCD(2, "4", pyVLLM, "--tensor-parallel-size=8", "--master-port", "1234", "--nnodes", "2"),
 		leader: "python3 -m dynamo.vllm --tensor-parallel-size=8 --master-port 1234 --nnodes 2 " +
 			"--distributed-executor-backend mp --node-rank 0 --master-addr $(LWS_LEADER_ADDRESS)",
 		worker: "/bin/sh -c " + waitMaster("1234") + "exec python3 -m dynamo.vllm --tensor-parallel-size=8 --master-port 1234 --nnodes 2 " +
 			"--distributed-executor-backend mp --node-rank $(LWS_WORKER_INDEX) --master-addr $(LWS_LEADER_ADDRESS) --headless",
-	}, {
-		name: "vLLM data parallel beyond one node: hybrid load balancing, start rank per node",
-		dcd:  multinodeDCD(2, "4", pyVLLM, "--data-parallel-size", "8"),
+	}, "vLLM data parallel beyond one node: hybrid load balancing, start rank per node": {
+		dcd: multinodeDCD(2, "4", pyVLLM, "--data-parallel-size", "8"),
 		leader: "python3 -m dynamo.vllm --data-parallel-size 8 --data-parallel-hybrid-lb --data-parallel-size-local 4 " +
 			"--data-parallel-start-rank 0 --data-parallel-address $(LWS_LEADER_ADDRESS) --data-parallel-rpc-port 13445",
 		worker: "/bin/sh -c exec python3 -m dynamo.vllm --data-parallel-size 8 --data-parallel-hybrid-lb --data-parallel-size-local 4 " +
 			"--data-parallel-start-rank $((4*$(LWS_WORKER_INDEX))) --data-parallel-address $(LWS_LEADER_ADDRESS) --data-parallel-rpc-port 13445",
-	}, {
-		name: "SGLang from backendFramework, flags at the end of a shell script",
+	}, "SGLang from backendFramework, flags at the end of a shell script": {
 		dcd: func() *v1alpha1.DynamoComponentDeployment {
 			d := multinodeDCD(3, "8", []string{"sh", "-c"}, "python3 -m dynamo.sglang --tp-size 24")
 			d.Spec.BackendFramework = v1alpha1.BackendFrameworkSGLang
@@ -111,8 +103,8 @@ func TestLaunchFlags(t *testing.T) {
 		leader: "sh -c python3 -m dynamo.sglang --tp-size 24 --dist-init-addr $(LWS_LEADER_ADDRESS):29500 --nnodes 3 --node-rank 0",
 		worker: "sh -c python3 -m dynamo.sglang --tp-size 24 --dist-init-addr $(LWS_LEADER_ADDRESS):29500 --nnodes 3 --node-rank $(LWS_WORKER_INDEX)",
 	}}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			_, leader, worker := mustLWS(t, tc.dcd)
 			line := func(c *corev1.Container) string { return strings.Join(append(c.Command, c.Args...), " ") }
 			if got := line(leader); got != tc.leader {

@@ -1,16 +1,17 @@
 package render
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
@@ -23,16 +24,14 @@ func quantities(kv ...string) corev1.ResourceList {
 }
 
 func TestResourceRequirements(t *testing.T) {
-	cases := []struct {
-		name         string
+	cases := map[string]struct {
 		res          *v1alpha1.Resources
 		wantRequests corev1.ResourceList
 		wantLimits   corev1.ResourceList
 	}{
-		{name: "none"},
-		{name: "empty sides", res: &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{}, Limits: &v1alpha1.ResourceItem{}}},
-		{
-			name: "cpu and memory on both sides",
+		"none":        {},
+		"empty sides": {res: &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{}, Limits: &v1alpha1.ResourceItem{}}},
+		"cpu and memory on both sides": {
 			res: &v1alpha1.Resources{
 				Requests: &v1alpha1.ResourceItem{CPU: "500m", Memory: "20Gi"},
 				Limits:   &v1alpha1.ResourceItem{CPU: "10", Memory: "20Gi"},
@@ -40,37 +39,31 @@ func TestResourceRequirements(t *testing.T) {
 			wantRequests: quantities("cpu", "500m", "memory", "20Gi"),
 			wantLimits:   quantities("cpu", "10", "memory", "20Gi"),
 		},
-		{
-			name:         "custom resources keep their names and side",
+		"custom resources keep their names and side": {
 			res:          &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{Custom: map[string]string{"ephemeral-storage": "2Gi", "example.com/foo": "3"}}},
 			wantRequests: quantities("ephemeral-storage", "2Gi", "example.com/foo", "3"),
 		},
-		{
-			name:         "named cpu wins over a custom cpu",
+		"named cpu wins over a custom cpu": {
 			res:          &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{CPU: "2", Custom: map[string]string{"cpu": "1"}}},
 			wantLimits:   quantities("cpu", "2"),
 			wantRequests: nil,
 		},
-		{
-			name:         "gpu limit of the default type is also requested",
+		"gpu limit of the default type is also requested": {
 			res:          &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "4"}},
 			wantLimits:   quantities("nvidia.com/gpu", "4"),
 			wantRequests: quantities("nvidia.com/gpu", "4"),
 		},
-		{
-			name:         "gpu limit of a custom type",
+		"gpu limit of a custom type": {
 			res:          &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "2", GPUType: "gpu.intel.com/i915"}},
 			wantLimits:   quantities("gpu.intel.com/i915", "2"),
 			wantRequests: quantities("gpu.intel.com/i915", "2"),
 		},
-		{
-			name:         "gpu only requested becomes a limit too, with the request's type",
+		"gpu only requested becomes a limit too, with the request's type": {
 			res:          &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{GPU: "1", GPUType: "amd.com/gpu"}},
 			wantLimits:   quantities("amd.com/gpu", "1"),
 			wantRequests: quantities("amd.com/gpu", "1"),
 		},
-		{
-			name: "the limit's count wins over the request's",
+		"the limit's count wins over the request's": {
 			res: &v1alpha1.Resources{
 				Requests: &v1alpha1.ResourceItem{GPU: "1", Memory: "200Gi"},
 				Limits:   &v1alpha1.ResourceItem{GPU: "2", Memory: "250Gi"},
@@ -78,16 +71,15 @@ func TestResourceRequirements(t *testing.T) {
 			wantLimits:   quantities("nvidia.com/gpu", "2", "memory", "250Gi"),
 			wantRequests: quantities("nvidia.com/gpu", "2", "memory", "200Gi"),
 		},
-		{
-			name: "zero gpus ask for none",
+		"zero gpus ask for none": {
 			res: &v1alpha1.Resources{
 				Requests: &v1alpha1.ResourceItem{GPU: "1"},
 				Limits:   &v1alpha1.ResourceItem{GPU: "0"},
 			},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			got, errs := resourceRequirements(tc.res, field.NewPath("spec", "resources"))
 			if len(errs) > 0 {
 				t.Fatalf("errors: %v", errs)
@@ -108,8 +100,8 @@ func TestResourceRequirementsClaims(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	if !reflect.DeepEqual(got.Claims, res.Claims) {
-		t.Errorf("claims %v, want %v", got.Claims, res.Claims)
+	if diff := cmp.Diff(res.Claims, got.Claims); diff != "" {
+		t.Errorf("claims (-want +got):\n%s", diff)
 	}
 	got.Claims[0].Name = "changed"
 	if res.Claims[0].Name != "gpu" {
@@ -118,23 +110,22 @@ func TestResourceRequirementsClaims(t *testing.T) {
 }
 
 func TestResourceRequirementsErrors(t *testing.T) {
-	cases := []struct {
-		name string
+	cases := map[string]struct {
 		res  *v1alpha1.Resources
 		path string
 		text string
 	}{
-		{"bad memory limit", &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{Memory: "20 GB"}}, "spec.resources.limits.memory", "20 GB"},
-		{"bad cpu request", &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{CPU: "lots"}}, "spec.resources.requests.cpu", "lots"},
-		{"bad custom", &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{Custom: map[string]string{"ephemeral-storage": "2Gb"}}}, "spec.resources.requests.custom[ephemeral-storage]", "2Gb"},
-		{"negative gpu", &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "-1"}}, "spec.resources.limits.gpu", "non-negative integer"},
-		{"fractional gpu", &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "0.5"}}, "spec.resources.limits.gpu", "non-negative integer"},
-		{"signed gpu", &v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{GPU: "+1"}}, "spec.resources.requests.gpu", "non-negative integer"},
-		{"word gpu", &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "one"}}, "spec.resources.limits.gpu", "non-negative integer"},
-		{"huge gpu", &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "99999999999"}}, "spec.resources.limits.gpu", "non-negative integer"},
+		"bad memory limit": {&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{Memory: "20 GB"}}, "spec.resources.limits.memory", "20 GB"},
+		"bad cpu request":  {&v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{CPU: "lots"}}, "spec.resources.requests.cpu", "lots"},
+		"bad custom":       {&v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{Custom: map[string]string{"ephemeral-storage": "2Gb"}}}, "spec.resources.requests.custom[ephemeral-storage]", "2Gb"},
+		"negative gpu":     {&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "-1"}}, "spec.resources.limits.gpu", "non-negative integer"},
+		"fractional gpu":   {&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "0.5"}}, "spec.resources.limits.gpu", "non-negative integer"},
+		"signed gpu":       {&v1alpha1.Resources{Requests: &v1alpha1.ResourceItem{GPU: "+1"}}, "spec.resources.requests.gpu", "non-negative integer"},
+		"word gpu":         {&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "one"}}, "spec.resources.limits.gpu", "non-negative integer"},
+		"huge gpu":         {&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "99999999999"}}, "spec.resources.limits.gpu", "non-negative integer"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			_, errs := resourceRequirements(tc.res, field.NewPath("spec", "resources"))
 			wantFieldError(t, errs.ToAggregate(), tc.path, tc.text)
 		})
@@ -142,7 +133,6 @@ func TestResourceRequirementsErrors(t *testing.T) {
 }
 
 func TestRuntimeEnv(t *testing.T) {
-	standalone := func(d *v1alpha1.DynamoComponentDeployment) { d.Name, d.Labels = "solo", nil }
 	cases := []struct {
 		name   string
 		dcd    *v1alpha1.DynamoComponentDeployment
@@ -154,7 +144,7 @@ func TestRuntimeEnv(t *testing.T) {
 	}{
 		{
 			name: "in a graph, with NATS and etcd",
-			dcd:  newDCD(),
+			dcd:  builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj(),
 			o:    Options{NATSAddr: "nats://nats:4222", EtcdAddr: "http://etcd:2379"},
 			want: workerEnv(
 				corev1.EnvVar{Name: "ETCD_ENDPOINTS", Value: "http://etcd:2379"},
@@ -164,25 +154,25 @@ func TestRuntimeEnv(t *testing.T) {
 		},
 		{
 			name:     "without NATS and etcd, those are not set",
-			dcd:      newDCD(),
+			dcd:      builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj(),
 			want:     workerEnv(),
 			complete: true,
 		},
 		{
 			name: "dynamoNamespace set",
-			dcd:  newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.DynamoNamespace = ptr.To("dynamo") }),
+			dcd: builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				DynamoNamespace("dynamo")).Obj(),
 			want: []corev1.EnvVar{{Name: "DYN_NAMESPACE", Value: "dynamo"}},
 		},
 		{
 			name: "empty dynamoNamespace counts as unset",
-			dcd:  newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.DynamoNamespace = ptr.To("") }),
+			dcd: builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				DynamoNamespace("")).Obj(),
 			want: []corev1.EnvVar{{Name: "DYN_NAMESPACE", Value: "ns-g"}},
 		},
 		{
 			name: "standalone component without a service name",
-			dcd: newDCD(standalone, func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.ServiceName = ""
-			}),
+			dcd:  builders.MakeComponent("solo", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj(),
 			want: []corev1.EnvVar{
 				{Name: "DYN_NAMESPACE", Value: "ns-solo"},
 				{Name: "DYN_COMPONENT", Value: "worker"},
@@ -191,20 +181,20 @@ func TestRuntimeEnv(t *testing.T) {
 		},
 		{
 			name: "etcd discovery, chosen by annotation, drops the kubernetes backend",
-			dcd: newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Annotations = map[string]string{AnnotationDiscoveryBackend: "etcd"}
-			}),
+			dcd: builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).
+				Annotations(map[string]string{AnnotationDiscoveryBackend: "etcd"}).Obj(),
 			absent: []string{"DYN_DISCOVERY_BACKEND"},
 		},
 		{
 			name:   "a generic component has neither DYN_COMPONENT without a type nor worker env",
-			dcd:    newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.ComponentType = "" }),
+			dcd:    builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).Type("")).Obj(),
 			want:   []corev1.EnvVar{{Name: "DYN_DISCOVERY_BACKEND", Value: "kubernetes"}},
 			absent: []string{"DYN_COMPONENT", "NIXL_TELEMETRY_ENABLE", "DYN_NAMESPACE_PREFIX"},
 		},
 		{
 			name: "a frontend finds workers by namespace prefix",
-			dcd:  newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Spec.ComponentType = v1alpha1.ComponentTypeFrontend }),
+			dcd: builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+				Type(v1alpha1.ComponentTypeFrontend)).Obj(),
 			want: []corev1.EnvVar{
 				{Name: "DYN_NAMESPACE_PREFIX", Value: "ns-g"}, {Name: "DYN_HTTP_PORT", Value: "8000"},
 				{Name: "DYNAMO_PORT", Value: "8000"}, {Name: "DYN_COMPONENT", Value: "frontend"},
@@ -213,27 +203,27 @@ func TestRuntimeEnv(t *testing.T) {
 		},
 		{
 			name: "a worker registers under the graph's worker hash",
-			dcd:  newDCD(func(d *v1alpha1.DynamoComponentDeployment) { d.Labels[LabelWorkerHash] = "0c5b225e" }),
+			dcd: builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).
+				Label(LabelWorkerHash, "0c5b225e").Obj(),
 			want: []corev1.EnvVar{{Name: "DYN_NAMESPACE_WORKER_SUFFIX", Value: "0c5b225e"}},
 		},
 		{
 			name: "multinode",
-			dcd: newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.Multinode = &v1alpha1.MultinodeSpec{NodeCount: 4}
-			}),
+			dcd: builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+				MultinodeSpec(&v1alpha1.MultinodeSpec{NodeCount: 4})).Obj(),
 			want: []corev1.EnvVar{{Name: "DYN_MULTINODE_NODE_COUNT", Value: "4"}},
 		},
 		{
 			name:   "single node has no node count",
-			dcd:    newDCD(),
+			dcd:    builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj(),
 			absent: []string{"DYN_MULTINODE_NODE_COUNT", "NATS_SERVER", "ETCD_ENDPOINTS"},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := runtimeEnv(tc.dcd, tc.o)
-			if tc.complete && !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("env %v, want %v", got, tc.want)
+			if diff := cmp.Diff(tc.want, got); tc.complete && diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
 			}
 			for _, w := range tc.want {
 				if v, ok := envValue(got, w.Name); !ok || v != w.Value {
@@ -264,35 +254,29 @@ func TestPodStorage(t *testing.T) {
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name},
 		}}
 	}
-	cases := []struct {
-		name        string
+	cases := map[string]struct {
 		spec        v1alpha1.DynamoComponentDeploymentSharedSpec
 		wantVolumes []corev1.Volume
 		wantMounts  []corev1.VolumeMount
 	}{
-		{
-			name:        "shared memory by default",
+		"shared memory by default": {
 			wantVolumes: []corev1.Volume{shm(eightGi)},
 			wantMounts:  []corev1.VolumeMount{shmMount},
 		},
-		{
-			name:        "shared memory sized",
+		"shared memory sized": {
 			spec:        v1alpha1.DynamoComponentDeploymentSharedSpec{SharedMemory: &v1alpha1.SharedMemorySpec{Size: &twoGi}},
 			wantVolumes: []corev1.Volume{shm(twoGi)},
 			wantMounts:  []corev1.VolumeMount{shmMount},
 		},
-		{
-			name:        "shared memory section without size",
+		"shared memory section without size": {
 			spec:        v1alpha1.DynamoComponentDeploymentSharedSpec{SharedMemory: &v1alpha1.SharedMemorySpec{}},
 			wantVolumes: []corev1.Volume{shm(eightGi)},
 			wantMounts:  []corev1.VolumeMount{shmMount},
 		},
-		{
-			name: "shared memory disabled",
+		"shared memory disabled": {
 			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{SharedMemory: &v1alpha1.SharedMemorySpec{Disabled: true, Size: &twoGi}},
 		},
-		{
-			name: "graph claims, at the mount point or under /mnt",
+		"graph claims, at the mount point or under /mnt": {
 			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{
 				SharedMemory: &v1alpha1.SharedMemorySpec{Disabled: true},
 				VolumeMounts: []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/models"}, {Name: "cache", UseAsCompilationCache: true}},
@@ -300,8 +284,7 @@ func TestPodStorage(t *testing.T) {
 			wantVolumes: []corev1.Volume{claimVol("models"), claimVol("cache")},
 			wantMounts:  []corev1.VolumeMount{{Name: "models", MountPath: "/models"}, {Name: "cache", MountPath: "/mnt/cache"}},
 		},
-		{
-			name: "one claim at two paths is one volume",
+		"one claim at two paths is one volume": {
 			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{
 				SharedMemory: &v1alpha1.SharedMemorySpec{Disabled: true},
 				VolumeMounts: []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/a"}, {Name: "models", MountPoint: "/b"}},
@@ -309,8 +292,7 @@ func TestPodStorage(t *testing.T) {
 			wantVolumes: []corev1.Volume{claimVol("models")},
 			wantMounts:  []corev1.VolumeMount{{Name: "models", MountPath: "/a"}, {Name: "models", MountPath: "/b"}},
 		},
-		{
-			name: "older per-service pvc, default and explicit path",
+		"older per-service pvc, default and explicit path": {
 			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{
 				SharedMemory: &v1alpha1.SharedMemorySpec{Disabled: true},
 				PVC:          &v1alpha1.ServicePVC{Name: ptr.To("weights")},
@@ -318,8 +300,7 @@ func TestPodStorage(t *testing.T) {
 			wantVolumes: []corev1.Volume{claimVol("weights")},
 			wantMounts:  []corev1.VolumeMount{{Name: "weights", MountPath: "/mnt/weights"}},
 		},
-		{
-			name: "older per-service pvc with a mount path, after the graph's claims",
+		"older per-service pvc with a mount path, after the graph's claims": {
 			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{
 				VolumeMounts: []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/models"}},
 				PVC:          &v1alpha1.ServicePVC{Name: ptr.To("weights"), MountPath: ptr.To("/data")},
@@ -328,16 +309,15 @@ func TestPodStorage(t *testing.T) {
 			wantMounts: []corev1.VolumeMount{shmMount, {Name: "models", MountPath: "/models"},
 				{Name: "weights", MountPath: "/data"}},
 		},
-		{
-			name: "pvc without a name mounts nothing",
+		"pvc without a name mounts nothing": {
 			spec: v1alpha1.DynamoComponentDeploymentSharedSpec{
 				SharedMemory: &v1alpha1.SharedMemorySpec{Disabled: true},
 				PVC:          &v1alpha1.ServicePVC{MountPath: ptr.To("/data")},
 			},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			volumes, mounts, errs := podStorage(&tc.spec, graphPVCs, field.NewPath("spec"))
 			if len(errs) > 0 {
 				t.Fatal(errs)
@@ -345,8 +325,8 @@ func TestPodStorage(t *testing.T) {
 			if !equality.Semantic.DeepEqual(volumes, tc.wantVolumes) {
 				t.Errorf("volumes %+v, want %+v", volumes, tc.wantVolumes)
 			}
-			if !reflect.DeepEqual(mounts, tc.wantMounts) {
-				t.Errorf("mounts %+v, want %+v", mounts, tc.wantMounts)
+			if diff := cmp.Diff(tc.wantMounts, mounts); diff != "" {
+				t.Errorf("mounts (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -389,8 +369,8 @@ func TestPatchWithoutNulls(t *testing.T) {
 	}
 	dropNulls(nested)
 	want := map[string]any{"b": map[string]any{"d": 1}, "e": []any{map[string]any{"g": "x"}}}
-	if !reflect.DeepEqual(nested, want) {
-		t.Errorf("dropNulls = %v, want %v", nested, want)
+	if diff := cmp.Diff(want, nested); diff != "" {
+		t.Errorf("dropNulls (-want +got):\n%s", diff)
 	}
 }
 
@@ -401,8 +381,8 @@ func TestMergeExtraPodSpecNothingToMerge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(got, pod) {
-			t.Errorf("merge of %+v changed the pod: %+v", extra, got)
+		if diff := cmp.Diff(pod, got); diff != "" {
+			t.Errorf("merge of %+v changed the pod (-want +got):\n%s", extra, diff)
 		}
 	}
 }
@@ -410,13 +390,13 @@ func TestMergeExtraPodSpecNothingToMerge(t *testing.T) {
 func TestAppendEnvFromAndMergeClaims(t *testing.T) {
 	secret := corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}}}
 	config := corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}}}
-	if got, want := appendEnvFrom([]corev1.EnvFromSource{secret}, []corev1.EnvFromSource{secret, config}), []corev1.EnvFromSource{secret, config}; !reflect.DeepEqual(got, want) {
-		t.Errorf("appendEnvFrom = %v, want %v", got, want)
+	if diff := cmp.Diff([]corev1.EnvFromSource{secret, config}, appendEnvFrom([]corev1.EnvFromSource{secret}, []corev1.EnvFromSource{secret, config})); diff != "" {
+		t.Errorf("appendEnvFrom (-want +got):\n%s", diff)
 	}
 	got := mergeClaims([]corev1.ResourceClaim{{Name: "a"}, {Name: "b"}}, []corev1.ResourceClaim{{Name: "b", Request: "r"}, {Name: "c"}})
 	want := []corev1.ResourceClaim{{Name: "a"}, {Name: "b", Request: "r"}, {Name: "c"}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("mergeClaims = %v, want %v", got, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mergeClaims (-want +got):\n%s", diff)
 	}
 }
 
@@ -449,15 +429,15 @@ func TestPatchPodSpec(t *testing.T) {
 	for _, c := range got.Containers {
 		containers = append(containers, c.Name)
 	}
-	if want := []string{MainContainerName, "sidecar", "extra"}; !reflect.DeepEqual(containers, want) {
-		t.Errorf("containers %v, want %v", containers, want)
+	if diff := cmp.Diff([]string{MainContainerName, "sidecar", "extra"}, containers); diff != "" {
+		t.Errorf("containers (-want +got):\n%s", diff)
 	}
 	if got.Volumes[0].Name != "shm" || got.Volumes[1].Name != "u" {
 		t.Errorf("volumes %+v", got.Volumes)
 	}
 	main := got.Containers[0]
-	if names := envNames(main.Env); !reflect.DeepEqual(names, []string{"A", "B", "C"}) {
-		t.Errorf("env order %v, want the generated A, B first", names)
+	if diff := cmp.Diff([]string{"A", "B", "C"}, envNames(main.Env)); diff != "" {
+		t.Errorf("env order (-want +got):\n%s", diff)
 	}
 	if v, _ := envValue(main.Env, "A"); v != "2" {
 		t.Errorf("A = %q, want the patch's 2", v)
@@ -485,8 +465,8 @@ func TestGeneratedFirst(t *testing.T) {
 		{merged: []string{"y", "x"}, generated: nil, want: []string{"y", "x"}},
 	}
 	for _, tc := range cases {
-		if got := generatedFirst(append([]string(nil), tc.merged...), tc.generated, id); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("generatedFirst(%v, %v) = %v, want %v", tc.merged, tc.generated, got, tc.want)
+		if diff := cmp.Diff(tc.want, generatedFirst(append([]string(nil), tc.merged...), tc.generated, id)); diff != "" {
+			t.Errorf("generatedFirst(%v, %v) (-want +got):\n%s", tc.merged, tc.generated, diff)
 		}
 	}
 }

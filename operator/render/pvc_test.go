@@ -1,28 +1,29 @@
 package render
 
 import (
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
 func TestPVCs(t *testing.T) {
 	size := func(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
-	dgd := newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-		"b-worker": {PVC: &v1alpha1.ServicePVC{Create: ptr.To(true), Name: ptr.To("svc-cache"), Size: size("10Gi")}},
-		"a-worker": {PVC: &v1alpha1.ServicePVC{Create: ptr.To(true), Name: ptr.To("models"), Size: size("1Gi"), StorageClass: "slow"}},
-		"c-worker": {PVC: &v1alpha1.ServicePVC{Create: ptr.To(false), Name: ptr.To("not-created"), Size: size("1Gi")}},
-		"d-worker": {PVC: &v1alpha1.ServicePVC{Create: ptr.To(true), Size: size("1Gi")}},
-		"e-worker": {PVC: &v1alpha1.ServicePVC{Name: ptr.To("create-unset")}},
-		"f-worker": nil,
-		"g-worker": {},
-		"h-worker": {PVC: &v1alpha1.ServicePVC{Create: ptr.To(true), Name: ptr.To("svc-cache"), Size: size("99Gi")}},
-	})
+	dgd := builders.MakeGraph("g", "ns").
+		Service("b-worker", builders.MakeEmptyService().PVC(&v1alpha1.ServicePVC{Create: ptr.To(true), Name: ptr.To("svc-cache"), Size: size("10Gi")})).
+		Service("a-worker", builders.MakeEmptyService().PVC(&v1alpha1.ServicePVC{Create: ptr.To(true), Name: ptr.To("models"), Size: size("1Gi"), StorageClass: "slow"})).
+		Service("c-worker", builders.MakeEmptyService().PVC(&v1alpha1.ServicePVC{Create: ptr.To(false), Name: ptr.To("not-created"), Size: size("1Gi")})).
+		Service("d-worker", builders.MakeEmptyService().PVC(&v1alpha1.ServicePVC{Create: ptr.To(true), Size: size("1Gi")})).
+		Service("e-worker", builders.MakeEmptyService().PVC(&v1alpha1.ServicePVC{Name: ptr.To("create-unset")})).
+		Service("f-worker", nil).
+		Service("g-worker", builders.MakeEmptyService()).
+		Service("h-worker", builders.MakeEmptyService().PVC(&v1alpha1.ServicePVC{Create: ptr.To(true), Name: ptr.To("svc-cache"), Size: size("99Gi")})).
+		Obj()
 	dgd.Labels = map[string]string{"team": "a", "kubectl.kubernetes.io/x": "y"}
 	dgd.Spec.Labels = map[string]string{"team": "spec"}
 	dgd.Spec.PVCs = []v1alpha1.GraphPVC{
@@ -36,8 +37,8 @@ func TestPVCs(t *testing.T) {
 	for _, p := range got {
 		names = append(names, p.Name)
 	}
-	if want := []string{"models", "svc-cache"}; !reflect.DeepEqual(names, want) {
-		t.Fatalf("claims %v, want %v", names, want)
+	if diff := cmp.Diff([]string{"models", "svc-cache"}, names); diff != "" {
+		t.Fatalf("claims (-want +got):\n%s", diff)
 	}
 	for _, p := range got {
 		if p.APIVersion != "v1" || p.Kind != "PersistentVolumeClaim" {
@@ -47,15 +48,15 @@ func TestPVCs(t *testing.T) {
 			t.Errorf("%s: namespace %q, owners %v", p.Name, p.Namespace, p.OwnerReferences)
 		}
 		want := map[string]string{LabelGraphName: "g", LabelManagedBy: ManagedByValue, LabelPVCRetained: "true", "team": "spec"}
-		if !reflect.DeepEqual(p.Labels, want) {
-			t.Errorf("%s: labels %v, want %v", p.Name, p.Labels, want)
+		if diff := cmp.Diff(want, p.Labels); diff != "" {
+			t.Errorf("%s: labels (-want +got):\n%s", p.Name, diff)
 		}
 	}
 
 	// spec.pvcs wins over a service's claim of the same name.
 	models := got[0]
-	if !reflect.DeepEqual(models.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}) {
-		t.Errorf("models access modes %v", models.Spec.AccessModes)
+	if diff := cmp.Diff([]corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, models.Spec.AccessModes); diff != "" {
+		t.Errorf("models access modes (-want +got):\n%s", diff)
 	}
 	if models.Spec.StorageClassName == nil || *models.Spec.StorageClassName != "fast" {
 		t.Errorf("models storage class %v", models.Spec.StorageClassName)
@@ -67,8 +68,8 @@ func TestPVCs(t *testing.T) {
 	// A service claim: ReadWriteOnce by default, the cluster's default class,
 	// and the first service in name order wins a repeated name.
 	cache := got[1]
-	if !reflect.DeepEqual(cache.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}) {
-		t.Errorf("svc-cache access modes %v", cache.Spec.AccessModes)
+	if diff := cmp.Diff([]corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, cache.Spec.AccessModes); diff != "" {
+		t.Errorf("svc-cache access modes (-want +got):\n%s", diff)
 	}
 	if cache.Spec.StorageClassName != nil {
 		t.Errorf("svc-cache storage class %q, want the cluster default", *cache.Spec.StorageClassName)
@@ -79,14 +80,14 @@ func TestPVCs(t *testing.T) {
 }
 
 func TestPVCsNone(t *testing.T) {
-	if got := PVCs(newGraph(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"a": {}})); len(got) != 0 {
+	if got := PVCs(builders.MakeGraph("g", "ns").Service("a", builders.MakeEmptyService()).Obj()); len(got) != 0 {
 		t.Errorf("claims %v", got)
 	}
 }
 
 func TestPVCsDoNotShareStorage(t *testing.T) {
 	q := resource.MustParse("1Gi")
-	dgd := newGraph(nil)
+	dgd := builders.MakeGraph("g", "ns").Obj()
 	dgd.Spec.PVCs = []v1alpha1.GraphPVC{{Name: "m", Create: ptr.To(true), StorageClass: "s", Size: &q}}
 	got := PVCs(dgd)
 	got[0].Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("5Gi")

@@ -1,12 +1,13 @@
 package render
 
 import (
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
@@ -24,11 +25,10 @@ func TestService(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.componentType), func(t *testing.T) {
-			dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-				d.Spec.ComponentType = tc.componentType
-				d.Labels["team"] = "a"
-				d.Spec.Labels = map[string]string{"svc": "l"}
-			})
+			dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Image(testImage).
+				Type(tc.componentType).
+				Label("svc", "l")).
+				Label("team", "a").Obj()
 			svc := Service(dcd)
 			if svc.APIVersion != "v1" || svc.Kind != "Service" {
 				t.Errorf("TypeMeta %+v", svc.TypeMeta)
@@ -39,18 +39,18 @@ func TestService(t *testing.T) {
 			if svc.Spec.Type != corev1.ServiceTypeClusterIP || svc.Spec.ClusterIP != "" {
 				t.Errorf("type %q clusterIP %q", svc.Spec.Type, svc.Spec.ClusterIP)
 			}
-			if !reflect.DeepEqual(svc.Spec.Ports, tc.want) {
-				t.Errorf("ports %+v, want %+v", svc.Spec.Ports, tc.want)
+			if diff := cmp.Diff(tc.want, svc.Spec.Ports); diff != "" {
+				t.Errorf("ports (-want +got):\n%s", diff)
 			}
-			if want := map[string]string{LabelComponent: "g-worker"}; !reflect.DeepEqual(svc.Spec.Selector, want) {
-				t.Errorf("selector %v", svc.Spec.Selector)
+			if diff := cmp.Diff(map[string]string{LabelComponent: "g-worker"}, svc.Spec.Selector); diff != "" {
+				t.Errorf("selector (-want +got):\n%s", diff)
 			}
 			d, err := Deployment(dcd, nil, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(svc.Labels, d.Labels) {
-				t.Errorf("labels %v, want the Deployment's %v", svc.Labels, d.Labels)
+			if diff := cmp.Diff(d.Labels, svc.Labels); diff != "" {
+				t.Errorf("labels, want the Deployment's (-want +got):\n%s", diff)
 			}
 			// Every target port names a port of the main container.
 			main := findContainer(d.Spec.Template.Spec.Containers, MainContainerName)
@@ -68,12 +68,11 @@ func TestService(t *testing.T) {
 }
 
 func TestModelService(t *testing.T) {
-	if svc := ModelService(newDCD()); svc != nil {
+	if svc := ModelService(builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage)).Obj()); svc != nil {
 		t.Errorf("model Service %+v without a modelRef", svc)
 	}
-	dcd := newDCD(func(d *v1alpha1.DynamoComponentDeployment) {
-		d.Spec.ModelRef = &v1alpha1.ModelReference{Name: "Qwen/Qwen3-0.6B"}
-	})
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		ModelRef("Qwen/Qwen3-0.6B")).Obj()
 	svc := ModelService(dcd)
 	if svc == nil {
 		t.Fatal("no model Service")
@@ -92,14 +91,14 @@ func TestModelService(t *testing.T) {
 	}
 	wantLabels := Service(dcd).Labels
 	wantLabels[LabelBaseModelHash] = BaseModelHash("Qwen/Qwen3-0.6B")
-	if !reflect.DeepEqual(svc.Labels, wantLabels) {
-		t.Errorf("labels %v, want %v", svc.Labels, wantLabels)
+	if diff := cmp.Diff(wantLabels, svc.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
 	}
-	if want := map[string]string{LabelComponent: "g-worker"}; !reflect.DeepEqual(svc.Spec.Selector, want) {
-		t.Errorf("selector %v", svc.Spec.Selector)
+	if diff := cmp.Diff(map[string]string{LabelComponent: "g-worker"}, svc.Spec.Selector); diff != "" {
+		t.Errorf("selector (-want +got):\n%s", diff)
 	}
 	want := []corev1.ServicePort{{Name: "system", Port: 9090, TargetPort: intstr.FromString("system"), Protocol: corev1.ProtocolTCP}}
-	if !reflect.DeepEqual(svc.Spec.Ports, want) {
-		t.Errorf("ports %+v", svc.Spec.Ports)
+	if diff := cmp.Diff(want, svc.Spec.Ports); diff != "" {
+		t.Errorf("ports (-want +got):\n%s", diff)
 	}
 }

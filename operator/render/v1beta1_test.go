@@ -1,7 +1,6 @@
 package render
 
 import (
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -136,7 +135,7 @@ func checkTemplateMerged(t *testing.T, component string, multinode bool, user *c
 		}
 	}
 	for _, tol := range user.Spec.Tolerations {
-		if !slices.ContainsFunc(got.Spec.Tolerations, func(g corev1.Toleration) bool { return reflect.DeepEqual(g, tol) }) {
+		if !slices.ContainsFunc(got.Spec.Tolerations, func(g corev1.Toleration) bool { return cmp.Equal(g, tol) }) {
 			t.Errorf("%s: toleration %v not rendered", component, tol)
 		}
 	}
@@ -172,12 +171,12 @@ func checkContainerMerged(t *testing.T, component string, user, got corev1.Conta
 		}
 	}
 	for _, e := range user.EnvFrom {
-		if !slices.ContainsFunc(got.EnvFrom, func(g corev1.EnvFromSource) bool { return reflect.DeepEqual(g, e) }) {
+		if !slices.ContainsFunc(got.EnvFrom, func(g corev1.EnvFromSource) bool { return cmp.Equal(g, e) }) {
 			t.Errorf("%s: envFrom %v not rendered", where, e)
 		}
 	}
 	for _, m := range user.VolumeMounts {
-		if !slices.ContainsFunc(got.VolumeMounts, func(g corev1.VolumeMount) bool { return reflect.DeepEqual(g, m) }) {
+		if !slices.ContainsFunc(got.VolumeMounts, func(g corev1.VolumeMount) bool { return cmp.Equal(g, m) }) {
 			t.Errorf("%s: volumeMount %s not rendered as written", where, m.MountPath)
 		}
 	}

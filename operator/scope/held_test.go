@@ -11,35 +11,30 @@ func TestHeldSpans(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	const d, settle = 2 * time.Second, 750 * time.Millisecond
-	for _, tc := range []struct {
-		name         string
+	for name, tc := range map[string]struct {
 		renewals     []int
 		until        int
 		held, lapses []Span
-	}{{
-		name:     "renewed on time: held once settled, throughout",
+	}{"renewed on time: held once settled, throughout": {
 		renewals: []int{500, 1000, 1500, 2000, 2500},
 		until:    3000,
 		held:     []Span{{at(750), at(3000)}},
-	}, {
-		name:     "a renewal 2.5 s late: a lapse until it has settled",
+	}, "a renewal 2.5 s late: a lapse until it has settled": {
 		renewals: []int{500, 3000, 3500},
 		until:    4000,
 		held:     []Span{{at(750), at(2500)}, {at(3750), at(4000)}},
 		lapses:   []Span{{at(2500), at(3750)}},
-	}, {
-		name:     "no renewal after the last one: lapsed until the end",
+	}, "no renewal after the last one: lapsed until the end": {
 		renewals: []int{500},
 		until:    4000,
 		held:     []Span{{at(750), at(2500)}},
 		lapses:   []Span{{at(2500), at(4000)}},
-	}, {
-		name:     "renewals outside the span are ignored",
+	}, "renewals outside the span are ignored": {
 		renewals: []int{-100, 1000, 5000},
 		until:    2500,
 		held:     []Span{{at(750), at(2500)}},
 	}} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			var renewals []time.Time
 			for _, r := range tc.renewals {
 				renewals = append(renewals, at(r))

@@ -24,19 +24,18 @@ func TestLeaseExpiry(t *testing.T) {
 		}
 		return l
 	}
-	tests := []struct {
-		name        string
+	tests := map[string]struct {
 		lease       *coordinationv1.Lease
 		want        time.Time
 		wantExpires bool
 	}{
-		{"timed from the last renewal", lease(ptr.To[int32](30), &acquired, &renewed), renewed.Add(30 * time.Second), true},
-		{"no renewal: timed from acquisition", lease(ptr.To[int32](30), &acquired, nil), acquired.Add(30 * time.Second), true},
-		{"neither (older operators): timed from creation", lease(ptr.To[int32](30), nil, nil), created.Add(30 * time.Second), true},
-		{"no duration: never expires", lease(nil, &acquired, &renewed), time.Time{}, false},
+		"timed from the last renewal":                    {lease(ptr.To[int32](30), &acquired, &renewed), renewed.Add(30 * time.Second), true},
+		"no renewal: timed from acquisition":             {lease(ptr.To[int32](30), &acquired, nil), acquired.Add(30 * time.Second), true},
+		"neither (older operators): timed from creation": {lease(ptr.To[int32](30), nil, nil), created.Add(30 * time.Second), true},
+		"no duration: never expires":                     {lease(nil, &acquired, &renewed), time.Time{}, false},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
 			got, expires := LeaseExpiry(tt.lease)
 			if !got.Equal(tt.want) || expires != tt.wantExpires {
 				t.Errorf("LeaseExpiry = %v, %v; want %v, %v", got, expires, tt.want, tt.wantExpires)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/scope"
 )
@@ -29,22 +31,11 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, func(e *testenv.Env) { env = e }))
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // waitForTimer waits until the code under test sleeps on the fake clock, so
 // that stepping the clock wakes it rather than racing it.
 func waitForTimer(t *testing.T, clk *clocktesting.FakeClock) {
 	t.Helper()
-	eventually(t, "the holder waits on the clock", clk.HasWaiters)
+	await.New(t).Eventually(clk.HasWaiters).WithPolling(20*time.Millisecond).Should(gomega.BeTrue(), "the holder waits on the clock")
 }
 
 func getLease(t *testing.T, ns string) (*coordinationv1.Lease, bool) {
@@ -141,10 +132,10 @@ func TestHolderOwnsFromCreationRenewsAndReleases(t *testing.T) {
 
 	waitForTimer(t, clk)
 	clk.Step(10 * time.Second)
-	eventually(t, "the lease is renewed", func() bool {
+	await.New(t).Eventually(func() bool {
 		l, ok := getLease(t, ns)
 		return ok && l.Spec.RenewTime.Time.Equal(start.Add(10*time.Second))
-	})
+	}).Should(gomega.BeTrue(), "the lease is renewed")
 
 	r.stop()
 	if _, ok := getLease(t, ns); ok {
@@ -159,15 +150,14 @@ func TestHolderOwnsFromCreationRenewsAndReleases(t *testing.T) {
 // holder's copy of its Lease older than the Lease: a clean shutdown still
 // releases it, and leaves alone a Lease another operator took meanwhile.
 func TestHolderReleasesALeaseNewerThanItsCopy(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
+	for name, tc := range map[string]struct {
 		holder  string // the Lease's holder after the change behind the holder's back
 		deleted bool
 	}{
-		{name: "still ours", holder: "v2.0.0", deleted: true},
-		{name: "taken by another", holder: "v3.0.0", deleted: false},
+		"still ours":       {holder: "v2.0.0", deleted: true},
+		"taken by another": {holder: "v3.0.0", deleted: false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			ns := env.Namespace(t, "holder-stale")
 			clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 			r := startHolder(t, ns, "v2.0.0", clk)
@@ -194,7 +184,7 @@ func TestHolderSettlesBeforeItWrites(t *testing.T) {
 	ns := env.Namespace(t, "holder-settle")
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 	r := startHolder(t, ns, "v2", clk, func(h *scope.Holder) { h.Settle = time.Second })
-	eventually(t, "the lease exists", func() bool { _, ok := getLease(t, ns); return ok })
+	await.New(t).Eventually(func() bool { _, ok := getLease(t, ns); return ok }).Should(gomega.BeTrue(), "the lease exists")
 	waitForTimer(t, clk)
 	if r.gate.Allowed(ns) {
 		t.Fatal("the holder must not write while a cluster-wide operator may still finish its writes")
@@ -348,7 +338,7 @@ func TestTrackerExcludesUntilExpiryAndResumes(t *testing.T) {
 
 	createLease(t, other, "some-other-lease", &start)
 	l := createLease(t, ns, scope.LeaseName, &start)
-	eventually(t, "the new lease excludes its namespace", func() bool { return r.gate.Excluded(ns) })
+	await.New(t).Eventually(func() bool { return r.gate.Excluded(ns) }).Should(gomega.BeTrue(), "the new lease excludes its namespace")
 	if r.gate.Excluded(other) {
 		t.Error("only leases named " + scope.LeaseName + " exclude a namespace")
 	}
@@ -360,9 +350,9 @@ func TestTrackerExcludesUntilExpiryAndResumes(t *testing.T) {
 	if err := env.Client.Update(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the renewal is seen", func() bool {
+	await.New(t).Eventually(func() bool {
 		return r.gate.ExcludedNamespaces()[ns].Equal(renewed.Add(30 * time.Second))
-	})
+	}).Should(gomega.BeTrue(), "the renewal is seen")
 	clk.SetTime(start.Add(31 * time.Second))
 	if got := <-r.resumed; got != existing {
 		t.Errorf("resumed %q first, want %q whose lease expired at +30s", got, existing)
@@ -391,7 +381,7 @@ func TestTrackerResumesWhenTheLeaseIsDeleted(t *testing.T) {
 	// No renewTime: older operators leave it empty; the lease still
 	// excludes from its creation on.
 	l := createLease(t, ns, scope.LeaseName, nil)
-	eventually(t, "the lease excludes", func() bool { return r.gate.Excluded(ns) })
+	await.New(t).Eventually(func() bool { return r.gate.Excluded(ns) }).Should(gomega.BeTrue(), "the lease excludes")
 	if err := env.Client.Delete(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/operator/storagemigration"
 )
 
@@ -46,10 +48,10 @@ var deadWebhook = &apiextensionsv1.CustomResourceConversion{
 // what the metric passes_total{crd, result} counts.
 func waitBackingOff(t *testing.T, clk *clocktesting.FakeClock, crd, result string) {
 	t.Helper()
-	eventually(t, time.Minute, "a pass "+result+" and the migrator backing off", func(context.Context) (bool, error) {
+	await.New(t).Eventually(func() bool {
 		n := metricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": crd, "result": result})
-		return n > 0 && clk.HasWaiters(), nil
-	})
+		return n > 0 && clk.HasWaiters()
+	}).WithTimeout(time.Minute).Should(gomega.BeTrue(), "a pass "+result+" and the migrator backing off")
 }
 
 // A conversion webhook that does not answer is transient: the pass is

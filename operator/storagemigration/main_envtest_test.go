@@ -11,18 +11,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
+	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/storagemigration"
 )
@@ -90,18 +92,11 @@ func installCRD(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = admin.Delete(context.Background(), crd) })
-	eventually(t, 30*time.Second, "the CRD established", func(ctx context.Context) (bool, error) {
+	await.New(t).Eventually(func(g gomega.Gomega) {
 		live := &apiextensionsv1.CustomResourceDefinition{}
-		if err := admin.Get(ctx, client.ObjectKeyFromObject(crd), live); err != nil {
-			return false, err
-		}
-		for _, c := range live.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+		g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(crd), live)).To(gomega.Succeed())
+		g.Expect(apiextensionshelpers.IsCRDConditionTrue(live, apiextensionsv1.Established)).To(gomega.BeTrue())
+	}).Should(gomega.Succeed(), "the CRD established")
 }
 
 // setStorage makes version the CRD's storage version, as an upgrade of the
@@ -117,10 +112,10 @@ func setStorage(t *testing.T, name, version string) *apiextensionsv1.CustomResou
 	}
 	// Objects created from here on must be stored in version: wait until the
 	// API server's handler for the CRD has switched (it lists it stored).
-	eventually(t, 30*time.Second, "storage switched to "+version, func(ctx context.Context) (bool, error) {
+	await.New(t).Eventually(func() []string {
 		crd = getCRD(t, name)
-		return slices.Contains(crd.Status.StoredVersions, version), nil
-	})
+		return crd.Status.StoredVersions
+	}).Should(gomega.ContainElement(version), "storage switched to "+version)
 	return crd
 }
 
@@ -131,13 +126,6 @@ func getCRD(t *testing.T, name string) *apiextensionsv1.CustomResourceDefinition
 		t.Fatal(err)
 	}
 	return crd
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, cond); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
 }
 
 // writeLog records the writes (every request but GET, LIST and WATCH) and
@@ -267,22 +255,20 @@ func runUntilDone(t *testing.T, start func(context.Context) error) (wait func(ti
 	t.Cleanup(cancel)
 	return func(timeout time.Duration, clk *clocktesting.FakeClock) {
 		t.Helper()
-		deadline := time.After(timeout)
-		for {
+		var err error
+		await.New(t).Eventually(func() bool {
 			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("Start: %v", err)
-				}
-				return
-			case <-deadline:
-				cancel()
-				t.Fatalf("the migration did not finish within %v", timeout)
-			case <-time.After(50 * time.Millisecond):
-				if clk != nil && clk.HasWaiters() {
-					clk.Step(storagemigration.DefaultBackoff().Cap + time.Minute)
-				}
+			case err = <-done:
+				return true
+			default:
 			}
+			if clk != nil && clk.HasWaiters() {
+				clk.Step(storagemigration.DefaultBackoff().Cap + time.Minute)
+			}
+			return false
+		}).WithTimeout(timeout).WithPolling(50*time.Millisecond).Should(gomega.BeTrue(), "the migration finishes")
+		if err != nil {
+			t.Fatalf("Start: %v", err)
 		}
 	}
 }

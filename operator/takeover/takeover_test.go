@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/migration"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
@@ -88,7 +90,7 @@ func installCRDs(t *testing.T, crds []*apiextensionsv1.CustomResourceDefinition,
 		}
 	}
 	dc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
-	waitFor(t, 30*time.Second, "the API server serves the new CRDs", func() bool {
+	await.New(t).Eventually(func() bool {
 		list, err := dc.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.String())
 		if err != nil {
 			return false
@@ -97,7 +99,7 @@ func installCRDs(t *testing.T, crds []*apiextensionsv1.CustomResourceDefinition,
 			return r.Name == "dynamocomponentdeployments/scale"
 		})
 		return hasScale == ours
-	})
+	}).Should(gomega.BeTrue(), "the API server serves the new CRDs")
 }
 
 // dynamoCluster makes a namespace as Dynamo's operator leaves it: its CRDs,
@@ -113,17 +115,6 @@ func dynamoCluster(t *testing.T) (string, []*unstructured.Unstructured) {
 		t.Fatal(err)
 	}
 	return ns, created
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func count(objs []*unstructured.Unstructured, kind string) int {
@@ -229,11 +220,11 @@ func TestDynamoObjectsDecode(t *testing.T) {
 	if err := env.Client.Status().Update(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the cache shows the status Dynamo's operator wrote", func() bool {
+	await.New(t).Eventually(func() bool {
 		got := &v1alpha1.DynamoComponentDeployment{}
 		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: target}, got) == nil &&
 			got.Status.Service != nil && ptr.Deref(got.Status.Service.ReadyReplicas, 0) == 7
-	})
+	}).WithTimeout(10*time.Second).Should(gomega.BeTrue(), "the cache shows the status Dynamo's operator wrote")
 	select {
 	case err := <-watchErrs:
 		t.Fatalf("a list or watch failed: %v", err)
@@ -321,25 +312,25 @@ func graphsReady(t *testing.T, ns string) (ready bool, waiting string) {
 
 func waitReady(t *testing.T, ns string, timeout time.Duration, when string) {
 	t.Helper()
-	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
-		ok, waiting := graphsReady(t, ns)
-		if ok {
-			return
+	err := await.Until(context.Background(), "every graph Ready "+when, func() error {
+		if ok, waiting := graphsReady(t, ns); !ok {
+			return fmt.Errorf("not Ready: %s", waiting)
 		}
-		if time.Now().After(deadline) {
-			var list appsv1.DeploymentList
-			_ = env.Client.List(context.Background(), &list, client.InNamespace(ns))
-			for _, d := range list.Items {
-				t.Logf("Deployment %s generation %d observed %d replicas %d/%d hash %s", d.Name, d.Generation,
-					d.Status.ObservedGeneration, d.Status.AvailableReplicas, ptr.Deref(d.Spec.Replicas, 0), d.Annotations["nvidia.com/last-applied-hash"])
-			}
-			var dcds v1alpha1.DynamoComponentDeploymentList
-			_ = env.Client.List(context.Background(), &dcds, client.InNamespace(ns))
-			for _, c := range dcds.Items {
-				t.Logf("component %s generation %d observed %d conditions %+v", c.Name, c.Generation, c.Status.ObservedGeneration, c.Status.Conditions)
-			}
-			t.Fatalf("not every graph became Ready %s within %v: %s", when, timeout, waiting)
+		return nil
+	}, await.Within(timeout), await.Every(50*time.Millisecond))
+	if err != nil {
+		var list appsv1.DeploymentList
+		_ = env.Client.List(context.Background(), &list, client.InNamespace(ns))
+		for _, d := range list.Items {
+			t.Logf("Deployment %s generation %d observed %d replicas %d/%d hash %s", d.Name, d.Generation,
+				d.Status.ObservedGeneration, d.Status.AvailableReplicas, ptr.Deref(d.Spec.Replicas, 0), d.Annotations["nvidia.com/last-applied-hash"])
 		}
+		var dcds v1alpha1.DynamoComponentDeploymentList
+		_ = env.Client.List(context.Background(), &dcds, client.InNamespace(ns))
+		for _, c := range dcds.Items {
+			t.Logf("component %s generation %d observed %d conditions %+v", c.Name, c.Generation, c.Status.ObservedGeneration, c.Status.Conditions)
+		}
+		t.Fatal(err)
 	}
 }
 
@@ -483,12 +474,12 @@ func TestTakeOverRestartsNothing(t *testing.T) {
 	if err := env.Client.Delete(ctx, graph, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the graph and its components are gone", func() bool {
+	await.New(t).Eventually(func() bool {
 		var left v1alpha1.DynamoComponentDeploymentList
 		_ = env.Client.List(ctx, &left, client.InNamespace(ns), client.MatchingLabels{render.LabelGraphName: graph.Name})
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(graph), &v1alpha1.DynamoGraphDeployment{})
 		return len(left.Items) == 0 && client.IgnoreNotFound(err) == nil && err != nil
-	})
+	}).WithTimeout(60*time.Second).Should(gomega.BeTrue(), "the graph and its components are gone")
 	kept := &corev1.PersistentVolumeClaim{}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(claim), kept); err != nil {
 		t.Fatalf("the claim did not survive its graph: %v", err)
@@ -554,10 +545,10 @@ func TestNewRendererKeepsTemplatesUntilSpecChanges(t *testing.T) {
 
 	startOperator(t, "--operator-version=v1.1.0", "--natsAddr=nats://new:4222")
 	patchService(t, ns, "Frontend", `{"replicas":3}`)
-	waitFor(t, 30*time.Second, "v1.1.0 scales the frontend", func() bool {
+	await.New(t).Eventually(func() bool {
 		d := &appsv1.Deployment{}
 		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "llm-frontend"}, d) == nil && ptr.Deref(d.Spec.Replicas, 0) == 3
-	})
+	}).Should(gomega.BeTrue(), "v1.1.0 scales the frontend")
 	waitReady(t, ns, 30*time.Second, "under v1.1.0")
 	for name, w := range workloads(t, ns) {
 		if diff := cmp.Diff(before[name].template, w.template); diff != "" {
@@ -566,9 +557,9 @@ func TestNewRendererKeepsTemplatesUntilSpecChanges(t *testing.T) {
 	}
 
 	patchService(t, ns, "Worker", `{"envs":[{"name":"LOG_LEVEL","value":"debug"}]}`)
-	waitFor(t, 30*time.Second, "the worker is rendered anew after its spec changed", func() bool {
+	await.New(t).Eventually(func() bool {
 		return natsOf(workloads(t, ns)["llm-worker"].template) == "nats://new:4222"
-	})
+	}).Should(gomega.BeTrue(), "the worker is rendered anew after its spec changed")
 	waitReady(t, ns, 30*time.Second, "after the worker's rollout")
 	if diff := cmp.Diff(before["llm-frontend"].template, workloads(t, ns)["llm-frontend"].template); diff != "" {
 		t.Errorf("the frontend's template changed with the worker's spec (-before +after):\n%s", diff)

@@ -7,11 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/migration"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/config"
@@ -43,9 +45,9 @@ func dynamoV1beta1Cluster(t *testing.T) (string, []*unstructured.Unstructured) {
 		t.Fatal(err)
 	}
 	for name := range convertedCRDs {
-		waitFor(t, 30*time.Second, name+" stored in v1beta1", func() bool {
+		await.New(t).Eventually(func() bool {
 			return slices.Contains(crdOf(t, name).Status.StoredVersions, "v1beta1")
-		})
+		}).Should(gomega.BeTrue(), name+" stored in v1beta1")
 	}
 	// The API server serves a changed CRD from a handler it swaps in a
 	// moment later: objects created before then would be stored in the old
@@ -151,9 +153,9 @@ func TestTakeOverV1beta1StoredRestartsNothing(t *testing.T) {
 	op := startOperator(t, args...)
 	waitReady(t, ns, 90*time.Second, "under our operator")
 	for name := range convertedCRDs {
-		waitFor(t, 60*time.Second, name+" storedVersions trimmed", func() bool {
+		await.New(t).Eventually(func() bool {
 			return slices.Equal(crdOf(t, name).Status.StoredVersions, []string{"v1alpha1"})
-		})
+		}).WithTimeout(60*time.Second).Should(gomega.BeTrue(), name+" storedVersions trimmed")
 	}
 	assertKept(t, before, workloads(t, ns))
 	// Every object is written back once. Most were rewritten in v1alpha1
@@ -182,9 +184,9 @@ func TestTakeOverV1beta1StoredRestartsNothing(t *testing.T) {
 	}
 	waitReady(t, ns, 60*time.Second, "after a restart")
 	for name := range convertedCRDs {
-		waitFor(t, 30*time.Second, "the restarted operator's migration to find "+name+" current", func() bool {
+		await.New(t).Eventually(func() bool {
 			return metricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": name, "result": "current"}) == 1
-		})
+		}).Should(gomega.BeTrue(), "the restarted operator's migration to find "+name+" current")
 	}
 	for _, w := range op.WritesSince(n) {
 		if strings.Contains(w, "customresourcedefinitions") ||

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 )
 
 func TestDrainClosesEachConnectionAfterItsAnswer(t *testing.T) {
@@ -80,9 +83,7 @@ func TestDrainingServerServesOnForTheDrainAfterTheManagerStopsIt(t *testing.T) {
 		t.Fatal("draining before the manager stopped the server")
 	}
 	stop()
-	for !clk.HasWaiters() {
-		time.Sleep(time.Millisecond)
-	}
+	await.New(t).Eventually(clk.HasWaiters).WithPolling(time.Millisecond).Should(gomega.BeTrue(), "the drain waits on the clock")
 	if !d.Draining() {
 		t.Fatal("the manager stopped the server: not draining")
 	}

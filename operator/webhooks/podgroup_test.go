@@ -17,21 +17,20 @@ func TestSchedulingGroupPatch(t *testing.T) {
 	}
 	named := []jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/spec/schedulingGroup",
 		Value: map[string]any{"podGroupName": "g-worker-3"}}}
-	for _, tc := range []struct {
-		name     string
+	for name, tc := range map[string]struct {
 		labels   map[string]string
 		hasGroup bool
 		served   bool
 		want     []jsonpatch.JsonPatchOperation
 	}{
-		{"a group's pod is named its group's PodGroup", group, false, true, named},
-		{"not when the API is not served", group, false, false, nil},
-		{"not over a scheduling group the pod names", group, true, true, nil},
-		{"not before LeaderWorkerSet's webhook set the group index", map[string]string{"leaderworkerset.sigs.k8s.io/name": "g-worker"}, false, true, nil},
-		{"not without the LeaderWorkerSet's name", map[string]string{"leaderworkerset.sigs.k8s.io/group-index": "0"}, false, true, nil},
-		{"not with a group index that is no number", map[string]string{"leaderworkerset.sigs.k8s.io/name": "g", "leaderworkerset.sigs.k8s.io/group-index": "x"}, false, true, nil},
+		"a group's pod is named its group's PodGroup":              {group, false, true, named},
+		"not when the API is not served":                           {group, false, false, nil},
+		"not over a scheduling group the pod names":                {group, true, true, nil},
+		"not before LeaderWorkerSet's webhook set the group index": {map[string]string{"leaderworkerset.sigs.k8s.io/name": "g-worker"}, false, true, nil},
+		"not without the LeaderWorkerSet's name":                   {map[string]string{"leaderworkerset.sigs.k8s.io/group-index": "0"}, false, true, nil},
+		"not with a group index that is no number":                 {map[string]string{"leaderworkerset.sigs.k8s.io/name": "g", "leaderworkerset.sigs.k8s.io/group-index": "x"}, false, true, nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, schedulingGroupPatch(tc.labels, tc.hasGroup, tc.served)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

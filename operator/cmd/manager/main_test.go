@@ -16,25 +16,23 @@ func envOf(vars map[string]string) func(string) (string, bool) {
 // Bad configuration must fail before anything contacts a cluster, so these
 // cases need no API server.
 func TestRunRejectsBadConfiguration(t *testing.T) {
-	tests := []struct {
-		name string
+	tests := map[string]struct {
 		args []string
 		env  map[string]string
 		// names must all appear in the error line.
 		names []string
 	}{
-		{name: "out of range port", args: []string{"--webhook-port=70000"}, names: []string{"--webhook-port"}},
-		{name: "unknown flag", args: []string{"--bogus=1"}, names: []string{"-bogus"}},
-		{name: "unparsable value", args: []string{"--kube-api-burst=lots"}, names: []string{"-kube-api-burst"}},
-		{
-			name:  "several problems",
+		"out of range port": {args: []string{"--webhook-port=70000"}, names: []string{"--webhook-port"}},
+		"unknown flag":      {args: []string{"--bogus=1"}, names: []string{"-bogus"}},
+		"unparsable value":  {args: []string{"--kube-api-burst=lots"}, names: []string{"-kube-api-burst"}},
+		"several problems": {
 			args:  []string{"--restrict-namespace=Team_A", "--leader-election-retry-period=1m"},
 			env:   map[string]string{"LOG_LEVEL": "loud"},
 			names: []string{"--restrict-namespace", "--leader-election-retry-period", "LOG_LEVEL"},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
 			var stderr bytes.Buffer
 			if code := run(tt.args, envOf(tt.env), &stderr); code != exitInvalidArgs {
 				t.Errorf("run(%q) = %d, want %d", tt.args, code, exitInvalidArgs)
@@ -46,9 +44,9 @@ func TestRunRejectsBadConfiguration(t *testing.T) {
 			if !strings.HasPrefix(out, "dynamo-operator: invalid configuration: ") {
 				t.Errorf("stderr %q lacks the dynamo-operator: invalid configuration: prefix", out)
 			}
-			for _, name := range tt.names {
-				if !strings.Contains(out, name) {
-					t.Errorf("stderr %q does not name %s", out, name)
+			for _, n := range tt.names {
+				if !strings.Contains(out, n) {
+					t.Errorf("stderr %q does not name %s", out, n)
 				}
 			}
 		})

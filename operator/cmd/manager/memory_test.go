@@ -11,22 +11,21 @@ import (
 // tuneMemory changes the process's collector settings: each case restores
 // them, and none runs in parallel.
 func TestTuneMemory(t *testing.T) {
-	tests := []struct {
-		name          string
+	tests := map[string]struct {
 		env           map[string]string
 		profiling     bool
 		wantGCPercent int
 		wantProfiling bool
 	}{
-		{name: "defaults", wantGCPercent: defaultGCPercent},
-		{name: "pprof served keeps heap profiling", profiling: true,
+		"defaults": {wantGCPercent: defaultGCPercent},
+		"pprof served keeps heap profiling": {profiling: true,
 			wantGCPercent: defaultGCPercent, wantProfiling: true},
-		{name: "the environment's GOGC and profile rate win",
+		"the environment's GOGC and profile rate win": {
 			env:           map[string]string{"GOGC": "90", "GODEBUG": "madvdontneed=1,memprofilerate=4096"},
 			wantGCPercent: 90, wantProfiling: true},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
 			// automemlimit reads the process environment, not lookupEnv:
 			// without this, a test run in a container with a memory limit
 			// would set the test process's GOMEMLIMIT.

@@ -22,17 +22,21 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
@@ -102,15 +106,15 @@ func BenchmarkGraphs(b *testing.B) {
 		b.Fatal(err)
 	}
 	created := time.Since(start)
-	waitFor(ctx, b, "children", func() (bool, error) { return childrenExist(ctx, w) })
+	awaitBench(b).Eventually(func() (bool, error) { return childrenExist(ctx, w) }).Should(gomega.BeTrue(), "children")
 	children := time.Since(start)
 	svcRate, err := serviceRate(ctx, w, start)
 	if err != nil {
 		b.Fatal(err)
 	}
-	waitFor(ctx, b, "children and status", func() (bool, error) { return childrenAndStatusCurrent(ctx, w) })
+	awaitBench(b).Eventually(func() (bool, error) { return childrenAndStatusCurrent(ctx, w) }).Should(gomega.BeTrue(), "children and status")
 	elapsed := time.Since(start)
-	waitFor(ctx, b, "every graph Ready", func() (bool, error) { return allReady(ctx, w) })
+	awaitBench(b).Eventually(func() (bool, error) { return allReady(ctx, w) }).Should(gomega.BeTrue(), "every graph Ready")
 	ready := time.Since(start)
 	cpuReady := op.cpu()
 	statusesReady := statuses.summary(func(kind string, key types.NamespacedName) time.Time {
@@ -200,12 +204,10 @@ func measureFloor(ctx context.Context, b *testing.B, env *benchCluster) floorTim
 	ns := mustNamespace(ctx, b, env, "bench-floor")
 	defer func() {
 		env.DeleteNamespace(ctx, ns)
-		for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
-			if err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
-				return
-			}
-		}
-		b.Fatalf("namespace %s of the floor was not deleted within 10 minutes", ns)
+		await.New(b).Eventually(func() error {
+			return env.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		}).WithTimeout(10*time.Minute).WithPolling(time.Second).Should(gomega.Satisfy(apierrors.IsNotFound),
+			"namespace %s of the floor is deleted", ns)
 	}()
 	var objs []client.Object
 	var dgds []*v1alpha1.DynamoGraphDeployment
@@ -276,7 +278,7 @@ func measureFloor(ctx context.Context, b *testing.B, env *benchCluster) floorTim
 		b.Fatal(err)
 	}
 	t.withStatus = time.Since(start)
-	waitFor(ctx, b, "every raw Deployment available", func() (bool, error) {
+	awaitBench(b).Eventually(func() (bool, error) {
 		var list appsv1.DeploymentList
 		if err := w.list(ctx, &list); err != nil {
 			return false, err
@@ -287,7 +289,7 @@ func measureFloor(ctx context.Context, b *testing.B, env *benchCluster) floorTim
 			}
 		}
 		return len(list.Items) == len(dcds), nil
-	})
+	}).Should(gomega.BeTrue(), "every raw Deployment available")
 	t.available = time.Since(start)
 	return t
 }
@@ -317,55 +319,35 @@ func busy(err error) bool {
 // retryBusy calls write until it succeeds, fails otherwise than with a busy
 // API server's answer, or has been tried five times.
 func retryBusy(write func() error) error {
-	for attempt := 1; ; attempt++ {
-		err := write()
-		if err == nil || attempt == 5 || !busy(err) {
-			return err
-		}
-		time.Sleep(time.Second)
-	}
+	return retry.OnError(wait.Backoff{Steps: 5, Duration: time.Second, Factor: 1}, busy, write)
 }
 
 // graph is a four-service disaggregated graph like users run.
 func graph(ns string, i int) *v1alpha1.DynamoGraphDeployment {
-	svcs := map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{}
+	g := builders.MakeGraph(fmt.Sprintf("graph-%04d", i), ns).Backend(v1alpha1.BackendFrameworkVLLM)
 	types := []v1alpha1.ComponentType{v1alpha1.ComponentTypeFrontend, v1alpha1.ComponentTypeWorker,
 		v1alpha1.ComponentTypeWorker, v1alpha1.ComponentTypePlanner}
 	for s := 0; s < *services; s++ {
-		spec := &v1alpha1.DynamoComponentDeploymentSharedSpec{
-			ComponentType: types[s%len(types)],
-			Replicas:      ptr.To[int32](1),
-			Envs:          []corev1.EnvVar{{Name: "DYN_LOG", Value: "info"}},
-			ExtraPodSpec: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{
-				Image:   "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0",
-				Command: []string{"python3", "-m", "dynamo.vllm"},
-				Args:    []string{"--model", "Qwen/Qwen3-0.6B"},
-			}},
+		svc := builders.MakeService().Type(types[s%len(types)]).Env("DYN_LOG", "info").
+			Image("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0").
+			Command([]string{"python3", "-m", "dynamo.vllm"}, "--model", "Qwen/Qwen3-0.6B")
+		if types[s%len(types)] == v1alpha1.ComponentTypeWorker {
+			svc.GPUs(1)
 		}
-		if spec.ComponentType == v1alpha1.ComponentTypeWorker {
-			spec.Resources = &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "1"}}
-		}
-		svcs[fmt.Sprintf("Service%d", s)] = spec
+		g.Service(fmt.Sprintf("Service%d", s), svc)
 	}
-	return &v1alpha1.DynamoGraphDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("graph-%04d", i)},
-		Spec:       v1alpha1.DynamoGraphDeploymentSpec{BackendFramework: v1alpha1.BackendFrameworkVLLM, Services: svcs},
-	}
+	return g.Obj()
 }
 
-// waitFor polls until done says so. A failed poll is retried: a loaded
-// API server drops a large list now and then, and one lost poll must not
-// lose a run of many minutes.
-func waitFor(ctx context.Context, b *testing.B, what string, done func() (bool, error)) {
-	var last error
-	for deadline := time.Now().Add(30 * time.Minute); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
-		ok, err := done()
-		if err == nil && ok {
-			return
-		}
-		last = err
-	}
-	b.Fatalf("%s: not within 30 minutes (last error: %v)", what, last)
+// awaitBench polls for up to 30 minutes, every 250 ms (the resolution of
+// the times measured). A failed poll is retried: a loaded API server drops
+// a large list now and then, and one lost poll must not lose a run of many
+// minutes.
+func awaitBench(b *testing.B) gomega.Gomega {
+	g := await.New(b)
+	g.SetDefaultEventuallyTimeout(30 * time.Minute)
+	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
+	return g
 }
 
 // childrenExist: every component, Deployment and Service exists.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/migration"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
@@ -67,21 +69,10 @@ func installLWSCRD(ctx context.Context, t *testing.T) {
 	}
 	// The tests' own client maps the kind too before they read it: its
 	// mapper may have looked the group up before the CRD was there.
-	waitFor(t, 30*time.Second, "the test client maps LeaderWorkerSet", func() bool {
+	await.New(t).Eventually(func() bool {
 		_, err := env.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: lwsv1.GroupVersion.Group, Kind: "LeaderWorkerSet"}, lwsv1.GroupVersion.Version)
 		return err == nil
-	})
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	}).Should(gomega.BeTrue(), "the test client maps LeaderWorkerSet")
 }
 
 // On a cluster without LeaderWorkerSet a multinode graph fails saying what
@@ -100,13 +91,13 @@ func TestMultinodeWaitsForTheLWSAPIThenCountsGroups(t *testing.T) {
 	}
 	key := client.ObjectKey{Namespace: ns, Name: "llm-decode"}
 	dcd := &v1alpha1.DynamoComponentDeployment{}
-	waitFor(t, 30*time.Second, "the component says LeaderWorkerSet is missing", func() bool {
+	await.New(t).Eventually(func() bool {
 		if env.Client.Get(ctx, key, dcd) != nil {
 			return false
 		}
 		c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
 		return c != nil && c.Reason == controllers.ReasonMissingAPI
-	})
+	}).Should(gomega.BeTrue(), "the component says LeaderWorkerSet is missing")
 	c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
 	for _, want := range []string{"spec.multinode", "install LeaderWorkerSet", "without restarting the operator"} {
 		if !strings.Contains(c.Message, want) {
@@ -118,17 +109,17 @@ func TestMultinodeWaitsForTheLWSAPIThenCountsGroups(t *testing.T) {
 		t.Error("a Deployment was rendered for a multinode service")
 	}
 	g := &v1alpha1.DynamoGraphDeployment{}
-	waitFor(t, 30*time.Second, "the graph reports the component's failure", func() bool {
+	await.New(t).Eventually(func() bool {
 		return env.Client.Get(ctx, client.ObjectKeyFromObject(graph), g) == nil && g.Status.State == v1alpha1.GraphStateFailed &&
 			strings.Contains(meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady).Message, "LeaderWorkerSet")
-	})
+	}).Should(gomega.BeTrue(), "the graph reports the component's failure")
 
 	installLWSCRD(ctx, t)
 	installed := time.Now()
 	lws := &lwsv1.LeaderWorkerSet{}
-	waitFor(t, 60*time.Second, "the operator renders the LeaderWorkerSet", func() bool {
+	await.New(t).Eventually(func() bool {
 		return env.Client.Get(ctx, key, lws) == nil
-	})
+	}).WithTimeout(60*time.Second).Should(gomega.BeTrue(), "the operator renders the LeaderWorkerSet")
 	t.Logf("LeaderWorkerSet rendered %v after the CRD was installed", time.Since(installed).Round(100*time.Millisecond))
 	if *lws.Spec.Replicas != 2 || *lws.Spec.LeaderWorkerTemplate.Size != 4 {
 		t.Errorf("replicas %d size %d, want 2 groups of 4", *lws.Spec.Replicas, *lws.Spec.LeaderWorkerTemplate.Size)
@@ -143,13 +134,13 @@ func TestMultinodeWaitsForTheLWSAPIThenCountsGroups(t *testing.T) {
 	if err := env.Client.Status().Update(ctx, lws); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the component is available", func() bool {
+	await.New(t).Eventually(func() bool {
 		if env.Client.Get(ctx, key, dcd) != nil {
 			return false
 		}
 		c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
 		return c != nil && c.Status == metav1.ConditionTrue && dcd.Status.ObservedGeneration == dcd.Generation
-	})
+	}).Should(gomega.BeTrue(), "the component is available")
 	if dcd.Status.Replicas != 2 || dcd.Status.ReadyReplicas != 2 || dcd.Status.Service.ComponentKind != v1alpha1.ComponentKindLeaderWorkerSet {
 		t.Errorf("status counts %d replicas, %d ready, kind %s; want 2 groups of LeaderWorkerSet",
 			dcd.Status.Replicas, dcd.Status.ReadyReplicas, dcd.Status.Service.ComponentKind)
@@ -227,13 +218,13 @@ func TestMultinodeUpgradeKeepsThePreviousDeploymentUntilTheSpecChanges(t *testin
 
 	// The operator acts on the component (its status, its Service) and
 	// leaves the Deployment's spec as v0.2.0 wrote it.
-	waitFor(t, 30*time.Second, "the component is available and says the LeaderWorkerSet waits for the next spec change", func() bool {
+	await.New(t).Eventually(func() bool {
 		if env.Client.Get(ctx, key, dcd) != nil {
 			return false
 		}
 		p := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending)
 		return p != nil && p.Status == metav1.ConditionTrue && meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
-	})
+	}).Should(gomega.BeTrue(), "the component is available and says the LeaderWorkerSet waits for the next spec change")
 	p := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending)
 	if p.Reason != controllers.ReasonLeaderWorkerSetAtNextChange {
 		t.Errorf("WorkloadPending reason %q, want %q", p.Reason, controllers.ReasonLeaderWorkerSetAtNextChange)
@@ -244,12 +235,12 @@ func TestMultinodeUpgradeKeepsThePreviousDeploymentUntilTheSpecChanges(t *testin
 		}
 	}
 	svc := &corev1.Service{}
-	waitFor(t, 30*time.Second, "the component's Service", func() bool { return env.Client.Get(ctx, key, svc) == nil })
+	await.New(t).Eventually(func() bool { return env.Client.Get(ctx, key, svc) == nil }).Should(gomega.BeTrue(), "the component's Service")
 	if diff := cmp.Diff(old.Spec.Selector.MatchLabels, svc.Spec.Selector); diff != "" {
 		t.Errorf("the Service must select the kept Deployment's pods (-want +got):\n%s", diff)
 	}
 	events := &eventsv1.EventList{}
-	waitFor(t, 30*time.Second, "an event says what happens at the next spec change", func() bool {
+	await.New(t).Eventually(func() bool {
 		if env.Client.List(ctx, events, client.InNamespace(ns)) != nil {
 			return false
 		}
@@ -259,7 +250,7 @@ func TestMultinodeUpgradeKeepsThePreviousDeploymentUntilTheSpecChanges(t *testin
 			}
 		}
 		return false
-	})
+	}).Should(gomega.BeTrue(), "an event says what happens at the next spec change")
 	live := &appsv1.Deployment{}
 	if err := env.Client.Get(ctx, key, live); err != nil {
 		t.Fatal(err)
@@ -280,9 +271,9 @@ func TestMultinodeUpgradeKeepsThePreviousDeploymentUntilTheSpecChanges(t *testin
 	if err := env.Client.Patch(ctx, dcd, patch); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the kept Deployment scales to 3 × 2 pods", func() bool {
+	await.New(t).Eventually(func() bool {
 		return env.Client.Get(ctx, key, live) == nil && *live.Spec.Replicas == 6
-	})
+	}).Should(gomega.BeTrue(), "the kept Deployment scales to 3 × 2 pods")
 	if diff := cmp.Diff(old.Spec.Template, live.Spec.Template); diff != "" {
 		t.Errorf("scaling changed the pod template (-v0.2.0 +now):\n%s", diff)
 	}
@@ -294,17 +285,17 @@ func TestMultinodeUpgradeKeepsThePreviousDeploymentUntilTheSpecChanges(t *testin
 		t.Fatal(err)
 	}
 	lws := &lwsv1.LeaderWorkerSet{}
-	waitFor(t, 30*time.Second, "the LeaderWorkerSet replaces the Deployment", func() bool {
+	await.New(t).Eventually(func() bool {
 		return env.Client.Get(ctx, key, lws) == nil && apierrors.IsNotFound(env.Client.Get(ctx, key, &appsv1.Deployment{}))
-	})
+	}).Should(gomega.BeTrue(), "the LeaderWorkerSet replaces the Deployment")
 	if *lws.Spec.Replicas != 3 || *lws.Spec.LeaderWorkerTemplate.Size != 2 {
 		t.Errorf("replicas %d size %d, want 3 groups of 2", *lws.Spec.Replicas, *lws.Spec.LeaderWorkerTemplate.Size)
 	}
-	waitFor(t, 30*time.Second, "the component no longer says a change is pending", func() bool {
+	await.New(t).Eventually(func() bool {
 		return env.Client.Get(ctx, key, dcd) == nil && dcd.Status.ObservedGeneration == dcd.Generation &&
 			meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending) == nil &&
 			dcd.Status.Service.ComponentKind == v1alpha1.ComponentKindLeaderWorkerSet
-	})
+	}).Should(gomega.BeTrue(), "the component no longer says a change is pending")
 
 	// This component has no graph, so no renderer annotation of its own,
 	// and its status now names a LeaderWorkerSet: the one this operator
@@ -318,10 +309,10 @@ func TestMultinodeUpgradeKeepsThePreviousDeploymentUntilTheSpecChanges(t *testin
 	if err := env.Client.Status().Update(ctx, lws); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the component is available on its LeaderWorkerSet", func() bool {
+	await.New(t).Eventually(func() bool {
 		return env.Client.Get(ctx, key, dcd) == nil && dcd.Status.ReadyReplicas == 3 &&
 			meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
-	})
+	}).Should(gomega.BeTrue(), "the component is available on its LeaderWorkerSet")
 	for _, c := range dcd.Status.Conditions {
 		if c.Reason == controllers.ReasonNotAdoptable {
 			t.Errorf("condition %s: %s", c.Type, c.Message)
@@ -361,13 +352,13 @@ func TestAnotherOperatorsLeaderWorkerSetIsNotAdopted(t *testing.T) {
 
 	env.StartControllers(ctx, t)
 	key := client.ObjectKeyFromObject(dcd)
-	waitFor(t, 30*time.Second, "the component is refused as another operator's", func() bool {
+	await.New(t).Eventually(func() bool {
 		if env.Client.Get(ctx, key, dcd) != nil {
 			return false
 		}
 		c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
 		return c != nil && c.Reason == controllers.ReasonNotAdoptable
-	})
+	}).Should(gomega.BeTrue(), "the component is refused as another operator's")
 	c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
 	if want := "its LeaderWorkerSet " + theirs.Name + " was created by another operator"; !strings.Contains(c.Message, want) {
 		t.Errorf("message %q lacks %q", c.Message, want)
@@ -408,13 +399,13 @@ func TestMultinodeGroupsGetGangPodGroups(t *testing.T) {
 		return n
 	}
 	var first *unstructured.Unstructured
-	waitFor(t, 30*time.Second, "both groups and the rollout's surge group have their PodGroup", func() bool {
+	await.New(t).Eventually(func() bool {
 		pg0, err0 := podGroup(ctx, ns, "llm-decode-0")
 		_, err1 := podGroup(ctx, ns, "llm-decode-1")
 		_, err2 := podGroup(ctx, ns, "llm-decode-2")
 		first = pg0
 		return err0 == nil && err1 == nil && err2 == nil
-	})
+	}).Should(gomega.BeTrue(), "both groups and the rollout's surge group have their PodGroup")
 	if _, err := podGroup(ctx, ns, "llm-decode-3"); !apierrors.IsNotFound(err) {
 		t.Errorf("PodGroup llm-decode-3, past the surge group: %v", err)
 	}
@@ -425,20 +416,20 @@ func TestMultinodeGroupsGetGangPodGroups(t *testing.T) {
 		t.Errorf("PodGroup llm-decode-0: minCount %d, owners %v, labels %v; want 3, the component's",
 			minCount(first), first.GetOwnerReferences(), first.GetLabels())
 	}
-	waitFor(t, 30*time.Second, "the component says its groups are gang scheduled", func() bool {
+	await.New(t).Eventually(func() bool {
 		c := meta.FindStatusCondition(dcd.Status.Conditions, controllers.ConditionGangScheduling)
 		return env.Client.Get(ctx, key, dcd) == nil && c != nil && c.Status == metav1.ConditionTrue && c.Reason == controllers.ReasonPodGroups
-	})
+	}).Should(gomega.BeTrue(), "the component says its groups are gang scheduled")
 
 	// Scale-down: the PodGroup past the new surge group goes, the first
 	// stays as is.
 	if err := env.Client.Patch(ctx, graph, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"services":{"decode":{"replicas":1}}}}`))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the PodGroup past the replicas and the surge group is deleted", func() bool {
+	await.New(t).Eventually(func() bool {
 		_, err := podGroup(ctx, ns, "llm-decode-2")
 		return apierrors.IsNotFound(err)
-	})
+	}).Should(gomega.BeTrue(), "the PodGroup past the replicas and the surge group is deleted")
 	if _, err := podGroup(ctx, ns, "llm-decode-1"); err != nil {
 		t.Errorf("PodGroup llm-decode-1, now the surge group's: %v", err)
 	}
@@ -451,8 +442,8 @@ func TestMultinodeGroupsGetGangPodGroups(t *testing.T) {
 		[]byte(`{"spec":{"services":{"decode":{"multinode":{"nodeCount":2},"extraPodSpec":{"mainContainer":{"args":["--tensor-parallel-size","8"]}}}}}}`))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the PodGroup is replaced with minCount 2", func() bool {
+	await.New(t).Eventually(func() bool {
 		pg0, err := podGroup(ctx, ns, "llm-decode-0")
 		return err == nil && pg0.GetUID() != first.GetUID() && minCount(pg0) == 2
-	})
+	}).Should(gomega.BeTrue(), "the PodGroup is replaced with minCount 2")
 }

@@ -5,11 +5,13 @@ package nogangtest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
@@ -49,18 +52,16 @@ func TestMultinodeRunsWithoutGangSchedulingAndSaysSo(t *testing.T) {
 	}
 	key := client.ObjectKey{Namespace: ns, Name: "llm-decode"}
 	dcd := &v1alpha1.DynamoComponentDeployment{}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if env.Client.Get(ctx, key, dcd) == nil &&
-			meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionAvailable) &&
-			meta.FindStatusCondition(dcd.Status.Conditions, controllers.ConditionGangScheduling) != nil {
-			break
+	await.New(t).Eventually(func() error {
+		if err := env.Client.Get(ctx, key, dcd); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the component is not Available with a GangScheduling condition: %+v", dcd.Status.Conditions)
+		if !meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionAvailable) ||
+			meta.FindStatusCondition(dcd.Status.Conditions, controllers.ConditionGangScheduling) == nil {
+			return fmt.Errorf("conditions %+v", dcd.Status.Conditions)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	}).WithTimeout(60*time.Second).Should(gomega.Succeed(), "the component is Available with a GangScheduling condition")
 	c := meta.FindStatusCondition(dcd.Status.Conditions, controllers.ConditionGangScheduling)
 	if c.Status != metav1.ConditionFalse || c.Reason != controllers.ReasonAPINotServed {
 		t.Errorf("GangScheduling %s/%s, want False/%s", c.Status, c.Reason, controllers.ReasonAPINotServed)

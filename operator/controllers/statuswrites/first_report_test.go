@@ -465,53 +465,52 @@ func TestGraphStatusWrites(t *testing.T) {
 		// the graph's state after a reconcile, "" for no status
 		want v1alpha1.GraphState
 	}
-	for _, tc := range []struct {
-		name   string
+	for name, tc := range map[string]struct {
 		steps  []step
 		writes int32
 		// queued: the component controller has not begun on the
 		// components (a burst of graphs ahead of them).
 		queued bool
 	}{
-		{name: "available at once", writes: 1, steps: []step{
+		"available at once": {writes: 1, steps: []step{
 			{after: time.Second, components: "available", want: v1alpha1.GraphStateSuccessful}}},
-		{name: "rolling out beyond the delay", writes: 2, steps: []step{
+		"rolling out beyond the delay": {writes: 2, steps: []step{
 			{after: 2 * time.Second, components: "rolling out"},
 			{after: 3 * time.Second, components: "rolling out", want: v1alpha1.GraphStatePending},
 			{after: time.Second, components: "available", want: v1alpha1.GraphStateSuccessful}}},
-		{name: "components not reporting", writes: 1, steps: []step{
+		"components not reporting": {writes: 1, steps: []step{
 			{after: 10 * time.Second},
 			{after: 20 * time.Second, want: v1alpha1.GraphStatePending}}},
 		// Queued behind other graphs' components, the graph waits for them
 		// longer: then it could only say "not yet reconciled".
-		{name: "components queued", queued: true, writes: 1, steps: []step{
+		"components queued": {queued: true, writes: 1, steps: []step{
 			{after: 30 * time.Second},
 			{after: 4 * time.Minute},
 			{after: time.Minute, want: v1alpha1.GraphStatePending}}},
-		{name: "components queued, then available", queued: true, writes: 1, steps: []step{
+		"components queued, then available": {queued: true, writes: 1, steps: []step{
 			{after: 2 * time.Minute},
 			{after: time.Second, components: "available", want: v1alpha1.GraphStateSuccessful}}},
 		// Behind a backlog the component controller is still draining, the
 		// graph waits past the limit, up to the cap.
-		{name: "components queued behind a draining backlog", queued: true, writes: 1, steps: []step{
+		"components queued behind a draining backlog": {queued: true, writes: 1, steps: []step{
 			{after: 4 * time.Minute, drain: true},
 			{after: 2 * time.Minute, drain: true},
 			{after: 20 * time.Second, drain: true, components: "available", want: v1alpha1.GraphStateSuccessful}}},
-		{name: "components queued after the backlog stopped draining", queued: true, writes: 1, steps: []step{
+		"components queued after the backlog stopped draining": {queued: true, writes: 1, steps: []step{
 			{after: 4 * time.Minute, drain: true},
 			{after: time.Minute, want: v1alpha1.GraphStatePending}}},
-		{name: "components queued past the cap", queued: true, writes: 1, steps: []step{
+		"components queued past the cap": {queued: true, writes: 1, steps: []step{
 			{after: 30 * time.Minute, drain: true},
 			{after: 29 * time.Minute, drain: true},
 			{after: time.Minute, drain: true, want: v1alpha1.GraphStatePending}}},
 		// A component that fails to reconcile is reported at the shorter
 		// limit.
-		{name: "components failing", queued: true, writes: 1, steps: []step{
+		"components failing": {queued: true, writes: 1, steps: []step{
 			{after: 10 * time.Second, fail: true},
 			{after: 15 * time.Second},
 			{after: 5 * time.Second, want: v1alpha1.GraphStatePending}}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			ns := env.Namespace(t, "graph-status-writes")
 			clock := clocktesting.NewFakeClock(time.Unix(1000, 0))

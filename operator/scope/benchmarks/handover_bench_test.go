@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,6 +33,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
@@ -161,26 +163,17 @@ func watchLeases(ctx context.Context, b *testing.B, env *testenv.Env, ns string)
 }
 
 func graph(ns string, i int) *v1alpha1.DynamoGraphDeployment {
-	svc := func(t v1alpha1.ComponentType) *v1alpha1.DynamoComponentDeploymentSharedSpec {
-		return &v1alpha1.DynamoComponentDeploymentSharedSpec{
-			ComponentType: t,
-			Replicas:      ptr.To[int32](1),
-			ExtraPodSpec:  &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Image: "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0"}},
-		}
-	}
-	return &v1alpha1.DynamoGraphDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("g%03d", i)},
-		Spec: v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-			"Frontend": svc(v1alpha1.ComponentTypeFrontend),
-			"Worker":   svc(v1alpha1.ComponentTypeWorker),
-		}},
-	}
+	const image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0"
+	return builders.MakeGraph(fmt.Sprintf("g%03d", i), ns).
+		Service("Frontend", builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).Image(image)).
+		Service("Worker", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(image)).
+		Obj()
 }
 
 func scaleAll(ctx context.Context, b *testing.B, env *testenv.Env, ns string, replicas int32) {
 	patch := fmt.Appendf(nil, `{"spec":{"services":{"Worker":{"replicas":%d}}}}`, replicas)
 	for i := range *graphs {
-		g := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("g%03d", i)}}
+		g := builders.MakeGraph(fmt.Sprintf("g%03d", i), ns).Obj()
 		if err := env.Client.Patch(ctx, g, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			b.Fatal(err)
 		}
@@ -206,8 +199,7 @@ func createLease(ctx context.Context, b *testing.B, env *testenv.Env, ns string)
 
 // waitConverged waits until every worker Deployment has the replicas.
 func waitConverged(ctx context.Context, b *testing.B, env *testenv.Env, ns string, replicas int32) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	await.New(b).Eventually(func() int {
 		dcds := &v1alpha1.DynamoComponentDeploymentList{}
 		if err := env.Client.List(ctx, dcds, client.InNamespace(ns)); err != nil {
 			b.Fatal(err)
@@ -218,14 +210,8 @@ func waitConverged(ctx context.Context, b *testing.B, env *testenv.Env, ns strin
 				done++
 			}
 		}
-		if done == *graphs {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d workers at %d replicas after 2 minutes", done, *graphs, replicas)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return done
+	}).WithTimeout(2*time.Minute).WithPolling(20*time.Millisecond).Should(gomega.Equal(*graphs), "workers at %d replicas", replicas)
 }
 
 // writeTimes lists when the cluster-wide operator's writes in ns completed,

@@ -12,17 +12,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
@@ -100,34 +101,21 @@ func operator(t *testing.T) *testenv.Operator {
 func waitForWebhooks(t *testing.T, c client.Client) {
 	t.Helper()
 	ns := env.Namespace(t, "wait")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := c.Create(context.Background(), badGraph(ns), client.DryRunAll)
-		if err != nil && strings.Contains(err.Error(), "admission webhook") && strings.Contains(err.Error(), "denied the request") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the webhook never judged a graph; last result: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	await.New(t).Eventually(func() error {
+		return c.Create(context.Background(), badGraph(ns), client.DryRunAll)
+	}).Should(gomega.MatchError(gomega.And(gomega.ContainSubstring("admission webhook"), gomega.ContainSubstring("denied the request"))),
+		"the webhook judges a graph")
 }
 
 func badGraph(ns string) *v1alpha1.DynamoGraphDeployment {
-	return &v1alpha1.DynamoGraphDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: ns},
-		Spec: v1alpha1.DynamoGraphDeploymentSpec{
-			Labels: map[string]string{"bad key!": "x"},
-			Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-				"my_worker": {},
-				"Worker": {
-					EnvFromSecret: ptr.To("HF_TOKEN"),
-					Resources:     &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "one"}},
-					VolumeMounts:  []v1alpha1.VolumeMount{{Name: "missing"}},
-				},
-			},
-		},
-	}
+	return builders.MakeGraph("bad", ns).
+		SpecLabel("bad key!", "x").
+		Service("my_worker", builders.MakeEmptyService()).
+		Service("Worker", builders.MakeEmptyService().
+			EnvFromSecret("HF_TOKEN").
+			Resources(&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "one"}}).
+			VolumeMount("missing", "")).
+		Obj()
 }
 
 func TestInvalidGraphIsRejectedWithEveryViolation(t *testing.T) {
@@ -176,13 +164,10 @@ func TestValidGraphIsDefaultedAndDeprecatedFieldsWarn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dgd := &v1alpha1.DynamoGraphDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "llm", Namespace: ns},
-		Spec: v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-			"Frontend": {ComponentType: v1alpha1.ComponentTypeFrontend},
-			"Worker":   {Replicas: ptr.To[int32](0), Autoscaling: &v1alpha1.Autoscaling{Enabled: true}},
-		}},
-	}
+	dgd := builders.MakeGraph("llm", ns).
+		Service("Frontend", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeFrontend)).
+		Service("Worker", builders.MakeEmptyService().Replicas(0).Autoscaling(&v1alpha1.Autoscaling{Enabled: true})).
+		Obj()
 	if err := c.Create(context.Background(), dgd); err != nil {
 		t.Fatal(err)
 	}
@@ -218,15 +203,10 @@ func TestImmutableFieldsAreRejectedOnUpdate(t *testing.T) {
 	operator(t)
 	ns := env.Namespace(t, "immutable")
 	ctx := context.Background()
-	dgd := &v1alpha1.DynamoGraphDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "llm", Namespace: ns},
-		Spec: v1alpha1.DynamoGraphDeploymentSpec{
-			BackendFramework: v1alpha1.BackendFrameworkVLLM,
-			Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
-				"Frontend": {ComponentType: v1alpha1.ComponentTypeFrontend},
-			},
-		},
-	}
+	dgd := builders.MakeGraph("llm", ns).
+		Backend(v1alpha1.BackendFrameworkVLLM).
+		Service("Frontend", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeFrontend)).
+		Obj()
 	if err := env.Client.Create(ctx, dgd); err != nil {
 		t.Fatal(err)
 	}
@@ -243,10 +223,7 @@ func TestImmutableFieldsAreRejectedOnUpdate(t *testing.T) {
 		}
 	}
 
-	dm := &v1alpha1.DynamoModel{
-		ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: ns},
-		Spec:       v1alpha1.DynamoModelSpec{ModelName: "qwen", BaseModelName: "Qwen/Qwen3-0.6B"},
-	}
+	dm := builders.MakeModel("qwen", ns, "qwen", "Qwen/Qwen3-0.6B").Type("").Obj()
 	if err := env.Client.Create(ctx, dm); err != nil {
 		t.Fatal(err)
 	}
@@ -257,10 +234,7 @@ func TestImmutableFieldsAreRejectedOnUpdate(t *testing.T) {
 		t.Errorf("DynamoModel baseModelName change: %v", err)
 	}
 
-	dcd := &v1alpha1.DynamoComponentDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "decode", Namespace: ns},
-		Spec:       v1alpha1.DynamoComponentDeploymentSpec{DynamoComponent: "decode:v1"},
-	}
+	dcd := builders.MakeComponent("decode", ns, builders.MakeEmptyService()).DynamoComponent("decode:v1").Obj()
 	if err := env.Client.Create(ctx, dcd); err != nil {
 		t.Fatal(err)
 	}
@@ -275,14 +249,11 @@ func TestComponentKindsAreValidated(t *testing.T) {
 	operator(t)
 	ns := env.Namespace(t, "kinds")
 	ctx := context.Background()
-	dcd := &v1alpha1.DynamoComponentDeployment{ObjectMeta: metav1.ObjectMeta{Name: "decode.v1", Namespace: ns}}
+	dcd := builders.MakeComponent("decode.v1", ns, builders.MakeEmptyService()).Obj()
 	if err := env.Client.Create(ctx, dcd); err == nil || !strings.Contains(err.Error(), "metadata.name: Invalid value: \"decode.v1\"") {
 		t.Errorf("DCD with a dotted name: %v", err)
 	}
-	dc := &v1alpha1.DynamoComponent{
-		ObjectMeta: metav1.ObjectMeta{Name: "frontend", Namespace: ns},
-		Spec:       v1alpha1.DynamoComponentSpec{DynamoComponent: "frontend:v1", ImageBuildTimeout: &metav1.Duration{Duration: -time.Minute}},
-	}
+	dc := builders.MakeDynamoComponent("frontend", ns, "frontend:v1").Timeout(-time.Minute).Obj()
 	if err := env.Client.Create(ctx, dc); err == nil || !strings.Contains(err.Error(), "spec.imageBuildTimeout") {
 		t.Errorf("DynamoComponent with a negative timeout: %v", err)
 	}
@@ -336,23 +307,12 @@ func TestCABundleIsRestoredAndNotRewritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, vwc); err != nil {
-			t.Fatal(err)
-		}
-		restored := true
+	await.New(t).Eventually(func(g gomega.Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, vwc)).To(gomega.Succeed())
 		for _, w := range vwc.Webhooks {
-			restored = restored && string(w.ClientConfig.CABundle) == string(bundle)
+			g.Expect(string(w.ClientConfig.CABundle)).To(gomega.Equal(string(bundle)), "webhook %s", w.Name)
 		}
-		if restored {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the CA bundle was not restored")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	}).Should(gomega.Succeed(), "the CA bundle is restored")
 	waitForWebhooks(t, env.Client)
 	fmt.Println("CA bundle restored after being edited away")
 }

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
@@ -70,9 +71,11 @@ func TestV1beta1IsStoredAsV1alpha1AndReadBackAsWritten(t *testing.T) {
 		t.Fatal("the manifest must carry what the defaulting webhook would add")
 	}
 	written.Namespace = ns
-	if err := retryConversion(t, func() error { return env.Client.Create(context.Background(), written.DeepCopy()) }); err != nil {
-		t.Fatal(err)
-	}
+	// The API server takes up the CRDs' new conversion webhook and its CA
+	// from its watch, a moment after they are written.
+	await.New(t).Eventually(func() error {
+		return env.Client.Create(context.Background(), written.DeepCopy())
+	}).Should(gomega.Succeed(), "the API server converts through the CRDs' new webhook")
 
 	stored := &v1alpha1.DynamoGraphDeployment{}
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(written), stored); err != nil {
@@ -101,20 +104,6 @@ func TestV1beta1IsStoredAsV1alpha1AndReadBackAsWritten(t *testing.T) {
 		if d := cmp.Diff(asJSON(t, pair[0]), asJSON(t, pair[1])); d != "" {
 			t.Errorf("%s read back in v1beta1 (-written +read):\n%s", part, d)
 		}
-	}
-}
-
-// retryConversion retries f while the API server has not yet taken up the
-// CRDs' new conversion webhook and its CA (it learns both from its watch).
-func retryConversion(t *testing.T, f func() error) error {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := f()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 

@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/operator/scope"
 )
 
@@ -50,17 +52,11 @@ func TestClusterWideWebhooksLetScopedNamespacesThrough(t *testing.T) {
 // is admitted (want true) or denied by the webhook (want false).
 func eventuallyAdmits(t *testing.T, ns string, want bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := env.Client.Create(context.Background(), badGraph(ns), client.DryRunAll)
-		admitted := err == nil
-		denied := err != nil && strings.Contains(err.Error(), "denied the request")
-		if (want && admitted) || (!want && denied) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("in %s: want admitted=%v, last answer %v", ns, want, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	dryRun := func() error { return env.Client.Create(context.Background(), badGraph(ns), client.DryRunAll) }
+	if want {
+		await.New(t).Eventually(dryRun).Should(gomega.Succeed(), "an invalid graph in %s is admitted", ns)
+		return
 	}
+	await.New(t).Eventually(dryRun).Should(gomega.MatchError(gomega.ContainSubstring("denied the request")),
+		"an invalid graph in %s is denied by the webhook", ns)
 }

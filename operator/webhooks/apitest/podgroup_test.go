@@ -18,22 +18,21 @@ func TestPodWebhookNamesAGroupsPodGroup(t *testing.T) {
 	operator(t)
 	ctx := context.Background()
 	ns := env.Namespace(t, "podgroup")
-	for _, tc := range []struct {
-		name string
+	for name, tc := range map[string]struct {
 		pod  *corev1.Pod
 		want *corev1.PodSchedulingGroup
 	}{
-		{"a group's leader", builders.MakePod("leader", ns).InGroup("g-w", "leader", "g-w", "1").Obj(),
+		"a group's leader": {builders.MakePod("leader", ns).InGroup("g-w", "leader", "g-w", "1").Obj(),
 			&corev1.PodSchedulingGroup{PodGroupName: ptr.To("g-w-1")}},
-		{"a group's worker", builders.MakePod("worker", ns).InGroup("g-w", "worker", "g-w", "0").Obj(),
+		"a group's worker": {builders.MakePod("worker", ns).InGroup("g-w", "worker", "g-w", "0").Obj(),
 			&corev1.PodSchedulingGroup{PodGroupName: ptr.To("g-w-0")}},
-		{"a pod whose group index is not set yet", builders.MakePod("no-index", ns).InGroup("g-w", "leader", "g-w", "").Obj(), nil},
-		{"a LeaderWorkerSet pod of someone else's", builders.MakePod("other", ns).Labels(map[string]string{
+		"a pod whose group index is not set yet": {builders.MakePod("no-index", ns).InGroup("g-w", "leader", "g-w", "").Obj(), nil},
+		"a LeaderWorkerSet pod of someone else's": {builders.MakePod("other", ns).Labels(map[string]string{
 			"leaderworkerset.sigs.k8s.io/name": "other", "leaderworkerset.sigs.k8s.io/group-index": "0"}).Obj(), nil},
-		{"a pod naming its own group", builders.MakePod("own", ns).InGroup("g-w", "worker", "g-w", "2").SchedulingGroup("mine").Obj(),
+		"a pod naming its own group": {builders.MakePod("own", ns).InGroup("g-w", "worker", "g-w", "2").SchedulingGroup("mine").Obj(),
 			&corev1.PodSchedulingGroup{PodGroupName: ptr.To("mine")}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			if err := env.Client.Create(ctx, tc.pod); err != nil {
 				t.Fatal(err)
 			}

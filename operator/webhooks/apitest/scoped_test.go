@@ -6,13 +6,14 @@ import (
 	"crypto/x509"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/webhooks"
 )
@@ -48,18 +49,12 @@ func TestNamespaceScopedOperatorHasItsOwnConfigurations(t *testing.T) {
 	if !strings.HasSuffix(vwc.Name, "-"+ns) || !strings.HasSuffix(mwc.Name, "-"+ns) {
 		t.Fatalf("names %s, %s lack the namespace suffix", vwc.Name, mwc.Name)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		errV := env.Client.Get(context.Background(), client.ObjectKeyFromObject(vwc), vwc)
-		errM := env.Client.Get(context.Background(), client.ObjectKeyFromObject(mwc), mwc)
-		if errV == nil && errM == nil && len(vwc.Webhooks) > 0 && len(vwc.Webhooks[0].ClientConfig.CABundle) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the namespace-scoped configurations never appeared: %v %v", errV, errM)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	await.New(t).Eventually(func(g gomega.Gomega) {
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(vwc), vwc)).To(gomega.Succeed())
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(mwc), mwc)).To(gomega.Succeed())
+		g.Expect(vwc.Webhooks).NotTo(gomega.BeEmpty())
+		g.Expect(vwc.Webhooks[0].ClientConfig.CABundle).NotTo(gomega.BeEmpty())
+	}).Should(gomega.Succeed(), "the namespace-scoped configurations appear with a CA bundle")
 	for _, sel := range []*metav1.LabelSelector{vwc.Webhooks[0].NamespaceSelector, mwc.Webhooks[0].NamespaceSelector} {
 		if sel == nil || len(sel.MatchLabels) != 1 || sel.MatchLabels["kubernetes.io/metadata.name"] != ns {
 			t.Errorf("namespaceSelector %v, want kubernetes.io/metadata.name=%s", sel, ns)
@@ -89,17 +84,9 @@ func TestNamespaceScopedOperatorHasItsOwnConfigurations(t *testing.T) {
 	// lets it through once it has seen the local operator's Lease
 	// (TestClusterWideWebhooksLetScopedNamespacesThrough), so the denial
 	// is the local webhook's.
-	deadline = time.Now().Add(20 * time.Second)
-	for {
-		err := env.Client.Create(context.Background(), badGraph(ns), client.DryRunAll)
-		if err != nil && strings.Contains(err.Error(), "denied the request") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no webhook judged the graph in the operator's namespace: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	await.New(t).Eventually(func() error {
+		return env.Client.Create(context.Background(), badGraph(ns), client.DryRunAll)
+	}).Should(gomega.MatchError(gomega.ContainSubstring("denied the request")), "a webhook judges the graph in the operator's namespace")
 }
 
 func port(args []string) string {

@@ -6,8 +6,8 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
@@ -43,7 +43,11 @@ func applyDefaults(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment, create boo
 }
 
 func TestGraphDefaults(t *testing.T) {
-	dgd := graph("llm", map[string]*svc{"Frontend": {}, "a/b~c": {}, "Worker": {Replicas: ptr.To[int32](0)}})
+	dgd := builders.MakeGraph("llm", "ns").
+		Service("Frontend", builders.MakeEmptyService()).
+		Service("a/b~c", builders.MakeEmptyService()).
+		Service("Worker", builders.MakeEmptyService().Replicas(0)).
+		Obj()
 	got := applyDefaults(t, dgd, true)
 	for name, want := range map[string]int32{"Frontend": 1, "a/b~c": 1, "Worker": 0} {
 		if r := got.Spec.Services[name].Replicas; r == nil || *r != want {
@@ -66,7 +70,7 @@ func TestGraphDefaults(t *testing.T) {
 	}
 
 	// Updates default replicas of services added later, never the annotation.
-	upd := graph("llm", map[string]*svc{"New": {}})
+	upd := builders.MakeGraph("llm", "ns").Service("New", builders.MakeEmptyService()).Obj()
 	upd.ObjectMeta = metav1.ObjectMeta{Name: "llm"}
 	got = applyDefaults(t, upd, false)
 	if _, set := got.Annotations[OriginVersionAnnotation]; set || got.Spec.Services["New"].Replicas == nil {
@@ -74,7 +78,7 @@ func TestGraphDefaults(t *testing.T) {
 	}
 
 	// A defaulted graph needs nothing more: the webhook then sends no patch.
-	if ops := GraphDefaults(applyDefaults(t, graph("x", map[string]*svc{"A": {}}), true), true, "1.2.3"); len(ops) != 0 {
+	if ops := GraphDefaults(applyDefaults(t, builders.MakeGraph("x", "ns").Service("A", builders.MakeEmptyService()).Obj(), true), true, "1.2.3"); len(ops) != 0 {
 		t.Errorf("second pass patches %v", ops)
 	}
 }

@@ -11,17 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
-
-type svc = v1alpha1.DynamoComponentDeploymentSharedSpec
-
-func graph(name string, services map[string]*svc) *v1alpha1.DynamoGraphDeployment {
-	return &v1alpha1.DynamoGraphDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
-		Spec:       v1alpha1.DynamoGraphDeploymentSpec{Services: services},
-	}
-}
 
 // wantErrs checks that errs hold exactly the wanted "path: detail fragment"
 // pairs, in any order.
@@ -45,23 +37,31 @@ func wantErrs(t *testing.T, errs field.ErrorList, want ...string) {
 
 func TestGraphChildNames(t *testing.T) {
 	long := strings.Repeat("a", 60)
-	wantErrs(t, graphChildNames(graph("llm", map[string]*svc{"Frontend": {}, "VllmWorker": {}})))
-	wantErrs(t, graphChildNames(graph("llm", map[string]*svc{long: {}})),
+	wantErrs(t, graphChildNames(builders.MakeGraph("llm", "ns").
+		Service("Frontend", builders.MakeEmptyService()).
+		Service("VllmWorker", builders.MakeEmptyService()).
+		Obj()))
+	wantErrs(t, graphChildNames(builders.MakeGraph("llm", "ns").Service(long, builders.MakeEmptyService()).Obj()),
 		"spec.services."+long+": Invalid value: \"llm-"+long+"\": the component name <graph>-<lowercased service> is also its Service's name: must be no more than 63 characters")
-	wantErrs(t, graphChildNames(graph("llm", map[string]*svc{"my_worker": {}})), "spec.services.my_worker: Invalid value")
-	wantErrs(t, graphChildNames(graph("llm", map[string]*svc{"Worker": {}, "worker": {}})), "has the same component name as service")
-	wantErrs(t, graphChildNames(graph("1llm", map[string]*svc{"w": {}})), "DNS-1035")
-	wantErrs(t, graphChildNames(graph(strings.Repeat("b", 57), map[string]*svc{"w": {ModelRef: &v1alpha1.ModelReference{Name: "m"}}})),
+	wantErrs(t, graphChildNames(builders.MakeGraph("llm", "ns").Service("my_worker", builders.MakeEmptyService()).Obj()), "spec.services.my_worker: Invalid value")
+	wantErrs(t, graphChildNames(builders.MakeGraph("llm", "ns").
+		Service("Worker", builders.MakeEmptyService()).
+		Service("worker", builders.MakeEmptyService()).
+		Obj()), "has the same component name as service")
+	wantErrs(t, graphChildNames(builders.MakeGraph("1llm", "ns").Service("w", builders.MakeEmptyService()).Obj()), "DNS-1035")
+	wantErrs(t, graphChildNames(builders.MakeGraph(strings.Repeat("b", 57), "ns").
+		Service("w", builders.MakeEmptyService().ModelRef("m")).
+		Obj()),
 		"spec.services.w.modelRef")
 }
 
 func TestComponentChildNames(t *testing.T) {
 	dcd := func(name string, model bool) *v1alpha1.DynamoComponentDeployment {
-		d := &v1alpha1.DynamoComponentDeployment{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		s := builders.MakeEmptyService()
 		if model {
-			d.Spec.ModelRef = &v1alpha1.ModelReference{Name: "m"}
+			s.ModelRef("m")
 		}
-		return d
+		return builders.MakeComponent(name, "", s).Obj()
 	}
 	wantErrs(t, componentChildNames(dcd("decode", true)))
 	wantErrs(t, componentChildNames(dcd("my.decode", false)), "metadata.name: Invalid value: \"my.decode\": the component's Deployment and Service take its name, which must be a DNS-1035 label")
@@ -71,12 +71,12 @@ func TestComponentChildNames(t *testing.T) {
 
 func TestServiceResources(t *testing.T) {
 	p := field.NewPath("spec", "services").Child("W")
-	ok := &svc{Resources: &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{CPU: "10", Memory: "20Gi", GPU: "1"}}}
+	ok := builders.MakeEmptyService().Resources(&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{CPU: "10", Memory: "20Gi", GPU: "1"}}).Obj()
 	wantErrs(t, serviceResources(ok, p))
-	bad := &svc{Resources: &v1alpha1.Resources{
+	bad := builders.MakeEmptyService().Resources(&v1alpha1.Resources{
 		Requests: &v1alpha1.ResourceItem{CPU: "lots", Custom: map[string]string{"ephemeral-storage": "2 Gi"}},
 		Limits:   &v1alpha1.ResourceItem{GPU: "1.5"},
-	}}
+	}).Obj()
 	wantErrs(t, serviceResources(bad, p),
 		"spec.services.W.resources.requests.cpu", "spec.services.W.resources.requests.custom[ephemeral-storage]",
 		"spec.services.W.resources.limits.gpu: Invalid value: \"1.5\": must be a non-negative integer")
@@ -84,15 +84,15 @@ func TestServiceResources(t *testing.T) {
 
 func TestServiceResourceNames(t *testing.T) {
 	p := field.NewPath("spec")
-	ok := &svc{Resources: &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPUType: "amd.com/gpu", Custom: map[string]string{"ephemeral-storage": "1Gi"}}}}
+	ok := builders.MakeEmptyService().Resources(&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPUType: "amd.com/gpu", Custom: map[string]string{"ephemeral-storage": "1Gi"}}}).Obj()
 	wantErrs(t, serviceResourceNames(ok, p))
-	bad := &svc{Resources: &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPUType: "nvidia gpu", Custom: map[string]string{"/x": "1"}}}}
+	bad := builders.MakeEmptyService().Resources(&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPUType: "nvidia gpu", Custom: map[string]string{"/x": "1"}}}).Obj()
 	wantErrs(t, serviceResourceNames(bad, p), "spec.resources.limits.gpuType", "spec.resources.limits.custom[/x]")
 }
 
 func TestServiceVolumeMounts(t *testing.T) {
 	p := field.NewPath("spec", "services").Child("W")
-	s := &svc{VolumeMounts: []v1alpha1.VolumeMount{{Name: "models", MountPoint: "/models"}, {Name: "cache"}}}
+	s := builders.MakeEmptyService().VolumeMount("models", "/models").VolumeMount("cache", "").Obj()
 	wantErrs(t, serviceVolumeMounts(s, []v1alpha1.GraphPVC{{Name: "models"}}, p),
 		"spec.services.W.volumeMounts[1].name: Invalid value: \"cache\": not found in the graph's spec.pvcs")
 	wantErrs(t, serviceVolumeMounts(s, []v1alpha1.GraphPVC{{Name: "models"}, {Name: "cache"}}, p))
@@ -100,29 +100,25 @@ func TestServiceVolumeMounts(t *testing.T) {
 
 func TestServiceExtraPodSpec(t *testing.T) {
 	p := field.NewPath("spec")
-	s := &svc{ExtraPodSpec: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Image: "vllm:1", Args: []string{"--x"}}}}
+	s := builders.MakeEmptyService().ExtraPodSpec(&v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Image: "vllm:1", Args: []string{"--x"}}}).Obj()
 	wantErrs(t, serviceExtraPodSpec(s, p))
-	wantErrs(t, serviceExtraPodSpec(&svc{}, p))
+	wantErrs(t, serviceExtraPodSpec(builders.MakeEmptyService().Obj(), p))
 }
 
 func TestServiceSharedMemory(t *testing.T) {
 	p := field.NewPath("spec")
 	zero := resource.MustParse("0")
-	wantErrs(t, serviceSharedMemory(&svc{SharedMemory: &v1alpha1.SharedMemorySpec{Size: &zero}}, p), "spec.sharedMemory.size")
-	wantErrs(t, serviceSharedMemory(&svc{SharedMemory: &v1alpha1.SharedMemorySpec{Size: &zero, Disabled: true}}, p))
+	wantErrs(t, serviceSharedMemory(builders.MakeEmptyService().SharedMemory(&v1alpha1.SharedMemorySpec{Size: &zero}).Obj(), p), "spec.sharedMemory.size")
+	wantErrs(t, serviceSharedMemory(builders.MakeEmptyService().SharedMemory(&v1alpha1.SharedMemorySpec{Size: &zero, Disabled: true}).Obj(), p))
 	size := resource.MustParse("16Gi")
-	wantErrs(t, serviceSharedMemory(&svc{SharedMemory: &v1alpha1.SharedMemorySpec{Size: &size}}, p))
+	wantErrs(t, serviceSharedMemory(builders.MakeEmptyService().SharedMemory(&v1alpha1.SharedMemorySpec{Size: &size}).Obj(), p))
 }
 
 func TestServiceMetadataAndGraphMetadata(t *testing.T) {
 	p := field.NewPath("spec", "services").Child("W")
-	ok := &svc{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"x/y": "anything at all"}}
+	ok := builders.MakeEmptyService().Label("team", "a").Annotation("x/y", "anything at all").Obj()
 	wantErrs(t, serviceMetadata(ok, p))
-	bad := &svc{
-		Labels:           map[string]string{"team": "not a value"},
-		ExtraPodMetadata: &v1alpha1.ExtraPodMetadata{Annotations: map[string]string{"bad key!": "v"}},
-		Ingress:          &v1alpha1.IngressSpec{Labels: map[string]string{"-x": "y"}},
-	}
+	bad := builders.MakeEmptyService().Label("team", "not a value").ExtraPodMetadata(&v1alpha1.ExtraPodMetadata{Annotations: map[string]string{"bad key!": "v"}}).Ingress(&v1alpha1.IngressSpec{Labels: map[string]string{"-x": "y"}}).Obj()
 	wantErrs(t, serviceMetadata(bad, p), "spec.services.W.labels", "spec.services.W.extraPodMetadata.annotations",
 		"spec.services.W.ingress.labels")
 	wantErrs(t, graphMetadata(&v1alpha1.DynamoGraphDeploymentSpec{Labels: map[string]string{"a": strings.Repeat("v", 64)}}),
@@ -131,24 +127,19 @@ func TestServiceMetadataAndGraphMetadata(t *testing.T) {
 
 func TestServiceReferences(t *testing.T) {
 	p := field.NewPath("spec")
-	ok := &svc{EnvFromSecret: ptr.To("hf-token-secret"), PVC: &v1alpha1.ServicePVC{Name: ptr.To("models")}}
+	ok := builders.MakeEmptyService().EnvFromSecret("hf-token-secret").PVC(&v1alpha1.ServicePVC{Name: ptr.To("models")}).Obj()
 	wantErrs(t, serviceReferences(ok, p))
-	bad := &svc{
-		EnvFromSecret:   ptr.To("HF_TOKEN"),
-		PVC:             &v1alpha1.ServicePVC{Name: ptr.To("Models")},
-		Ingress:         &v1alpha1.IngressSpec{TLS: &v1alpha1.IngressTLSSpec{SecretName: "tls secret"}},
-		FrontendSidecar: &v1alpha1.FrontendSidecar{EnvFromSecret: ptr.To("a_b")},
-	}
+	bad := builders.MakeEmptyService().EnvFromSecret("HF_TOKEN").PVC(&v1alpha1.ServicePVC{Name: ptr.To("Models")}).Ingress(&v1alpha1.IngressSpec{TLS: &v1alpha1.IngressTLSSpec{SecretName: "tls secret"}}).FrontendSidecar(&v1alpha1.FrontendSidecar{EnvFromSecret: ptr.To("a_b")}).Obj()
 	wantErrs(t, serviceReferences(bad, p), "spec.envFromSecret", "spec.pvc.name", "spec.ingress.tls.secretName",
 		"spec.frontendSidecar.envFromSecret")
 }
 
 func TestServiceDeprecations(t *testing.T) {
 	p := field.NewPath("spec", "services").Child("W")
-	if w := serviceDeprecations(&svc{}, p); len(w) != 0 {
+	if w := serviceDeprecations(builders.MakeEmptyService().Obj(), p); len(w) != 0 {
 		t.Errorf("warnings without autoscaling: %v", w)
 	}
-	w := serviceDeprecations(&svc{Autoscaling: &v1alpha1.Autoscaling{Enabled: true}}, p)
+	w := serviceDeprecations(builders.MakeEmptyService().Autoscaling(&v1alpha1.Autoscaling{Enabled: true}).Obj(), p)
 	if len(w) != 1 || !strings.HasPrefix(w[0], "spec.services.W.autoscaling: deprecated") {
 		t.Errorf("warnings = %v", w)
 	}
@@ -178,12 +169,16 @@ func TestComponentBuild(t *testing.T) {
 }
 
 func TestGraphImmutable(t *testing.T) {
-	old := graph("llm", map[string]*svc{"W": {}, "P": {Multinode: &v1alpha1.MultinodeSpec{NodeCount: 2}}, "Gone": {}})
+	old := builders.MakeGraph("llm", "ns").
+		Service("W", builders.MakeEmptyService()).
+		Service("P", builders.MakeEmptyService().Multinode(2)).
+		Service("Gone", builders.MakeEmptyService()).
+		Obj()
 	old.Spec.BackendFramework = v1alpha1.BackendFrameworkVLLM
 	same := old.DeepCopy()
 	same.Spec.Services["P"].Multinode.NodeCount = 4 // node count may change
 	delete(same.Spec.Services, "Gone")
-	same.Spec.Services["New"] = &svc{Multinode: &v1alpha1.MultinodeSpec{NodeCount: 2}}
+	same.Spec.Services["New"] = builders.MakeEmptyService().Multinode(2).Obj()
 	wantErrs(t, graphImmutable(old, same))
 
 	cur := old.DeepCopy()
@@ -197,7 +192,7 @@ func TestGraphImmutable(t *testing.T) {
 }
 
 func TestComponentImmutable(t *testing.T) {
-	old := &v1alpha1.DynamoComponentDeployment{Spec: v1alpha1.DynamoComponentDeploymentSpec{DynamoComponent: "a:1"}}
+	old := builders.MakeComponent("", "", builders.MakeEmptyService()).DynamoComponent("a:1").Obj()
 	wantErrs(t, componentImmutable(old, old.DeepCopy()))
 	cur := old.DeepCopy()
 	cur.Spec.DynamoComponent = "a:2"
@@ -207,7 +202,7 @@ func TestComponentImmutable(t *testing.T) {
 }
 
 func TestModelImmutable(t *testing.T) {
-	old := &v1alpha1.DynamoModel{Spec: v1alpha1.DynamoModelSpec{ModelName: "a", BaseModelName: "Qwen/Qwen3-0.6B"}}
+	old := builders.MakeModel("", "", "a", "Qwen/Qwen3-0.6B").Type("").Obj()
 	cur := old.DeepCopy()
 	cur.Spec.ModelType = v1alpha1.ModelTypeBase // the default, spelled out
 	cur.Spec.ModelName = "b"
@@ -218,15 +213,10 @@ func TestModelImmutable(t *testing.T) {
 }
 
 func TestValidateGraphReportsEveryViolationAtOnce(t *testing.T) {
-	dgd := graph("llm", map[string]*svc{
-		"my_worker": {},
-		"W": {
-			EnvFromSecret: ptr.To("HF_TOKEN"),
-			Resources:     &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "one"}},
-			VolumeMounts:  []v1alpha1.VolumeMount{{Name: "nope"}},
-			Autoscaling:   &v1alpha1.Autoscaling{},
-		},
-	})
+	dgd := builders.MakeGraph("llm", "ns").
+		Service("my_worker", builders.MakeEmptyService()).
+		Service("W", builders.MakeEmptyService().EnvFromSecret("HF_TOKEN").Resources(&v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "one"}}).VolumeMount("nope", "").Autoscaling(&v1alpha1.Autoscaling{})).
+		Obj()
 	dgd.Spec.Labels = map[string]string{"bad key!": "v"}
 	errs, warnings := ValidateGraph(dgd)
 	wantErrs(t, errs, "spec.services.my_worker", "spec.services.W.envFromSecret", "spec.services.W.resources.limits.gpu",
@@ -237,7 +227,7 @@ func TestValidateGraphReportsEveryViolationAtOnce(t *testing.T) {
 }
 
 func TestUpdatesRatchetOldViolations(t *testing.T) {
-	old := graph("llm", map[string]*svc{"W": {EnvFromSecret: ptr.To("HF_TOKEN")}})
+	old := builders.MakeGraph("llm", "ns").Service("W", builders.MakeEmptyService().EnvFromSecret("HF_TOKEN")).Obj()
 	cur := old.DeepCopy()
 	cur.Labels = map[string]string{"new": "label"}
 	if errs, _ := ValidateGraphUpdate(old, cur); len(errs) != 0 {
@@ -251,11 +241,11 @@ func TestUpdatesRatchetOldViolations(t *testing.T) {
 func TestServiceGenericTypeWarns(t *testing.T) {
 	p := field.NewPath("spec", "services").Key("Main")
 	for _, known := range append(v1alpha1.ComponentTypes, "") {
-		if w := serviceGenericType(&v1alpha1.DynamoComponentDeploymentSharedSpec{ComponentType: known}, p); len(w) != 0 {
+		if w := serviceGenericType(builders.MakeEmptyService().Type(known).Obj(), p); len(w) != 0 {
 			t.Errorf("componentType %q warns: %v", known, w)
 		}
 	}
-	w := serviceGenericType(&v1alpha1.DynamoComponentDeploymentSharedSpec{ComponentType: "main"}, p)
+	w := serviceGenericType(builders.MakeEmptyService().Type("main").Obj(), p)
 	if len(w) != 1 || !strings.Contains(w[0], "spec.services[Main].componentType") || !strings.Contains(w[0], "generic component") {
 		t.Errorf("warnings %q", w)
 	}

@@ -1,0 +1,25 @@
+package builders
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SecretWrapper builds a Secret.
+type SecretWrapper struct{ corev1.Secret }
+
+// MakeSecret starts an Opaque Secret with no data.
+func MakeSecret(name, namespace string) *SecretWrapper {
+	return &SecretWrapper{corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}}
+}
+
+// Obj returns the Secret.
+func (s *SecretWrapper) Obj() *corev1.Secret { return &s.Secret }
+
+// TLS makes it a kubernetes.io/tls Secret holding data (tls.crt, tls.key
+// and what else the test puts there).
+func (s *SecretWrapper) TLS(data map[string][]byte) *SecretWrapper {
+	s.Type = corev1.SecretTypeTLS
+	s.Data = data
+	return s
+}

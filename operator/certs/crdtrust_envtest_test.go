@@ -93,9 +93,11 @@ var errNotFrozen = &annotationError{frozenCRD, "not frozen yet"}
 // completes once the CRD can take the new bundle. (A manager that counted
 // the configurations' bundles alone fails here at the new CA's grace.)
 func TestNewCAWaitsUntilTheCRDsTrustIt(t *testing.T) {
-	// The next CA enters the bundle at 18 s (CAValidity - CertValidity -
-	// 2 grace) and may sign 3 s later; the freeze lasts to 27 s.
-	const certValidity, caValidity, frozenUntil = 12 * time.Second, 36 * time.Second, 27 * time.Second
+	// The next CA enters the bundle at 45 s (CAValidity - CertValidity -
+	// 2 grace) and may sign 7.5 s later; the freeze lasts to 62 s. Lifetimes
+	// this long leave a loaded CI machine running -race 45 s to start the
+	// operator and route conversion to it before the window opens.
+	const certValidity, caValidity, frozenUntil = 30 * time.Second, 90 * time.Second, 62 * time.Second
 	const secret = "crd-trust-cert"
 	args := append(env.WebhookArgs(t), "--webhook-cert-secret="+secret,
 		"--webhook-cert-validity="+certValidity.String(), "--webhook-ca-validity="+caValidity.String())

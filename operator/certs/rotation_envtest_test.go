@@ -49,15 +49,17 @@ func TestMain(m *testing.M) {
 // against the bundle the configuration and the CRD hold at that moment, to
 // check the new certificate is served without a restart.
 func TestRotationLosesNoAdmission(t *testing.T) {
-	// Renewal is due 4s before expiry and a new CA waits 3s in the bundle:
-	// margins a loaded CI machine running -race still keeps, with the CRD
-	// patches a CA change adds to a pass (about a second each on a loaded
-	// machine: the CRDs are ~2 MB, and the API server rebuilds what serves
-	// them). Two serving rotations and one of the CA fit in the run.
+	// Renewal is due a third of a certificate's life before its expiry
+	// (10 s) and a new CA waits a quarter of it (7.5 s) in the bundle:
+	// margins a loaded CI machine running -race keeps, with the CRD patches
+	// a CA change adds to a pass (seconds each on a loaded machine: the
+	// CRDs are ~300 kB, and the API server rebuilds what serves them).
+	// Shorter lifetimes (12 s) let a served certificate expire at load 30.
+	// Three serving rotations and one of the CA fit in the run.
 	const (
-		certValidity = 12 * time.Second
-		caValidity   = 36 * time.Second
-		duration     = 30 * time.Second
+		certValidity = 30 * time.Second
+		caValidity   = 90 * time.Second
+		duration     = 75 * time.Second
 		interval     = 20 * time.Millisecond
 	)
 	args := append(env.WebhookArgs(t),

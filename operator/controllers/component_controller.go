@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -25,10 +26,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
+	"github.com/dynamoctl/dynamo-operator/operator/children"
 	"github.com/dynamoctl/dynamo-operator/operator/metrics"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 	"github.com/dynamoctl/dynamo-operator/operator/scope"
@@ -57,9 +58,9 @@ type ComponentReconciler struct {
 	// field indexes (indexes.go).
 	indexed bool
 
-	// lws and podGroups watch the children whose API a cluster may lack
-	// (multinode.go, gang.go).
-	lws, podGroups lazyWatch
+	// onceServed watch the children whose API a cluster may lack
+	// (multinode.go, gang.go), by group and kind.
+	onceServed map[schema.GroupKind]*lazyWatch
 	// podGroupAPI remembers whether the PodGroup API is served (gang.go).
 	podGroupAPI apiProbe
 	// written remembers this controller's latest status write of each
@@ -79,13 +80,11 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 		// live on the graph, not on the component.
 		Watches(&v1alpha1.DynamoGraphDeployment{}, handler.EnqueueRequestsFromMapFunc(r.componentsOfGraph),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
-		Owns(&networkingv1.Ingress{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podsToComponent)).
 		Watches(&v1alpha1.DynamoComponent{}, handler.EnqueueRequestsFromMapFunc(r.componentsOfDynamoComponent))
-	// A component that stands alone owns its discovery objects.
-	c, err := ownDiscoveryKinds(b).
+	// Its workloads, Services, Ingresses, and the discovery objects of a
+	// component that stands alone (the children table).
+	c, err := ownChildren(b, children.OwnedByComponent).
 		WatchesRawSource(resync.componentSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Build(owned{gate: gate, next: metrics.Instrument("DynamoComponentDeployment", r)})
@@ -94,8 +93,7 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 	}
 	// LeaderWorkerSets and PodGroups are watched once their API is found
 	// (multinode.go, gang.go).
-	r.lws = lazyWatch{ctrl: c, cache: mgr.GetCache(), object: func() client.Object { return &lwsv1.LeaderWorkerSet{} }}
-	r.podGroups = lazyWatch{ctrl: c, cache: mgr.GetCache(), object: newPodGroup}
+	r.onceServed = watchesOnceServed(c, mgr.GetCache(), children.OwnedByComponent)
 	return nil
 }
 

@@ -71,13 +71,6 @@ func (p *apiProbe) lookup(mapper meta.RESTMapper, gvk schema.GroupVersionKind, n
 	return p.served, nil
 }
 
-// newPodGroup is an empty PodGroup, of a kind the scheme lacks.
-func newPodGroup() client.Object {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(render.PodGroupGVK)
-	return u
-}
-
 // applyPodGroups makes the gang PodGroups of a multinode component's groups
 // exist, one per group index below its replicas (render.PodGroups), and
 // deletes the component's PodGroups of indexes past them (scale-down): the
@@ -104,12 +97,13 @@ func (r *ComponentReconciler) applyPodGroups(ctx context.Context, dcd *v1alpha1.
 			"and a group that does not fit whole holds GPUs while it waits: %s", gvk.GroupVersion(), gangEnable)
 		return cond, true, nil
 	}
-	if err := r.podGroups.ensure(r.Client); err != nil {
+	podGroups := r.watchOnceServed(gvk.GroupKind())
+	if err := podGroups.ensure(r.Client); err != nil {
 		return cond, false, err
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := r.podGroups.cache.List(ctx, list, client.InNamespace(dcd.Namespace),
+	if err := podGroups.cache.List(ctx, list, client.InNamespace(dcd.Namespace),
 		client.MatchingLabels{render.LabelComponent: dcd.Name}); err != nil {
 		return cond, false, err
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
+	"github.com/dynamoctl/dynamo-operator/operator/children"
 	"github.com/dynamoctl/dynamo-operator/operator/metrics"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 	"github.com/dynamoctl/dynamo-operator/operator/scope"
@@ -74,9 +75,9 @@ type GraphReconciler struct {
 func (r *GraphReconciler) SetupWithManager(mgr manager.Manager, workers int, gate *scope.Gate, resync *Resync) error {
 	b := builder.ControllerManagedBy(mgr).
 		For(&v1alpha1.DynamoGraphDeployment{}, builder.WithPredicates(specOrMetadataChanged())).
-		Owns(&v1alpha1.DynamoComponentDeployment{}).
 		Watches(&v1alpha1.DynamoComponent{}, handler.EnqueueRequestsFromMapFunc(r.graphsOfDynamoComponent))
-	return ownDiscoveryKinds(b).
+	// Its components and discovery objects (the children table).
+	return ownChildren(b, children.OwnedByGraph).
 		WatchesRawSource(resync.graphSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(owned{gate: gate, next: metrics.Instrument("DynamoGraphDeployment", r)})

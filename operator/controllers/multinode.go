@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -63,6 +64,15 @@ type lazyWatch struct {
 	object func() client.Object
 }
 
+// watchOnceServed is the watch of the owned kind gk, whose API a cluster may
+// lack; one that watches nothing when the controller was not set up.
+func (r *ComponentReconciler) watchOnceServed(gk schema.GroupKind) *lazyWatch {
+	if w := r.onceServed[gk]; w != nil {
+		return w
+	}
+	return &lazyWatch{}
+}
+
 func (w *lazyWatch) ensure(c client.Client) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -94,7 +104,7 @@ func (r *ComponentReconciler) reconcileMultinode(ctx context.Context, dcd *v1alp
 	} else if err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.lws.ensure(r.Client); err != nil {
+	if err := r.watchOnceServed(lwsGroupKind).ensure(r.Client); err != nil {
 		return reconcile.Result{}, err
 	}
 

@@ -9,16 +9,9 @@ import (
 	"net/http"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -156,34 +149,4 @@ func gatedEvents(mgr manager.Manager, gate *scope.Gate) (func(string) events.Eve
 		return nil, err
 	}
 	return ev.Recorder, nil
-}
-
-// CacheOptions keeps only the operator's own children of the built-in kinds
-// in memory, trimmed of what nothing reads (trimForCache): a cluster's other Deployments and Services are none of its
-// business, and caching them all would cost memory proportional to the
-// cluster rather than to the graphs.
-func CacheOptions() cache.Options {
-	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})}
-	byObject := map[client.Object]cache.ByObject{
-		&appsv1.Deployment{}:            managed,
-		&corev1.Service{}:               managed,
-		&networkingv1.Ingress{}:         managed,
-		&corev1.PersistentVolumeClaim{}: managed,
-		&batchv1.Job{}:                  managed,
-	}
-	// LeaderWorkerSets are not listed: ByObject needs the kind's REST
-	// mapping when the cache is built, which fails the operator's start on a
-	// cluster without the API. Their informer (started once the API
-	// exists, multinode.go) holds every LeaderWorkerSet; a cluster has few.
-	// Pods carry their component's name (the workload's selector), and only
-	// those are cached: a stuck rollout is explained from them.
-	hasComponent, err := labels.NewRequirement(render.LabelComponent, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant key: cannot fail
-	}
-	byObject[&corev1.Pod{}] = cache.ByObject{Label: labels.NewSelector().Add(*hasComponent)}
-	for _, kind := range discoveryKinds {
-		byObject[kind] = managed
-	}
-	return cache.Options{ByObject: byObject, DefaultTransform: trimForCache}
 }

@@ -65,6 +65,44 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 	if err := registerIndexes(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("indexing the cache: %w", err)
 	}
+	c, recorder, err := writers(mgr, o)
+	if err != nil {
+		return nil, err
+	}
+	resync := newResync(mgr.GetClient())
+	applier := &apply.Applier{Client: c, FieldOwner: FieldOwner, Clock: o.Clock}
+	failing := &Failing{}
+	for _, setup := range []func() error{
+		func() error {
+			return (&GraphReconciler{indexed: true, Failing: failing, Client: c, Applier: applier,
+				Recorder: recorder("dynamo-graph-controller"), Clock: o.Clock, Reader: mgr.GetAPIReader(),
+				Renderer: o.Renderer}).SetupWithManager(mgr, o.Workers, o.Gate, resync)
+		},
+		func() error {
+			return (&ComponentReconciler{indexed: true, Failing: failing, Client: c, Applier: applier,
+				Recorder: recorder("dynamo-component-controller"), Clock: o.Clock, Render: o.Render,
+				Reader: mgr.GetAPIReader(), Renderer: o.Renderer}).SetupWithManager(mgr, o.Workers, o.Gate, resync)
+		},
+		func() error {
+			return (&DynamoComponentReconciler{Client: c, Recorder: recorder("dynamo-image-build-controller"),
+				Clock: o.Clock, Build: o.Build}).SetupWithManager(mgr, o.Workers, o.Gate)
+		},
+		func() error {
+			return (&ModelReconciler{Client: c, Recorder: recorder("dynamo-model-controller"), Clock: o.Clock,
+				HTTP: o.Model.HTTP, CheckInterval: o.Model.CheckInterval, UnloadTimeout: o.Model.UnloadTimeout,
+			}).SetupWithManager(mgr, o.Workers, o.Gate)
+		},
+	} {
+		if err := setup(); err != nil {
+			return nil, err
+		}
+	}
+	return resync, nil
+}
+
+// writers are the client the controllers read and write with and their
+// event recorders by controller name.
+func writers(mgr manager.Manager, o Options) (client.Client, func(string) events.EventRecorder, error) {
 	// The cache packs large fields (cache_transform.go); every read
 	// unpacks them.
 	var c client.Client = unpackingClient{mgr.GetClient()}
@@ -76,7 +114,7 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 		if recorder == nil {
 			r, err := gatedEvents(mgr, o.Gate)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			recorder = r
 		}
@@ -84,57 +122,7 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 	if recorder == nil {
 		recorder = func(name string) events.EventRecorder { return mgr.GetEventRecorder(name) }
 	}
-	resync := newResync(mgr.GetClient())
-	applier := &apply.Applier{Client: c, FieldOwner: FieldOwner, Clock: o.Clock}
-	failing := &Failing{}
-	graphs := &GraphReconciler{
-		indexed:  true,
-		Failing:  failing,
-		Client:   c,
-		Applier:  applier,
-		Recorder: recorder("dynamo-graph-controller"),
-		Clock:    o.Clock,
-		Reader:   mgr.GetAPIReader(),
-		Renderer: o.Renderer,
-	}
-	if err := graphs.SetupWithManager(mgr, o.Workers, o.Gate, resync); err != nil {
-		return nil, err
-	}
-	components := &ComponentReconciler{
-		indexed:  true,
-		Failing:  failing,
-		Client:   c,
-		Applier:  applier,
-		Recorder: recorder("dynamo-component-controller"),
-		Clock:    o.Clock,
-		Render:   o.Render,
-		Reader:   mgr.GetAPIReader(),
-		Renderer: o.Renderer,
-	}
-	if err := components.SetupWithManager(mgr, o.Workers, o.Gate, resync); err != nil {
-		return nil, err
-	}
-	images := &DynamoComponentReconciler{
-		Client:   c,
-		Recorder: recorder("dynamo-image-build-controller"),
-		Clock:    o.Clock,
-		Build:    o.Build,
-	}
-	if err := images.SetupWithManager(mgr, o.Workers, o.Gate); err != nil {
-		return nil, err
-	}
-	models := &ModelReconciler{
-		Client:        c,
-		Recorder:      recorder("dynamo-model-controller"),
-		Clock:         o.Clock,
-		HTTP:          o.Model.HTTP,
-		CheckInterval: o.Model.CheckInterval,
-		UnloadTimeout: o.Model.UnloadTimeout,
-	}
-	if err := models.SetupWithManager(mgr, o.Workers, o.Gate); err != nil {
-		return nil, err
-	}
-	return resync, nil
+	return c, recorder, nil
 }
 
 // gatedEvents returns recorders whose writes ask gate, sending events for

@@ -84,7 +84,7 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 		d.Clock = clock.RealClock{}
 	}
 	// The one request New makes: whether the server runs API Priority and
-	// Fairness decides the client-side rate limit (see CONTRIBUTING).
+	// Fairness decides the client-side rate limit (docs/design/writes-and-memory.md).
 	cfg, limits := ClientLimits(context.Background(), cfg, o.KubeAPIQPS, o.KubeAPIBurst)
 	ctrl.Log.WithName("setup").Info("Kubernetes API client limits", "limits", limits)
 	cfg, opts, err := ManagerOptions(cfg, o, d.Clock)

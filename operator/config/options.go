@@ -456,6 +456,59 @@ func addControllerFlags(fs *flag.FlagSet, v *flagValues) {
 			"then trim each CRD's status.storedVersions to it (the release that installs the CRDs; cluster-wide only).")
 }
 
+// Setting is one flag or environment variable of the operator: what --help
+// prints and what docs/reference/flags.md is generated from.
+type Setting struct {
+	Name    string
+	Default string // a flag's default as --help shows it; empty for a variable (its help says)
+	Usage   string
+}
+
+// DefaultGCPercent is the operator's GOGC when the environment sets none, and
+// MemoryLimitRatio the share of the container's memory limit GOMEMLIMIT
+// becomes (operator/cmd/manager/memory.go says why).
+const (
+	DefaultGCPercent = 40
+	MemoryLimitRatio = 0.9
+)
+
+// environment lists every environment variable the operator reads, in the
+// order --help prints them.
+var environment = []Setting{
+	{Name: envLogLevel, Usage: "debug, info, warn, error or a verbosity number (default info): info is V(0) (what users must see), 1 adds each child written and why, 2 adds reconciles with nothing to do; debug is 1"},
+	{Name: envLogFormat, Usage: "json or console, when --" + flagLogFormat + " is not given (default json)"},
+	{Name: envSystemNamespace, Usage: "namespace of the Dynamo platform (default " + defaultSystemNamespace + ")"},
+	{Name: envPodNamespace, Usage: "namespace the operator runs in (set by the Deployment)"},
+	{Name: envImageBuilderNamespace, Usage: "namespace for image build jobs (default: each DynamoComponent's own namespace)"},
+	{Name: envImageBuildEngine, Usage: "buildkit or kaniko (default buildkit)"},
+	{Name: envBuildkitURL, Usage: "BuildKit daemon address, e.g. tcp://buildkitd:1234"},
+	{Name: envBuildkitImage, Usage: "BuildKit image for build jobs (default " + defaultBuildkitImageHelp + ")"},
+	{Name: envInternalImagesBuildkit, Usage: "BuildKit image for build jobs, Dynamo's name (wins over " + envBuildkitImage + ")"},
+	{Name: envDockerRegistryServer, Usage: "registry that built images are pushed to"},
+	{Name: envDockerRegistryUsername, Usage: "registry user name"},
+	{Name: envDockerRegistrySecure, Usage: "use HTTPS for the registry (default true)"},
+	{Name: envImageRepositoryName, Usage: "repository for built images (default dynamo-components)"},
+	{Name: envDockerRegistryRepositoryName, Usage: "repository for built images, Dynamo's name (wins over " + envImageRepositoryName + ")"},
+	{Name: envEstargzEnabled, Usage: "build eStargz images (default false)"},
+	{Name: envAddNamespacePrefixToImageName, Usage: "prefix image names with the namespace (default false)"},
+	{Name: envAPIStoreEndpoint, Usage: "Dynamo API store URL"},
+	{Name: "GOGC", Usage: fmt.Sprintf("the Go garbage collector's target percentage (default %d when unset)", DefaultGCPercent)},
+	{Name: "GOMEMLIMIT", Usage: fmt.Sprintf("the Go runtime's soft memory limit (default %d%% of the container's memory limit)", int(MemoryLimitRatio*100))},
+	{Name: "AUTOMEMLIMIT", Usage: "off: leave GOMEMLIMIT unset instead of deriving it from the container's memory limit"},
+}
+
+// Flags returns every flag with its default and help, sorted by name.
+func Flags() []Setting {
+	var out []Setting
+	newFlagSet(&flagValues{o: &Options{}}).VisitAll(func(f *flag.Flag) {
+		out = append(out, Setting{Name: f.Name, Default: f.DefValue, Usage: f.Usage})
+	})
+	return out
+}
+
+// Environment returns every environment variable the operator reads.
+func Environment() []Setting { return append([]Setting(nil), environment...) }
+
 // Usage writes help text for all flags and environment variables to w.
 func Usage(w io.Writer) {
 	fs := newFlagSet(&flagValues{o: &Options{}})
@@ -466,26 +519,8 @@ func Usage(w io.Writer) {
 	fs.PrintDefaults()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Environment:")
-	for _, e := range []struct{ name, help string }{
-		{envLogLevel, "debug, info, warn, error or a verbosity number (default info): info is V(0) (what users must see), 1 adds each child written and why, 2 adds reconciles with nothing to do; debug is 1"},
-		{envLogFormat, "json or console, when --" + flagLogFormat + " is not given (default json)"},
-		{envSystemNamespace, "namespace of the Dynamo platform (default " + defaultSystemNamespace + ")"},
-		{envPodNamespace, "namespace the operator runs in (set by the Deployment)"},
-		{envImageBuilderNamespace, "namespace for image build jobs (default: each DynamoComponent's own namespace)"},
-		{envImageBuildEngine, "buildkit or kaniko (default buildkit)"},
-		{envBuildkitURL, "BuildKit daemon address, e.g. tcp://buildkitd:1234"},
-		{envBuildkitImage, "BuildKit image for build jobs (default " + defaultBuildkitImageHelp + ")"},
-		{envInternalImagesBuildkit, "BuildKit image for build jobs, Dynamo's name (wins over " + envBuildkitImage + ")"},
-		{envDockerRegistryServer, "registry that built images are pushed to"},
-		{envDockerRegistryUsername, "registry user name"},
-		{envDockerRegistrySecure, "use HTTPS for the registry (default true)"},
-		{envImageRepositoryName, "repository for built images (default dynamo-components)"},
-		{envDockerRegistryRepositoryName, "repository for built images, Dynamo's name (wins over " + envImageRepositoryName + ")"},
-		{envEstargzEnabled, "build eStargz images (default false)"},
-		{envAddNamespacePrefixToImageName, "prefix image names with the namespace (default false)"},
-		{envAPIStoreEndpoint, "Dynamo API store URL"},
-	} {
-		fmt.Fprintf(w, "  %s\n    \t%s\n", e.name, e.help)
+	for _, e := range environment {
+		fmt.Fprintf(w, "  %s\n    \t%s\n", e.Name, e.Usage)
 	}
 }
 

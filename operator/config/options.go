@@ -215,7 +215,6 @@ type ImageBuilderOptions struct {
 	BuildkitURL               string
 	BuildkitImage             string
 	DockerRegistryServer      string
-	DockerRegistryUsername    string
 	DockerRegistrySecure      bool
 	RepositoryName            string
 	EstargzEnabled            bool
@@ -485,7 +484,7 @@ var environment = []Setting{
 	{Name: envBuildkitImage, Usage: "BuildKit image for build jobs (default " + defaultBuildkitImageHelp + ")"},
 	{Name: envInternalImagesBuildkit, Usage: "BuildKit image for build jobs, Dynamo's name (wins over " + envBuildkitImage + ")"},
 	{Name: envDockerRegistryServer, Usage: "registry that built images are pushed to"},
-	{Name: envDockerRegistryUsername, Usage: "registry user name"},
+	{Name: envDockerRegistryUsername, Usage: "accepted as Dynamo's operator documents it, and ignored: build Jobs push with the credentials of the DynamoComponent's dockerConfigJsonSecretName"},
 	{Name: envDockerRegistrySecure, Usage: "use HTTPS for the registry (default true)"},
 	{Name: envImageRepositoryName, Usage: "repository for built images (default dynamo-components)"},
 	{Name: envDockerRegistryRepositoryName, Usage: "repository for built images, Dynamo's name (wins over " + envImageRepositoryName + ")"},
@@ -735,7 +734,6 @@ func parseImageBuilderEnv(ib *ImageBuilderOptions, env func(string) (string, boo
 		ib.BuildkitImage = s // Dynamo's documented name
 	}
 	ib.DockerRegistryServer, _ = env(envDockerRegistryServer)
-	ib.DockerRegistryUsername, _ = env(envDockerRegistryUsername)
 	ib.DockerRegistrySecure = parseBoolEnv(env, p, envDockerRegistrySecure, true)
 	ib.RepositoryName = "dynamo-components"
 	for _, name := range []string{envImageRepositoryName, envDockerRegistryRepositoryName} {

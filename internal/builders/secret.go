@@ -8,9 +8,13 @@ import (
 // SecretWrapper builds a Secret.
 type SecretWrapper struct{ corev1.Secret }
 
-// MakeSecret starts an Opaque Secret with no data.
+// MakeSecret starts an empty Opaque Secret.
 func MakeSecret(name, namespace string) *SecretWrapper {
-	return &SecretWrapper{corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}}
+	return &SecretWrapper{corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Type:       corev1.SecretTypeOpaque,
+	}}
 }
 
 // Obj returns the Secret.
@@ -21,5 +25,14 @@ func (s *SecretWrapper) Obj() *corev1.Secret { return &s.Secret }
 func (s *SecretWrapper) TLS(data map[string][]byte) *SecretWrapper {
 	s.Type = corev1.SecretTypeTLS
 	s.Data = data
+	return s
+}
+
+// Label sets a label.
+func (s *SecretWrapper) Label(k, v string) *SecretWrapper {
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	s.Labels[k] = v
 	return s
 }

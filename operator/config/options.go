@@ -334,13 +334,23 @@ type flagValues struct {
 }
 
 func newFlagSet(v *flagValues) *flag.FlagSet {
-	o := v.o
 	fs := flag.NewFlagSet("dynamo-operator", flag.ContinueOnError)
 	// Parse reports errors itself; the FlagSet must not print usage as a
 	// side effect (it would spam test output and duplicate main's message).
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	for _, add := range []func(*flag.FlagSet, *flagValues){
+		addWorkerAndScopeFlags, addLeaderElectionFlags, addServingFlags, addWebhookFlags, addControllerFlags,
+	} {
+		add(fs, v)
+	}
+	return fs
+}
 
+// addWorkerAndScopeFlags: the addresses given to Dynamo's workers, and the
+// namespace scope with its marker Lease.
+func addWorkerAndScopeFlags(fs *flag.FlagSet, v *flagValues) {
+	o := v.o
 	fs.StringVar(&o.NATSAddr, flagNATSAddr, "",
 		"NATS address given to Dynamo workers, as nats://host:port or host:port.")
 	fs.StringVar(&o.EtcdAddr, flagEtcdAddr, "",
@@ -354,6 +364,11 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 
 	fs.StringVar(&o.NamespaceLease.OwnerRole, flagNamespaceLeaseOwnerRole, "",
 		"Role in --"+flagRestrictNamespace+" the marker Lease is created owned by, so the garbage collector removes it with the install (the chart's).")
+}
+
+// addLeaderElectionFlags: leader election among the operator's replicas.
+func addLeaderElectionFlags(fs *flag.FlagSet, v *flagValues) {
+	o := v.o
 	fs.BoolVar(&o.LeaderElection.Enabled, flagLeaderElect, false,
 		"Enable leader election so only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElection.ID, flagLeaderElectionID, defaultLeaderElectionID,
@@ -368,7 +383,11 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		"Interval between leader election attempts.")
 	fs.BoolVar(&o.LeaderElection.CreateLease, flagLeaderElectionCreateLease, true,
 		"Create the leader election Lease when missing; false when the installer owns it (the chart).")
+}
 
+// addServingFlags: metrics, health probes, profiling and logs.
+func addServingFlags(fs *flag.FlagSet, v *flagValues) {
+	o := v.o
 	fs.StringVar(&o.MetricsBindAddress, flagMetricsBindAddress, ":8443",
 		`Metrics server address as host:port; "0" disables it.`)
 	fs.BoolVar(&o.MetricsSecure, flagMetricsSecure, true,
@@ -381,7 +400,12 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		`Health probe address as host:port; "0" disables it.`)
 	fs.StringVar(&o.PprofBindAddress, flagPprofBindAddress, "0",
 		`Go profiling (net/http/pprof) address as host:port, unauthenticated: bind it to loopback; "0" disables it.`)
+}
 
+// addWebhookFlags: the admission and conversion webhooks' server and
+// certificates.
+func addWebhookFlags(fs *flag.FlagSet, v *flagValues) {
+	o := v.o
 	fs.IntVar(&o.Webhook.Port, flagWebhookPort, 9443, "Port the webhook server listens on.")
 	fs.BoolVar(&o.Webhook.Enabled, flagEnableWebhooks, true, "Serve admission webhooks.")
 	fs.StringVar(&v.certMode, flagWebhookCertMode, string(WebhookCertModeAuto),
@@ -407,7 +431,12 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		"Base64 PEM CA bundle the CRDs' conversion webhook trusts, applied with --"+flagApplyCRDs+" in the external cert mode.")
 	fs.DurationVar(&o.Webhook.Drain, flagWebhookDrain, 5*time.Second,
 		"After SIGTERM, keep answering admissions this long, closing each connection after its answer, before stopping (0: stop at once). Keep it below the pod's termination grace period.")
+}
 
+// addControllerFlags: the controllers, the API client and the one-shot
+// CRD tasks.
+func addControllerFlags(fs *flag.FlagSet, v *flagValues) {
+	o := v.o
 	fs.StringVar(&o.OperatorVersion, flagOperatorVersion, Version, "Operator version reported in logs and Leases.")
 	fs.IntVar(&o.MaxConcurrentReconciles, flagMaxConcurrentReconciles, 32,
 		"Maximum concurrent reconciles per controller.")
@@ -424,7 +453,6 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 	fs.BoolVar(&o.MigrateStorage, flagMigrateStorage, false,
 		"As leader, rewrite the objects of the CRDs built into this binary that are stored in a version other than the storage version, "+
 			"then trim each CRD's status.storedVersions to it (the release that installs the CRDs; cluster-wide only).")
-	return fs
 }
 
 // Setting is one flag or environment variable of the operator: what --help
@@ -540,6 +568,17 @@ func Parse(args []string, lookupEnv func(string) (string, bool)) (*Options, erro
 }
 
 func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problems) {
+	validateWorkerAndScopeFlags(o, p)
+	validateLeaderElectionFlags(o, explicit, p)
+	checkBindAddress(p, flagMetricsBindAddress, o.MetricsBindAddress)
+	checkBindAddress(p, flagHealthProbeBindAddress, o.HealthProbeBindAddress)
+	checkBindAddress(p, flagPprofBindAddress, o.PprofBindAddress)
+	validateWebhookFlags(o.Webhook, p)
+	validateControllerFlags(o, qps, p)
+}
+
+// validateWorkerAndScopeFlags: see addWorkerAndScopeFlags.
+func validateWorkerAndScopeFlags(o *Options, p *problems) {
 	checkServiceAddress(p, flagNATSAddr, o.NATSAddr, "nats://nats:4222")
 	checkServiceAddress(p, flagEtcdAddr, o.EtcdAddr, "http://etcd:2379")
 	// An empty value is accepted so charts can always pass the flag.
@@ -566,7 +605,10 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 		p.flag(flagNamespaceLeaseRenewInterval, "must be greater than 0 and at most 45%% of --%s (%s), got %s",
 			flagNamespaceLeaseDuration, d, ri)
 	}
+}
 
+// validateLeaderElectionFlags: see addLeaderElectionFlags.
+func validateLeaderElectionFlags(o *Options, explicit map[string]bool, p *problems) {
 	if explicit[flagLeaderElectionID] {
 		checkDNS1123Subdomain(p, "--"+flagLeaderElectionID, o.LeaderElection.ID)
 	}
@@ -589,12 +631,10 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 			"must be greater than 0 and less than --%s (%s) even with client-go's %gx retry jitter, got %s",
 			flagLeaderElectionRenewDeadline, le.RenewDeadline, leaderElectionJitterFactor, le.RetryPeriod)
 	}
+}
 
-	checkBindAddress(p, flagMetricsBindAddress, o.MetricsBindAddress)
-	checkBindAddress(p, flagHealthProbeBindAddress, o.HealthProbeBindAddress)
-	checkBindAddress(p, flagPprofBindAddress, o.PprofBindAddress)
-
-	w := o.Webhook
+// validateWebhookFlags: see addWebhookFlags.
+func validateWebhookFlags(w WebhookOptions, p *problems) {
 	if w.Port < 1 || w.Port > 65535 {
 		p.flag(flagWebhookPort, "must be between 1 and 65535, got %d", w.Port)
 	}
@@ -621,7 +661,11 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 	if w.URLHost != "" && !validHost(w.URLHost) {
 		p.flag(flagWebhookURLHost, "must be a hostname or IP address without scheme or port, got %q", w.URLHost)
 	}
+}
 
+// validateControllerFlags: see addControllerFlags. It sets o.KubeAPIQPS
+// from qps when valid.
+func validateControllerFlags(o *Options, qps float64, p *problems) {
 	if strings.TrimSpace(o.OperatorVersion) == "" {
 		p.flag(flagOperatorVersion, "must be non-empty")
 	} else if n := len([]rune(o.OperatorVersion)); n > maxOperatorVersionLength {
@@ -664,8 +708,12 @@ func parseEnv(o *Options, env func(string) (string, bool), p *problems) {
 		o.SystemNamespace = s
 		checkDNS1123Label(p, envSystemNamespace, s)
 	}
+	parseImageBuilderEnv(&o.ImageBuilder, env, p)
+}
 
-	ib := &o.ImageBuilder
+// parseImageBuilderEnv reads the image builder's settings, named as
+// Dynamo's operator names them.
+func parseImageBuilderEnv(ib *ImageBuilderOptions, env func(string) (string, bool), p *problems) {
 	ib.Engine = ImageBuildEngineBuildKit
 	if s, ok := env(envImageBuildEngine); ok {
 		switch e := ImageBuildEngine(strings.ToLower(s)); e {

@@ -1,7 +1,7 @@
 // Package sim runs the feature files against the simulator: a real control
 // plane with kube-controller-manager, kube-scheduler and KWOK GPU nodes, and
 // the operator installed with the chart (helm install dynamo-platform, as the
-// seeds say), its pods running the operator image under the chart's
+// chart/README.md says), its pods running the operator image under the chart's
 // ServiceAccount and RBAC, so Deployments, ReplicaSets, scheduling,
 // EndpointSlices and the operator's rights are the real thing.
 // e2e-framework owns the environment: it starts the simulator (bin/dynamo-sim
@@ -222,7 +222,7 @@ func (o simOperator) Restart(ctx context.Context) error {
 		_, err := daemon.NewClient(o.dir).Fault(ctx, faults.Request{Kind: "operator-restart"})
 		return err
 	}
-	return steps.RestartOperatorPods(ctx, o.c, steps.SeedRelease, steps.SeedNamespace, 2*time.Minute)
+	return steps.RestartOperatorPods(ctx, o.c, steps.ClusterRelease, steps.ClusterNamespace, 2*time.Minute)
 }
 
 func (o simOperator) writes() []string {
@@ -372,7 +372,7 @@ func TestFeatures(t *testing.T) {
 	}
 	if chartInstall() {
 		cl.Operator = simOperator{dir: stateDir, c: c}
-		cl.WebhookCertSecret = types.NamespacedName{Namespace: steps.SeedNamespace, Name: "dynamo-platform-dynamo-operator-webhook-cert"}
+		cl.WebhookCertSecret = types.NamespacedName{Namespace: steps.ClusterNamespace, Name: "dynamo-platform-dynamo-operator-webhook-cert"}
 	}
 	paths := []string{filepath.Join(root, "features")}
 	if p := os.Getenv("GODOG_PATHS"); p != "" {

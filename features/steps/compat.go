@@ -18,10 +18,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
+	"github.com/cucumber/godog"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 	"github.com/dynamoctl/dynamo-operator/sim/prereq"
 )
+
+func registerCompatSteps(sc *godog.ScenarioContext, w *world) {
+	sc.Step(`^every graph under `+quoted+` runs with the images, commands, args, GPU limits and env as written$`, unquote1(w.everyGraphRunsAsWritten))
+}
 
 // everyGraphRunsAsWritten applies every DynamoGraphDeployment manifest under
 // dir, in v1alpha1 or v1beta1, each file in a namespace of its own, and

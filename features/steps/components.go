@@ -31,7 +31,7 @@ import (
 // "hang" keeps it running (until its Job's deadline, or another value).
 const AnnotationSimJobOutcome = "dynamo-sim/job-outcome"
 
-func (w *world) registerComponentSteps(sc *godog.ScenarioContext) {
+func registerComponentSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^the image build of DynamoComponent `+quoted+` (succeeds|fails|times out)$`, w.buildEnds)
 	sc.Step(`^the build Job of DynamoComponent `+quoted+` has `+anything+` equal to `+anything+`$`, unquote3(w.buildJobFieldEquals))
 	sc.Step(`^the Deployment `+quoted+` keeps its pod template until the image build of DynamoComponent `+quoted+` succeeds$`,

@@ -38,7 +38,7 @@ type gang struct {
 
 // All-or-nothing placement of multinode groups (simulator: the real
 // kube-scheduler with gang scheduling on).
-func (w *world) registerGangSteps(sc *godog.ScenarioContext) {
+func registerGangSteps(sc *godog.ScenarioContext, w *world) {
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
 		return ctx, w.removeReservedNodes()
 	})

@@ -41,7 +41,7 @@ type groups struct {
 	roll   *groupRollout
 }
 
-func (w *world) registerGroupSteps(sc *godog.ScenarioContext) {
+func registerGroupSteps(sc *godog.ScenarioContext, w *world) {
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
 		if w.groups.states != nil {
 			w.groups.states.Halt()
@@ -180,7 +180,7 @@ func (w *world) groupRecreated(ctx context.Context, graph string, group int, com
 
 // GraphStates polls a graph's status.state and Ready condition every
 // 250 ms from when it is made, and keeps each change with when it was first
-// seen. The fault scenarios (scenarios/steps) use it too.
+// seen. The fault scenarios (faults.go) use it too.
 type GraphStates struct {
 	mu       sync.Mutex
 	changes  []string

@@ -23,12 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The seeds' install command: helm install dynamo-platform <chart>
-// --namespace dynamo-system --create-namespace. The simulator suite's own
-// operator is this release.
+// chart/README.md's cluster-wide install is helm install dynamo-platform
+// <chart> --namespace dynamo-system --create-namespace (ClusterRelease,
+// ClusterNamespace). The simulator suite's own operator is this release.
 const (
-	SeedRelease   = "dynamo-platform"
-	SeedNamespace = "dynamo-system"
 	// ChartPath is the dynamo-platform chart, relative to the repository.
 	ChartPath = "chart/dynamo-platform"
 	// helmTimeout bounds one helm command that waits (--wait).
@@ -39,8 +37,8 @@ const (
 // when it ends) and whether it uninstalled the suite's release (installed
 // again when it ends, so later scenarios keep their operator).
 type install struct {
-	releases    map[string]string // release name -> namespace
-	seedRemoved bool
+	releases              map[string]string // release name -> namespace
+	clusterReleaseRemoved bool
 	// refusal is the output of the last refused helm command.
 	refusal string
 	// deletedLeader is the pod deleted as the leader, and when.
@@ -48,8 +46,8 @@ type install struct {
 	deletedAt     time.Time
 }
 
-func (w *world) registerInstallSteps(sc *godog.ScenarioContext) {
-	sc.Step(`^I install the operator as the seeds say$`, w.installAsSeeds)
+func registerInstallSteps(sc *godog.ScenarioContext, w *world) {
+	sc.Step(`^I install the operator as chart/README.md says$`, w.installAsChartReadme)
 	sc.Step(`^I install the chart as `+quoted+` in this namespace$`, func(ctx context.Context, name string) error {
 		return w.installChart(ctx, name, "")
 	})
@@ -94,25 +92,25 @@ func (w *world) releaseNamespace(name string) string {
 	if ns, ok := w.install.releases[name]; ok {
 		return ns
 	}
-	if name == SeedRelease {
-		return SeedNamespace
+	if name == ClusterRelease {
+		return ClusterNamespace
 	}
 	return w.namespace
 }
 
-// installAsSeeds runs the seeds' command as written (no --wait: the next
+// installAsChartReadme runs chart/README.md's cluster-wide command as written (no --wait: the next
 // step waits for the operator pod, as a user would).
-func (w *world) installAsSeeds(ctx context.Context) error {
+func (w *world) installAsChartReadme(ctx context.Context) error {
 	start := time.Now()
-	if _, err := w.runHelm(ctx, "install", SeedRelease, w.resolve(ChartPath), "--namespace", SeedNamespace, "--create-namespace"); err != nil {
+	if _, err := w.runHelm(ctx, "install", ClusterRelease, w.resolve(ChartPath), "--namespace", ClusterNamespace, "--create-namespace"); err != nil {
 		return err
 	}
-	w.install.seedRemoved = false
-	w.record(SeedRelease, SeedNamespace)
-	if err := w.eventually(ctx, func() error { return w.readyPods(ctx, SeedRelease, 1) }); err != nil {
+	w.install.clusterReleaseRemoved = false
+	w.record(ClusterRelease, ClusterNamespace)
+	if err := w.eventually(ctx, func() error { return w.readyPods(ctx, ClusterRelease, 1) }); err != nil {
 		return err
 	}
-	fmt.Printf("    helm install (seeds' command) to the operator pod Ready: %.1fs\n", time.Since(start).Seconds())
+	fmt.Printf("    helm install (chart/README.md's command) to the operator pod Ready: %.1fs\n", time.Since(start).Seconds())
 	return nil
 }
 
@@ -209,8 +207,8 @@ func (w *world) uninstallRelease(ctx context.Context, name string) error {
 		return err
 	}
 	delete(w.install.releases, name)
-	if name == SeedRelease && ns == SeedNamespace {
-		w.install.seedRemoved = true
+	if name == ClusterRelease && ns == ClusterNamespace {
+		w.install.clusterReleaseRemoved = true
 	}
 	return nil
 }
@@ -222,7 +220,7 @@ func (w *world) cleanUpReleases() error {
 	defer cancel()
 	var errs []string
 	for name, ns := range w.install.releases {
-		if name == SeedRelease && ns == SeedNamespace {
+		if name == ClusterRelease && ns == ClusterNamespace {
 			continue // the suite's own operator, installed again by the scenario
 		}
 		// Stop the operator first: helm deletes the Deployment and the
@@ -235,8 +233,8 @@ func (w *world) cleanUpReleases() error {
 			errs = append(errs, err.Error())
 		}
 	}
-	if w.install.seedRemoved {
-		_, err := w.runHelm(ctx, "install", SeedRelease, w.resolve(ChartPath), "--namespace", SeedNamespace,
+	if w.install.clusterReleaseRemoved {
+		_, err := w.runHelm(ctx, "install", ClusterRelease, w.resolve(ChartPath), "--namespace", ClusterNamespace,
 			"--create-namespace", "--wait", "--timeout", helmTimeout)
 		if err != nil {
 			errs = append(errs, err.Error())

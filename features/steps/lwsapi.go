@@ -32,7 +32,7 @@ type lwsAPI struct {
 	operatorPods map[types.UID]int32
 }
 
-func (w *world) registerLWSAPISteps(sc *godog.ScenarioContext) {
+func registerLWSAPISteps(sc *godog.ScenarioContext, w *world) {
 	// The simulator outlives the scenario: whatever happens, the API is
 	// served again for the scenarios after this one.
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
@@ -109,7 +109,7 @@ func (w *world) installLWSAPI(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pods, err := OperatorPods(ctx, w.cluster.Client, SeedRelease, SeedNamespace)
+	pods, err := OperatorPods(ctx, w.cluster.Client, ClusterRelease, ClusterNamespace)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (w *world) operatorNotRestarted(ctx context.Context) error {
 	if w.lwsAPI.operatorPods == nil {
 		return fmt.Errorf("LeaderWorkerSet's API was not installed in this scenario")
 	}
-	pods, err := OperatorPods(ctx, w.cluster.Client, SeedRelease, SeedNamespace)
+	pods, err := OperatorPods(ctx, w.cluster.Client, ClusterRelease, ClusterNamespace)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 // taken when the scenario began (the baseline), and the inventory is
 // read for the scenario's own namespace.
 
-func (w *world) registerMetricsSteps(sc *godog.ScenarioContext) {
+func registerMetricsSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^the operator's metrics are scraped$`, w.scrapeBaseline)
 	sc.Step(`^the metrics eventually count more reconciles of (\S+) than before$`, w.moreReconciles)
 	sc.Step(`^the metrics eventually count a denial of (\S+) (\S+) for the rule `+quoted+`$`, w.denialCounted)

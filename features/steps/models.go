@@ -44,7 +44,7 @@ type models struct {
 	restartedAt map[string]time.Time
 }
 
-func (w *world) registerModelSteps(sc *godog.ScenarioContext) {
+func registerModelSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^fake Dynamo workers serve the pods of this namespace$`, w.workersServe)
 	sc.Step(`^the adapter `+quoted+` is eventually loaded on every Ready pod of the dcd `+quoted+`$`, unquote2(w.adapterOnEveryPod))
 	sc.Step(`^the adapter `+quoted+` is eventually loaded on no pod of the dcd `+quoted+`$`, unquote2(w.adapterOnNoPod))

@@ -116,7 +116,7 @@ func (w *world) lease(ctx context.Context) (*coordinationv1.Lease, error) {
 }
 
 // leasesListShow is `kubectl get lease -A --field-selector
-// metadata.name=<name>`, the seed's way to list local operators.
+// metadata.name=<name>`, the way to list local operators that docs give.
 func (w *world) leasesListShow(ctx context.Context, name, holder string) error {
 	leases := &coordinationv1.LeaseList{}
 	if err := w.cluster.Client.List(ctx, leases, client.MatchingFieldsSelector{

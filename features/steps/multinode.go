@@ -20,10 +20,7 @@ import (
 
 // Multinode graphs: each multinode service is a LeaderWorkerSet whose
 // groups the real LeaderWorkerSet controller makes (simulator only).
-func (w *world) registerMultinodeSteps(sc *godog.ScenarioContext) {
-	w.registerGangSteps(sc)
-	w.registerGroupSteps(sc)
-	w.registerLWSAPISteps(sc)
+func registerMultinodeSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^I apply the file `+quoted+` with the Secrets and ConfigMaps its docs have users create$`, unquote1(w.applyFileWithPrerequisites))
 	sc.Step(`^the dgd `+quoted+` becomes Ready, and the time it took is reported$`, unquote1(w.readyTimeReported))
 	sc.Step(`^every group of every multinode service of the dgd `+quoted+` has its pods Ready on distinct nodes, each knowing its leader's address and its rank$`,

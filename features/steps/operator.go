@@ -5,7 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/cucumber/godog"
 )
+
+func registerOperatorSteps(sc *godog.ScenarioContext, w *world) {
+	sc.Step(`^the operator restarts$`, w.operatorRestarts)
+	sc.Step(`^the operator makes no writes in this namespace within (\d+) seconds$`, w.noWritesFor)
+}
 
 // OperatorControl is what steps about the operator itself need; the
 // envtest suite runs the operator in process and provides it.

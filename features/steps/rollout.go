@@ -46,7 +46,7 @@ type rolloutRecord struct {
 	took              time.Duration
 }
 
-func (w *world) registerRolloutSteps(sc *godog.ScenarioContext) {
+func registerRolloutSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^I patch the dgd `+quoted+` with the following, watching the ready pods of the Deployment `+quoted+` until its rollout is done:$`, w.patchWatchingReadyPods)
 	sc.Step(`^the Deployment `+quoted+` never had fewer than (\d+) ready pods during the rollout$`, unquote1n(w.neverFewerReady))
 	sc.Step(`^pulls of the image `+quoted+` fail$`, unquote1(w.imagePullsFail))

@@ -27,7 +27,7 @@ import (
 // using them are @envtest-only; on the simulator the real scheduler and
 // the simulated kubelets report.
 
-func (w *world) registerServingSteps(sc *godog.ScenarioContext) {
+func registerServingSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^the scheduler cannot place pod `+quoted+` of the Deployment `+quoted+`: `+anything+`$`, unquote3(w.podUnschedulable))
 	sc.Step(`^the kubelet holds pod `+quoted+` of the Deployment `+quoted+` in (\w+): `+anything+`$`, w.podWaiting)
 	sc.Step(`^pod `+quoted+` of the Deployment `+quoted+` is crash-looping after (\d+) restarts$`, w.podCrashLooping)
@@ -38,7 +38,6 @@ func (w *world) registerServingSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^kstatus reads the (\S+) `+quoted+` as InProgress until it is Ready, then as Current$`, unquote2(w.kstatusInProgressUntilReady))
 	sc.Step(`^the (\S+) `+quoted+` keeps (\d+) replicas while I patch the (\S+) `+quoted+` with:$`, w.keepsReplicasWhilePatching)
 	sc.Step(`^the dgd `+quoted+` becomes Ready no sooner than (\d+) seconds after it was applied$`, w.readyNoSooner)
-	w.registerRolloutSteps(sc)
 }
 
 func unquote3(f func(context.Context, string, string, string) error) func(context.Context, string, string, string) error {

@@ -9,12 +9,13 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"github.com/dynamoctl/dynamo-operator/operator/certs"
 	"math/big"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dynamoctl/dynamo-operator/operator/certs"
 
 	"github.com/cucumber/godog"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -56,7 +57,7 @@ var webhookConfigurations = []client.Object{
 	&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "dynamo-operator-mutating"}},
 }
 
-func (w *world) registerWebhookSteps(sc *godog.ScenarioContext) {
+func registerWebhookSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^I try to patch the (\S+) `+quoted+` with:$`, w.tryPatch)
 	sc.Step(`^I apply the manifest and keep the warnings:$`, w.applyKeepingWarnings)
 	sc.Step(`^it is accepted with a warning containing `+quoted+`$`, unquote1(w.acceptedWithWarning))

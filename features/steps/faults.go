@@ -29,13 +29,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	fsteps "github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/sim/faults"
@@ -44,7 +44,7 @@ import (
 // SeedEnv replays a fault scenario's random moments.
 const SeedEnv = "DYNAMO_FAULT_SEED"
 
-// The chart's names for the cluster-wide release (the seeds' install).
+// The chart's names for the cluster-wide release (chart/README.md's install).
 const (
 	leaderLease  = "dynamo-operator-leader"
 	certSecret   = ClusterRelease + "-dynamo-operator-webhook-cert"
@@ -55,11 +55,9 @@ const (
 	apiServerDown = 5 * time.Second
 )
 
-func init() { Register(registerFaultSteps) }
-
-func registerFaultSteps(w *World, sc *godog.ScenarioContext) {
+func registerFaultSteps(sc *godog.ScenarioContext, w *simWorld) {
 	f := &faultWorld{w: w}
-	sc.Step(`^I install `+ReleaseRef+` cluster-wide as the seeds say with (\d+) operator replicas$`, func(ctx context.Context, ref string, n int) error {
+	sc.Step(`^I install `+ReleaseRef+` cluster-wide as chart/README.md says with (\d+) operator replicas$`, func(ctx context.Context, ref string, n int) error {
 		return w.InstallRelease(ctx, ClusterRelease, ClusterNamespace, ref, fmt.Sprintf("%s=%d", replicasPath, n))
 	})
 	sc.Step(`^I scale the cluster-wide release to (\d+) operator replicas$`, f.scaleOperator)
@@ -81,7 +79,7 @@ func registerFaultSteps(w *World, sc *godog.ScenarioContext) {
 
 // faultWorld is a fault scenario's state.
 type faultWorld struct {
-	w    *World
+	w    *simWorld
 	seed uint64
 	rng  *rand.Rand
 
@@ -102,7 +100,7 @@ type faultWorld struct {
 	watched   types.NamespacedName
 	lostNode  string
 	lostAt    time.Time
-	states    *fsteps.GraphStates
+	states    *GraphStates
 	certEpoch time.Time
 }
 
@@ -435,7 +433,7 @@ func (f *faultWorld) notReady(ctx context.Context, ns string, names []string) er
 			bad = append(bad, n+" (missing)")
 			continue
 		}
-		c := metaCondition(g.Status.Conditions, "Ready")
+		c := meta.FindStatusCondition(g.Status.Conditions, "Ready")
 		switch {
 		case c == nil:
 			bad = append(bad, n+" (no Ready condition)")
@@ -445,15 +443,6 @@ func (f *faultWorld) notReady(ctx context.Context, ns string, names []string) er
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("%d of %d graphs not Ready: %s", len(bad), len(names), strings.Join(head(bad, 10), "; "))
-	}
-	return nil
-}
-
-func metaCondition(cs []metav1.Condition, t string) *metav1.Condition {
-	for i := range cs {
-		if cs[i].Type == t {
-			return &cs[i]
-		}
 	}
 	return nil
 }
@@ -639,15 +628,6 @@ func (f *faultWorld) exactChildren(ctx context.Context, ns string) error {
 	return nil
 }
 
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func (f *faultWorld) noOrphans(ctx context.Context, ns string) error {
 	inv, err := f.inventory(ctx, ns)
 	if err != nil {
@@ -755,7 +735,7 @@ func (f *faultWorld) loseWorkerNode(ctx context.Context) error {
 	if p.Spec.NodeName == "" {
 		return fmt.Errorf("pod %s is not scheduled", p.Name)
 	}
-	f.states = fsteps.RecordGraphStates(f.w.Client, f.watched)
+	f.states = RecordGraphStates(f.w.Client, f.watched)
 	f.w.Background(f.states.Halt)
 	msg, err := f.fault(ctx, faults.Request{Kind: "node-loss", Node: p.Spec.NodeName})
 	if err != nil {

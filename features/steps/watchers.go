@@ -18,17 +18,15 @@ import (
 // AdmissionNamespace is where the admission client dry-runs its graphs.
 const AdmissionNamespace = "admission-probe"
 
-// watch is the scenario's background observation: a client dry-running
+// watchers is the scenario's background observation: a client dry-running
 // graphs through the admission webhooks, and a watcher of every graph's
 // Ready condition. Each runs until the step that judges it.
-type watch struct {
+type watchers struct {
 	admission *admissionClient
 	ready     *readyWatcher
 }
 
-func init() { Register(registerWatchSteps) }
-
-func registerWatchSteps(w *World, sc *godog.ScenarioContext) {
+func registerWatchSteps(sc *godog.ScenarioContext, w *simWorld) {
 	sc.Step(`^a client dry-runs a graph through admission every (\d+) ms$`, w.startAdmissionClient)
 	sc.Step(`^a watcher checks every graph is Ready every (\d+) ms$`, w.startReadyWatcher)
 	sc.Step(`^not one dry-run admission failed$`, w.noAdmissionFailed)
@@ -46,12 +44,12 @@ type admissionClient struct {
 	done         chan struct{}
 }
 
-func (w *World) startAdmissionClient(ctx context.Context, ms int) error {
+func (w *simWorld) startAdmissionClient(ctx context.Context, ms int) error {
 	if err := w.NeedSim(); err != nil {
 		return err
 	}
 	if w.watch == nil {
-		w.watch = &watch{}
+		w.watch = &watchers{}
 	}
 	if w.watch.admission != nil {
 		return fmt.Errorf("the admission client already runs")
@@ -111,7 +109,7 @@ func (a *admissionClient) halt() {
 	<-a.done
 }
 
-func (w *World) noAdmissionFailed(context.Context) error {
+func (w *simWorld) noAdmissionFailed(context.Context) error {
 	if w.watch == nil || w.watch.admission == nil {
 		return fmt.Errorf("no admission client runs: add \"a client dry-runs a graph through admission every 100 ms\" first")
 	}
@@ -141,7 +139,7 @@ type readyWatcher struct {
 	done   chan struct{}
 }
 
-func (w *World) startReadyWatcher(ctx context.Context, ms int) error {
+func (w *simWorld) startReadyWatcher(ctx context.Context, ms int) error {
 	if err := w.NeedSim(); err != nil {
 		return err
 	}
@@ -149,7 +147,7 @@ func (w *World) startReadyWatcher(ctx context.Context, ms int) error {
 		return fmt.Errorf("the scenario applied no graphs to watch")
 	}
 	if w.watch == nil {
-		w.watch = &watch{}
+		w.watch = &watchers{}
 	}
 	ours := map[string]bool{}
 	for _, g := range w.graphs.list {
@@ -217,7 +215,7 @@ func (r *readyWatcher) halt() {
 	<-r.done
 }
 
-func (w *World) stayedReady(context.Context) error {
+func (w *simWorld) stayedReady(context.Context) error {
 	if w.watch == nil || w.watch.ready == nil {
 		return fmt.Errorf("no Ready watcher runs: add \"a watcher checks every graph is Ready every 250 ms\" first")
 	}
@@ -244,7 +242,7 @@ func head(s []string, n int) []string {
 
 // haltReadyWatcher stops the Ready watcher, records its figures and
 // returns what it saw not Ready.
-func (w *World) haltReadyWatcher() ([]string, error) {
+func (w *simWorld) haltReadyWatcher() ([]string, error) {
 	if w.watch == nil || w.watch.ready == nil {
 		return nil, fmt.Errorf("no Ready watcher runs: add \"a watcher checks every graph is Ready every 250 ms\" first")
 	}

@@ -12,12 +12,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	fsteps "github.com/dynamoctl/dynamo-operator/features/steps"
-
 	"github.com/dynamoctl/dynamo-operator/scenarios/harness"
 )
 
-// The seeds' names: the cluster-wide release and its namespace.
+// The cluster-wide release and its namespace, as chart/README.md names them.
 const (
 	ClusterRelease   = "dynamo-platform"
 	ClusterNamespace = "dynamo-system"
@@ -50,18 +48,16 @@ type installed struct {
 	release   *harness.Release
 }
 
-func init() { Register(registerClusterSteps) }
-
-func registerClusterSteps(w *World, sc *godog.ScenarioContext) {
+func registerReleaseSteps(sc *godog.ScenarioContext, w *simWorld) {
 	sc.Step(`^a simulated cluster with no operator$`, func(ctx context.Context) error {
 		return w.SimUp(ctx, harness.UpOptions{})
 	})
 	sc.Step(`^the simulator is kept for the next scenario$`, w.keepSim)
 	sc.Step(`^the simulator the previous scenario kept$`, w.resumeSim)
-	sc.Step(`^I install `+ReleaseRef+` cluster-wide as the seeds say$`, func(ctx context.Context, ref string) error {
+	sc.Step(`^I install `+ReleaseRef+` cluster-wide as chart/README.md says$`, func(ctx context.Context, ref string) error {
 		return w.InstallRelease(ctx, ClusterRelease, ClusterNamespace, ref)
 	})
-	sc.Step(`^I install `+ReleaseRef+` as "([^"]+)" namespace-scoped in the namespace "([^"]+)" as the seeds say$`,
+	sc.Step(`^I install `+ReleaseRef+` as "([^"]+)" namespace-scoped in the namespace "([^"]+)" as chart/README.md says$`,
 		func(ctx context.Context, ref, name, ns string) error {
 			return w.InstallRelease(ctx, name, ns, ref, harness.NamespaceScoped)
 		})
@@ -80,7 +76,7 @@ func registerClusterSteps(w *World, sc *godog.ScenarioContext) {
 }
 
 // Release resolves a step's release reference to a built release.
-func (w *World) Release(ctx context.Context, ref string) (*harness.Release, error) {
+func (w *simWorld) Release(ctx context.Context, ref string) (*harness.Release, error) {
 	switch {
 	case ref == "the previous release":
 		ref = w.Suite.Previous
@@ -95,7 +91,7 @@ func (w *World) Release(ctx context.Context, ref string) (*harness.Release, erro
 // SimUp starts the scenario's simulator with no operator and no CRDs; its
 // kubelet runs the images of the previous release and the working tree
 // (and of any release in o.Releases). Default pools unless o.Pools.
-func (w *World) SimUp(ctx context.Context, o harness.UpOptions) error {
+func (w *simWorld) SimUp(ctx context.Context, o harness.UpOptions) error {
 	if w.Sim != nil {
 		return fmt.Errorf("the scenario's simulator is already up")
 	}
@@ -126,8 +122,8 @@ func (w *World) SimUp(ctx context.Context, o harness.UpOptions) error {
 }
 
 // InstallRelease helm-installs the release ref as name in namespace (with
-// --create-namespace, as the seeds do) and waits until it is ready.
-func (w *World) InstallRelease(ctx context.Context, name, namespace, ref string, sets ...string) error {
+// --create-namespace, as chart/README.md does) and waits until it is ready.
+func (w *simWorld) InstallRelease(ctx context.Context, name, namespace, ref string, sets ...string) error {
 	if err := w.NeedSim(); err != nil {
 		return err
 	}
@@ -156,7 +152,7 @@ func (w *World) InstallRelease(ctx context.Context, name, namespace, ref string,
 
 // UpgradeRelease helm-upgrades an installed release to ref and waits until
 // it is ready.
-func (w *World) UpgradeRelease(ctx context.Context, name, ref string) error {
+func (w *simWorld) UpgradeRelease(ctx context.Context, name, ref string) error {
 	in, ok := w.releases.installed[name]
 	if !ok {
 		return fmt.Errorf("the scenario installed no release %q", name)
@@ -176,7 +172,7 @@ func (w *World) UpgradeRelease(ctx context.Context, name, ref string) error {
 
 // UninstallRelease helm-uninstalls an installed release and waits until
 // its resources are gone.
-func (w *World) UninstallRelease(ctx context.Context, name string) error {
+func (w *simWorld) UninstallRelease(ctx context.Context, name string) error {
 	in, ok := w.releases.installed[name]
 	if !ok {
 		return fmt.Errorf("the scenario installed no release %q", name)
@@ -189,14 +185,14 @@ func (w *World) UninstallRelease(ctx context.Context, name string) error {
 }
 
 // InstalledRelease is the release installed as name, and its namespace.
-func (w *World) InstalledRelease(name string) (*harness.Release, string, bool) {
+func (w *simWorld) InstalledRelease(name string) (*harness.Release, string, bool) {
 	in, ok := w.releases.installed[name]
 	return in.release, in.namespace, ok
 }
 
 // OperatorUser is the audit-log user of release name's operator (its
 // ServiceAccount, <release>-dynamo-operator in the chart).
-func (w *World) OperatorUser(name string) string {
+func (w *simWorld) OperatorUser(name string) string {
 	ns := ClusterNamespace
 	if n, ok := w.releases.namespaces[name]; ok {
 		ns = n
@@ -207,7 +203,7 @@ func (w *World) OperatorUser(name string) string {
 // releaseLeads waits until every operator pod of an installed release runs
 // ref's image, no other pod is left, and one of them holds the leader
 // election Lease: from then on, what the operator does is ref's doing.
-func (w *World) releaseLeads(ctx context.Context, name, ref string) error {
+func (w *simWorld) releaseLeads(ctx context.Context, name, ref string) error {
 	r, err := w.Release(ctx, ref)
 	if err != nil {
 		return err
@@ -217,7 +213,7 @@ func (w *World) releaseLeads(ctx context.Context, name, ref string) error {
 		return fmt.Errorf("the scenario installed no release %q", name)
 	}
 	return w.Eventually(ctx, func() error {
-		pods, err := fsteps.OperatorPods(ctx, w.Client, name, ns)
+		pods, err := OperatorPods(ctx, w.Client, name, ns)
 		if err != nil {
 			return err
 		}

@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -38,7 +39,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	featuresteps "github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/internal/migration"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
@@ -54,7 +54,7 @@ const dynamoHelmManager = "helm"
 
 // migrationWorld is the state of one migration scenario.
 type migrationWorld struct {
-	*World
+	*simWorld
 	// c knows our kinds and the CRDs; it is made again once Dynamo's CRDs
 	// are served (a client's REST mapper does not see kinds added later).
 	c client.Client
@@ -75,13 +75,11 @@ type migrationWorld struct {
 	graphName               string
 }
 
-func init() { Register(registerMigrationSteps) }
-
 // registerMigrationSteps registers the migration steps. Their state lives
 // here, one per scenario; the scenario's simulator (and everything in it)
 // goes when the scenario ends.
-func registerMigrationSteps(world *World, sc *godog.ScenarioContext) {
-	w := &migrationWorld{World: world}
+func registerMigrationSteps(sc *godog.ScenarioContext, world *simWorld) {
+	w := &migrationWorld{simWorld: world}
 	sc.Step(`^the cluster Dynamo's operator left: its CRDs, graphs, components and children in a namespace "([^"]*)"$`, w.dynamoLeftovers)
 	sc.Step(`^the cluster Dynamo's current operator left, graphs and components stored in v1beta1: its CRDs, graphs, components and children in a namespace "([^"]*)"$`, w.dynamoV1beta1Leftovers)
 	sc.Step(`^the graphs and components are stored in v1alpha1 alone: storedVersions is \[v1alpha1\]$`, w.storageMigrated)
@@ -89,7 +87,7 @@ func registerMigrationSteps(world *World, sc *godog.ScenarioContext) {
 	sc.Step(`^every workload Dynamo's operator made runs Ready pods$`, w.dynamoWorkloadsReady)
 	sc.Step(`^Dynamo's operator owns the claim "([^"]*)" by the graph "([^"]*)"$`, w.dynamoOwnedClaim)
 	sc.Step(`^I note every pod, workload, claim and component there$`, w.noteInventory)
-	sc.Step(`^I helm install our chart as the seeds say$`, w.helmInstall)
+	sc.Step(`^I helm install our chart as chart/README.md says$`, w.helmInstall)
 	sc.Step(`^the API server serves our CRDs in place of Dynamo's$`, w.ourCRDsServed)
 	sc.Step(`^every graph there becomes Ready by our operator's status$`, w.graphsReadyByUs)
 	sc.Step(`^our operator has written every graph's status and adopted every workload there$`, w.reconciledEverything)
@@ -422,7 +420,7 @@ func (w *migrationWorld) noteInventory(ctx context.Context) error {
 	return nil
 }
 
-// helmInstall installs the working tree's chart as the seeds say and times
+// helmInstall installs the working tree's chart as chart/README.md says and times
 // it: the take-over's clock starts here.
 func (w *migrationWorld) helmInstall(ctx context.Context) error {
 	w.installStarted = time.Now()
@@ -451,7 +449,7 @@ func (w *migrationWorld) graphsReadyByUs(ctx context.Context) error {
 		}
 		var waiting []string
 		for _, g := range graphs.Items {
-			ready := meta(g.Status.Conditions, "Ready")
+			ready := meta.FindStatusCondition(g.Status.Conditions, "Ready")
 			if g.Status.State != v1alpha1.GraphStateSuccessful || ready == nil || ready.Status != metav1.ConditionTrue ||
 				ready.Reason != controllers.ReasonAllComponentsAvailable || g.Status.ObservedGeneration != g.Generation {
 				why := string(g.Status.State)
@@ -467,15 +465,6 @@ func (w *migrationWorld) graphsReadyByUs(ctx context.Context) error {
 		w.figure("helm install to every graph Ready by our operator (s)", "%.1f", time.Since(w.installStarted).Seconds())
 	}
 	return err
-}
-
-func meta(conds []metav1.Condition, t string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 // operatorWrites are the chart-installed operator's writes in ns since
@@ -826,7 +815,7 @@ func (w *migrationWorld) graphInTwoNamespaces(ctx context.Context, graph, file s
 			return err
 		}
 		*target = ns
-		objs, err := featuresteps.ParseManifests(data)
+		objs, err := ParseManifests(data)
 		if err != nil {
 			return err
 		}
@@ -846,7 +835,7 @@ func (w *migrationWorld) graphInTwoNamespaces(ctx context.Context, graph, file s
 			if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: graph}, g); err != nil {
 				return false, err.Error()
 			}
-			r := meta(g.Status.Conditions, "Ready")
+			r := meta.FindStatusCondition(g.Status.Conditions, "Ready")
 			return r != nil && r.Status == metav1.ConditionTrue && g.Status.ObservedGeneration == g.Generation, fmt.Sprintf("%+v", r)
 		})
 		if err != nil {

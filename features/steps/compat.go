@@ -160,7 +160,7 @@ func graphsOf(s *runtime.Scheme, objs []*unstructured.Unstructured) ([]*v1alpha1
 // every graph becomes Ready.
 func (w *world) readyOrWaitingForClaim(ctx context.Context, name string, claims []string) error {
 	var ready *metav1.Condition
-	err := w.eventually(ctx, func() error {
+	err := w.eventually(ctx, "the graph "+name+" Ready, or pending on a claim it lacks", func() error {
 		obj, err := w.read(ctx, "dgd", name)
 		if err != nil {
 			return err

@@ -26,16 +26,15 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/sim/faults"
@@ -46,7 +45,6 @@ const SeedEnv = "DYNAMO_FAULT_SEED"
 
 // The chart's names for the cluster-wide release (chart/README.md's install).
 const (
-	leaderLease  = "dynamo-operator-leader"
 	certSecret   = ClusterRelease + "-dynamo-operator-webhook-cert"
 	replicasPath = "dynamo-operator.controllerManager.replicas"
 	// apiServerDown is how long "the API server restarts" keeps it down:
@@ -143,7 +141,7 @@ func (f *faultWorld) referenceGraph(ctx context.Context, name, ns string) error 
 	// A scenario continuing on a kept simulator finds the reference there,
 	// and may start while the operator the one before killed is still
 	// coming back (its webhook refuses): retried, as a GitOps tool would.
-	if err := f.w.Eventually(ctx, func() error {
+	if err := f.w.eventually(ctx, "the reference graph "+name+" created", func() error {
 		if err := f.w.Client.Create(ctx, smallGraph(name, ns)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
@@ -151,7 +149,7 @@ func (f *faultWorld) referenceGraph(ctx context.Context, name, ns string) error 
 	}); err != nil {
 		return err
 	}
-	if err := f.w.Eventually(ctx, func() error { return f.notReady(ctx, ns, []string{name}) }); err != nil {
+	if err := f.w.eventually(ctx, "the reference graph "+name+" Ready", func() error { return f.notReady(ctx, ns, []string{name}) }); err != nil {
 		return err
 	}
 	inv, err := f.inventory(ctx, ns)
@@ -250,7 +248,8 @@ func (f *faultWorld) workWhileDisrupted(ctx context.Context, verb string, n int,
 			}(i)
 		}
 		name := graphName(i)
-		for attempt := 0; ; attempt++ {
+		// A refused request is retried until it is taken, within 4 minutes.
+		err := await.Until(ctx, verb+" "+ns+"/"+name, func() error {
 			var err error
 			if verb == "create" {
 				err = f.w.Client.Create(ctx, smallGraph(name, ns))
@@ -261,19 +260,14 @@ func (f *faultWorld) workWhileDisrupted(ctx context.Context, verb string, n int,
 				g := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 				err = client.IgnoreNotFound(f.w.Client.Delete(ctx, g, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 			}
-			if err == nil {
-				break
+			if err != nil {
+				refused++
+				retries[refusal(err)]++
 			}
-			refused++
-			retries[refusal(err)]++
-			if time.Since(start) > 4*time.Minute {
-				return fmt.Errorf("%s %s/%s still refused after 4 minutes: %w", verb, ns, name, err)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(250 * time.Millisecond):
-			}
+			return err
+		}, await.Within(4*time.Minute), await.Every(250*time.Millisecond))
+		if err != nil {
+			return err
 		}
 		// Paced as a client creating graphs one by one, so the random
 		// moments fall inside the work rather than after it.
@@ -361,30 +355,30 @@ func (f *faultWorld) fault(ctx context.Context, r faults.Request) (string, error
 	return f.w.Sim.Control().Fault(fctx, r)
 }
 
+// retryFault injects r, again while the process to kill is in its restart
+// back-off (for up to a minute); any other error of the fault ends it.
 func (f *faultWorld) retryFault(ctx context.Context, r faults.Request) (string, error) {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		msg, err := f.fault(ctx, r)
-		if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "no running container process") {
-			return msg, err
+	var msg string
+	var last error // the fault's own error, unless it was one to retry
+	err := await.Until(ctx, "the fault "+r.Kind, func() error {
+		var err error
+		msg, err = f.fault(ctx, r)
+		if err != nil && !strings.Contains(err.Error(), "no running container process") {
+			last = err
+			return nil
 		}
-		time.Sleep(200 * time.Millisecond)
+		return err
+	}, await.Within(time.Minute))
+	if last != nil {
+		return msg, last
 	}
+	return msg, err
 }
 
-// leader is the leader election Lease's holder identity and the pod it
-// names (controller-runtime's identity is "<pod name>_<uuid>").
+// leader is the cluster-wide release's leading pod and its holder identity.
 func (f *faultWorld) leader(ctx context.Context) (holder, pod string, err error) {
-	l := &coordinationv1.Lease{}
-	if err := f.w.Client.Get(ctx, client.ObjectKey{Namespace: ClusterNamespace, Name: leaderLease}, l); err != nil {
-		return "", "", err
-	}
-	holder = ptr.Deref(l.Spec.HolderIdentity, "")
-	pod, _, ok := strings.Cut(holder, "_")
-	if !ok {
-		return "", "", fmt.Errorf("the Lease %s/%s is held by %q, not a pod's process", ClusterNamespace, leaderLease, holder)
-	}
-	return holder, pod, nil
+	pod, holder, err = operatorLeader(ctx, f.w.Client, ClusterRelease, ClusterNamespace)
+	return holder, pod, err
 }
 
 func (f *faultWorld) leaderTakenOver(ctx context.Context) error {
@@ -392,7 +386,7 @@ func (f *faultWorld) leaderTakenOver(ctx context.Context) error {
 		return fmt.Errorf("no leader was killed in this scenario")
 	}
 	var holder string
-	err := f.w.EventuallyWithin(ctx, 2*time.Minute, func() error {
+	err := f.w.eventually(ctx, "another operator process leading", func() error {
 		h, _, err := f.leader(ctx)
 		if err != nil {
 			return err
@@ -402,7 +396,7 @@ func (f *faultWorld) leaderTakenOver(ctx context.Context) error {
 		}
 		holder = h
 		return nil
-	})
+	}, await.Within(2*time.Minute))
 	if err != nil {
 		return err
 	}
@@ -452,7 +446,7 @@ func (f *faultWorld) allReady(ctx context.Context, n int, ns string) error {
 	if len(names) != n {
 		return fmt.Errorf("the scenario created %d graphs in %s, not %d", len(names), ns, n)
 	}
-	if err := f.w.Eventually(ctx, func() error { return f.notReady(ctx, ns, names) }); err != nil {
+	if err := f.w.eventually(ctx, fmt.Sprintf("all %d graphs in %s Ready", n, ns), func() error { return f.notReady(ctx, ns, names) }); err != nil {
 		return err
 	}
 	now := time.Now()
@@ -646,7 +640,7 @@ func (f *faultWorld) noOrphans(ctx context.Context, ns string) error {
 func (f *faultWorld) nothingLeft(ctx context.Context, ns string) error {
 	start := time.Now()
 	var left []string
-	err := f.w.EventuallyWithin(ctx, 3*time.Minute, func() error {
+	err := f.w.eventually(ctx, "nothing the graphs owned left in "+ns, func() error {
 		inv, err := f.inventory(ctx, ns)
 		if err != nil {
 			return err
@@ -659,7 +653,7 @@ func (f *faultWorld) nothingLeft(ctx context.Context, ns string) error {
 			return fmt.Errorf("%d objects left in %s: %s", len(left), ns, strings.Join(head(left, 20), ", "))
 		}
 		return nil
-	})
+	}, await.Within(3*time.Minute))
 	f.w.Figure("leftover children", len(left))
 	if err == nil {
 		f.w.Figure("everything gone after the last delete (s)", fmt.Sprintf("%.1f", time.Since(start).Seconds()))
@@ -704,7 +698,7 @@ func (f *faultWorld) gpuGraphReady(ctx context.Context, name, ns string) error {
 		return err
 	}
 	f.watched = types.NamespacedName{Namespace: ns, Name: name}
-	return f.w.Eventually(ctx, func() error { return f.notReady(ctx, ns, []string{name}) })
+	return f.w.eventually(ctx, "the graph "+name+" Ready", func() error { return f.notReady(ctx, ns, []string{name}) })
 }
 
 // workerPod is the watched graph's GPU worker pod (not being deleted).
@@ -751,7 +745,7 @@ func (f *faultWorld) pendingThenReady(ctx context.Context) error {
 		return fmt.Errorf("no node was lost in this scenario")
 	}
 	var onto string
-	err := f.w.EventuallyWithin(ctx, 4*time.Minute, func() error {
+	err := f.w.eventually(ctx, "the graph pending, then Ready with its worker on another node", func() error {
 		if f.states.FirstNotReady().IsZero() {
 			return fmt.Errorf("the graph has not left Ready yet (states seen: %s)", f.states.String())
 		}
@@ -767,7 +761,7 @@ func (f *faultWorld) pendingThenReady(ctx context.Context) error {
 		}
 		onto = p.Spec.NodeName
 		return nil
-	})
+	}, await.Within(4*time.Minute))
 	f.states.Halt()
 	fmt.Printf("    graph states after the node loss: %s\n", f.states.String())
 	if err != nil {
@@ -797,7 +791,7 @@ func (f *faultWorld) certExpires(ctx context.Context) error {
 // certRenewed waits until the Secret's serving certificate is valid now
 // and for a while yet (the operator issued a new one).
 func (f *faultWorld) certRenewed(ctx context.Context) error {
-	err := f.w.EventuallyWithin(ctx, 2*time.Minute, func() error {
+	err := f.w.eventually(ctx, "a renewed certificate in the certificate Secret", func() error {
 		s := &corev1.Secret{}
 		if err := f.w.Client.Get(ctx, client.ObjectKey{Namespace: ClusterNamespace, Name: certSecret}, s); err != nil {
 			return err
@@ -814,7 +808,7 @@ func (f *faultWorld) certRenewed(ctx context.Context) error {
 			return fmt.Errorf("the serving certificate is valid %s to %s, not now", c.NotBefore, c.NotAfter)
 		}
 		return nil
-	})
+	}, await.Within(2*time.Minute))
 	if err == nil {
 		f.w.Figure("certificate renewed after (s)", fmt.Sprintf("%.1f", time.Since(f.certEpoch).Seconds()))
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -204,16 +206,11 @@ func (w *simWorld) NotReady(ctx context.Context) ([]string, error) {
 		if err := w.Client.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: g.Name}, dgd); err != nil {
 			return nil, err
 		}
-		ready := false
-		reason := "no Ready condition"
-		for _, c := range dgd.Status.Conditions {
-			if c.Type == "Ready" {
-				ready = c.Status == "True"
-				reason = c.Reason + ": " + c.Message
-			}
-		}
-		if !ready {
-			bad = append(bad, g.String()+" ("+reason+")")
+		switch c := meta.FindStatusCondition(dgd.Status.Conditions, "Ready"); {
+		case c == nil:
+			bad = append(bad, g.String()+" (no Ready condition)")
+		case c.Status != metav1.ConditionTrue:
+			bad = append(bad, g.String()+" ("+c.Reason+": "+c.Message+")")
 		}
 	}
 	return bad, nil
@@ -224,7 +221,7 @@ func (w *simWorld) everyGraphReady(ctx context.Context) error {
 		return fmt.Errorf("the scenario applied no graphs")
 	}
 	start := time.Now()
-	err := w.Eventually(ctx, func() error {
+	err := w.eventually(ctx, "every graph Ready", func() error {
 		bad, err := w.NotReady(ctx)
 		if err != nil {
 			return err

@@ -43,7 +43,7 @@ func (w *simWorld) releaseOwns(ctx context.Context, release, ns string) error {
 	if !ok {
 		return fmt.Errorf("the scenario installed no release %q", release)
 	}
-	return w.Eventually(ctx, func() error {
+	return w.eventually(ctx, "the release "+release+" owning "+ns, func() error {
 		l, err := w.marker(ctx, ns)
 		if err != nil {
 			return err
@@ -76,7 +76,7 @@ func (w *simWorld) uninstallScoped(ctx context.Context, release string) error {
 // stopped operator deletes it) and records how long that took.
 func (w *simWorld) handedBack(ctx context.Context, ns string) error {
 	start := w.handover.released[ns]
-	err := w.Eventually(ctx, func() error {
+	err := w.eventually(ctx, "the namespace "+ns+" handed back", func() error {
 		_, err := w.marker(ctx, ns)
 		if apierrors.IsNotFound(err) {
 			return nil

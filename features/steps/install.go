@@ -107,7 +107,7 @@ func (w *world) installAsChartReadme(ctx context.Context) error {
 	}
 	w.install.clusterReleaseRemoved = false
 	w.record(ClusterRelease, ClusterNamespace)
-	if err := w.eventually(ctx, func() error { return w.readyPods(ctx, ClusterRelease, 1) }); err != nil {
+	if err := w.eventually(ctx, "the operator pod of "+ClusterRelease+" Ready", func() error { return w.readyPods(ctx, ClusterRelease, 1) }); err != nil {
 		return err
 	}
 	fmt.Printf("    helm install (chart/README.md's command) to the operator pod Ready: %.1fs\n", time.Since(start).Seconds())
@@ -266,7 +266,7 @@ func (w *world) stopOperator(ctx context.Context, release, ns string) error {
 			return err
 		}
 	}
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "the operator pods of "+release+" gone", func() error {
 		pods, err := OperatorPods(ctx, w.cluster.Client, release, ns)
 		if err != nil {
 			return err
@@ -294,6 +294,8 @@ func OperatorPods(ctx context.Context, c client.Client, release, namespace strin
 	return pods.Items, nil
 }
 
+// podReady: the pod's Ready condition is True and it is not terminating
+// (Services drop a terminating pod at once).
 func podReady(p *corev1.Pod) bool {
 	if p.DeletionTimestamp != nil {
 		return false
@@ -339,13 +341,13 @@ func (w *world) readyPods(ctx context.Context, release string, n int) error {
 }
 
 func (w *world) releaseRunsReadyPods(ctx context.Context, release string, n int) error {
-	return w.eventually(ctx, func() error { return w.readyPods(ctx, release, n) })
+	return w.eventually(ctx, fmt.Sprintf("%d Ready operator pods of %s", n, release), func() error { return w.readyPods(ctx, release, n) })
 }
 
 // releaseRunsWith checks the running operator pods' manager container
 // carries an argument or env value (NAME=value).
 func (w *world) releaseRunsWith(ctx context.Context, release, want string) error {
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "the operator of "+release+" running with "+want, func() error {
 		pods, err := OperatorPods(ctx, w.cluster.Client, release, w.releaseNamespace(release))
 		if err != nil {
 			return err
@@ -415,36 +417,47 @@ func (w *world) webhooksThroughService(ctx context.Context, release, service str
 	return nil
 }
 
-// leader returns the release's leader election Lease and the pod holding
-// it (controller-runtime's identity is "<hostname>_<uuid>", the hostname
-// the pod's name).
-func (w *world) leader(ctx context.Context, release string) (string, error) {
-	ns := w.releaseNamespace(release)
+// leaderElectionLease begins the name of the operator's leader election
+// Lease: dynamo-operator-leader cluster-wide, dynamo-operator-leader-<ns>
+// namespace-scoped (chart/README.md).
+const leaderElectionLease = "dynamo-operator-leader"
+
+// operatorLeader is the name of the operator pod of release (in ns) that
+// holds its leader election Lease, and the Lease's holder identity
+// (controller-runtime's is "<pod name>_<uuid>"). It fails when no such
+// Lease is there, or when its holder is none of the release's pods.
+func operatorLeader(ctx context.Context, c client.Client, release, ns string) (pod, holder string, err error) {
 	var leases coordinationv1.LeaseList
-	if err := w.cluster.Client.List(ctx, &leases, client.InNamespace(ns)); err != nil {
-		return "", err
+	if err := c.List(ctx, &leases, client.InNamespace(ns)); err != nil {
+		return "", "", err
 	}
-	pods, err := OperatorPods(ctx, w.cluster.Client, release, ns)
+	pods, err := OperatorPods(ctx, c, release, ns)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	for _, l := range leases.Items {
-		if !strings.HasPrefix(l.Name, "dynamo-operator-leader") {
+		if !strings.HasPrefix(l.Name, leaderElectionLease) {
 			continue
 		}
 		holder := ptr.Deref(l.Spec.HolderIdentity, "")
 		for _, p := range pods {
 			if strings.HasPrefix(holder, p.Name+"_") {
-				return p.Name, nil
+				return p.Name, holder, nil
 			}
 		}
-		return "", fmt.Errorf("the Lease %s is held by %q, none of the pods of release %s", l.Name, holder, release)
+		return "", holder, fmt.Errorf("the Lease %s is held by %q, none of the pods of release %s", l.Name, holder, release)
 	}
-	return "", fmt.Errorf("release %s has no leader election Lease in %s", release, ns)
+	return "", "", fmt.Errorf("release %s has no leader election Lease in %s", release, ns)
+}
+
+// leader is the pod of release that leads.
+func (w *world) leader(ctx context.Context, release string) (string, error) {
+	pod, _, err := operatorLeader(ctx, w.cluster.Client, release, w.releaseNamespace(release))
+	return pod, err
 }
 
 func (w *world) onePodLeads(ctx context.Context, release string) error {
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "one pod of "+release+" holding its leader election Lease", func() error {
 		_, err := w.leader(ctx, release)
 		return err
 	})
@@ -465,7 +478,7 @@ func (w *world) deleteLeaderPod(ctx context.Context, release string) error {
 }
 
 func (w *world) anotherPodLeads(ctx context.Context, release string) error {
-	err := w.eventually(ctx, func() error {
+	err := w.eventually(ctx, "another pod of "+release+" leading", func() error {
 		name, err := w.leader(ctx, release)
 		if err != nil {
 			return err
@@ -565,7 +578,7 @@ func RestartOperatorPods(ctx context.Context, c client.Client, release, namespac
 		}
 	}
 	w := &world{cluster: &Cluster{Client: c, EventualTimeout: timeout}, install: install{releases: map[string]string{release: namespace}}}
-	if err := w.eventually(ctx, func() error {
+	if err := w.eventually(ctx, "new Ready operator pods of "+release+", one leading", func() error {
 		pods, err := OperatorPods(ctx, c, release, namespace)
 		if err != nil {
 			return err
@@ -592,7 +605,7 @@ func RestartOperatorPods(ctx context.Context, c client.Client, release, namespac
 	// the connection goes with that failure. A user's next write could be
 	// that call; wait until admission reaches the new pods.
 	probe := admissionProbe("restart-probe", "default")
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "admission reaching the new operator pods of "+release, func() error {
 		if err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll); err != nil && strings.Contains(err.Error(), "failed calling webhook") {
 			return err
 		}

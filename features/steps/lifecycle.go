@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/cucumber/godog"
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -83,7 +83,7 @@ func (w *world) eventuallyGone(ctx context.Context, kind, name string) error {
 	if err != nil {
 		return err
 	}
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, kind+" "+name+" gone", func() error {
 		err := w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		switch {
 		case apierrors.IsNotFound(err):
@@ -98,37 +98,13 @@ func (w *world) eventuallyGone(ctx context.Context, kind, name string) error {
 }
 
 func (w *world) eventuallyExists(ctx context.Context, kind, name string) error {
-	return w.eventually(ctx, func() error { return w.exists(ctx, kind, name) })
+	return w.eventually(ctx, kind+" "+name, func() error { return w.exists(ctx, kind, name) })
 }
 
-// eventually retries check until it succeeds or the scenario's timeout
-// passes, and returns its last error.
-func (w *world) eventually(ctx context.Context, check func() error) error {
-	timeout := w.cluster.EventualTimeout
-	if timeout == 0 {
-		timeout = 30 * time.Second
-	}
-	return eventuallyWithin(ctx, timeout, check)
-}
-
-// eventuallyWithin retries check every 100 ms until it passes or timeout
-// has passed.
-func eventuallyWithin(ctx context.Context, timeout time.Duration, check func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not within %s: %w", timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+// eventually waits until check passes, up to the suite's EventualTimeout
+// unless opts say otherwise; the error names what and check's last error.
+func (w *world) eventually(ctx context.Context, what string, check func() error, opts ...await.Option) error {
+	return await.Until(ctx, what, check, append([]await.Option{await.Within(w.timeout())}, opts...)...)
 }
 
 func (w *world) fieldEquals(ctx context.Context, kind, name, path, want string) error {
@@ -154,7 +130,7 @@ func (w *world) fieldContains(ctx context.Context, kind, name, path, want string
 }
 
 func (w *world) fieldEventuallyEquals(ctx context.Context, kind, name, path, want string) error {
-	err := w.eventually(ctx, func() error { return w.fieldEquals(ctx, kind, name, path, want) })
+	err := w.eventually(ctx, kind+" "+name+" with "+path+" equal to "+want, func() error { return w.fieldEquals(ctx, kind, name, path, want) })
 	if err != nil {
 		if status, serr := w.readField(ctx, kind, name, ".status"); serr == nil {
 			err = fmt.Errorf("%w\nlast status: %s", err, truncate(status, 1500))

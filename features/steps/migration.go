@@ -14,6 +14,7 @@ package steps
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -39,6 +40,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/migration"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
@@ -127,13 +129,16 @@ func (w *migrationWorld) served(ctx context.Context, has func(metav1.APIResource
 	if err != nil {
 		return err
 	}
-	return poll(ctx, time.Minute, "the API server to serve "+what, func() (bool, string) {
+	return w.eventually(ctx, "the API server to serve "+what, func() error {
 		list, err := dc.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.String())
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
-		return slices.ContainsFunc(list.APIResources, has), "not served yet"
-	})
+		if !slices.ContainsFunc(list.APIResources, has) {
+			return errors.New("not served yet")
+		}
+		return nil
+	}, await.Within(time.Minute))
 }
 
 func (w *migrationWorld) figure(name, format string, args ...any) {
@@ -169,30 +174,9 @@ func (w *migrationWorld) newNamespace(ctx context.Context, prefix string) (strin
 // waitDefaultServiceAccount waits for the namespace's default
 // ServiceAccount: pods are refused until the controller manager made it.
 func waitDefaultServiceAccount(ctx context.Context, c client.Client, ns string) error {
-	return poll(ctx, time.Minute, "the default ServiceAccount of "+ns, func() (bool, string) {
-		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{})
-		return err == nil, fmt.Sprint(err)
-	})
-}
-
-// poll checks cond every 250 ms until it holds or timeout passes; the
-// error names what was awaited and cond's last word on why not.
-func poll(ctx context.Context, timeout time.Duration, what string, cond func() (bool, string)) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, why := cond()
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %v waiting for %s: %s", timeout, what, why)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+	return await.Until(ctx, "the default ServiceAccount of "+ns, func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{})
+	}, await.Within(time.Minute))
 }
 
 // dynamoLeftovers installs Dynamo's CRDs as its chart does (field manager
@@ -264,18 +248,19 @@ func countKind(objs []*unstructured.Unstructured, kind string) int {
 // dynamoWorkloadsReady waits until each Deployment has all its replicas
 // updated, ready and available, on the simulator's nodes and probes.
 func (w *migrationWorld) dynamoWorkloadsReady(ctx context.Context) error {
-	return poll(ctx, 3*time.Minute, "every Deployment Dynamo's operator made to be available", func() (bool, string) {
+	return w.eventually(ctx, "every Deployment Dynamo's operator made to be available", func() error {
 		return w.deploymentsAvailable(ctx, w.ns)
-	})
+	}, await.Within(3*time.Minute))
 }
 
-func (w *migrationWorld) deploymentsAvailable(ctx context.Context, ns string) (bool, string) {
+// deploymentsAvailable says which Deployments of ns are not yet available.
+func (w *migrationWorld) deploymentsAvailable(ctx context.Context, ns string) error {
 	var list appsv1.DeploymentList
 	if err := w.c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return false, err.Error()
+		return err
 	}
 	if len(list.Items) == 0 {
-		return false, "no Deployments"
+		return errors.New("no Deployments")
 	}
 	var waiting []string
 	for _, d := range list.Items {
@@ -285,7 +270,10 @@ func (w *migrationWorld) deploymentsAvailable(ctx context.Context, ns string) (b
 			waiting = append(waiting, fmt.Sprintf("%s %d/%d ready", d.Name, s.ReadyReplicas, want))
 		}
 	}
-	return len(waiting) == 0, strings.Join(waiting, ", ")
+	if len(waiting) > 0 {
+		return errors.New(strings.Join(waiting, ", "))
+	}
+	return nil
 }
 
 // dynamoOwnedClaim creates a claim as Dynamo's operator creates one for a
@@ -442,10 +430,10 @@ func (w *migrationWorld) ourCRDsServed(ctx context.Context) error {
 // reason, for its current generation): Dynamo's status said Ready too, so
 // only our reason proves our operator has judged it.
 func (w *migrationWorld) graphsReadyByUs(ctx context.Context) error {
-	err := poll(ctx, 3*time.Minute, "every graph Ready by our operator", func() (bool, string) {
+	err := w.eventually(ctx, "every graph Ready by our operator", func() error {
 		var graphs v1alpha1.DynamoGraphDeploymentList
 		if err := w.c.List(ctx, &graphs, client.InNamespace(w.ns)); err != nil {
-			return false, err.Error()
+			return err
 		}
 		var waiting []string
 		for _, g := range graphs.Items {
@@ -459,8 +447,14 @@ func (w *migrationWorld) graphsReadyByUs(ctx context.Context) error {
 				waiting = append(waiting, g.Name+" ("+why+")")
 			}
 		}
-		return len(graphs.Items) > 0 && len(waiting) == 0, strings.Join(waiting, "; ")
-	})
+		if len(graphs.Items) == 0 {
+			return errors.New("no graphs")
+		}
+		if len(waiting) > 0 {
+			return errors.New(strings.Join(waiting, "; "))
+		}
+		return nil
+	}, await.Within(3*time.Minute))
 	if err == nil {
 		w.figure("helm install to every graph Ready by our operator (s)", "%.1f", time.Since(w.installStarted).Seconds())
 	}
@@ -491,16 +485,16 @@ func (w *migrationWorld) operatorWrites(ns string, from, to time.Time) ([]cluste
 func (w *migrationWorld) reconciledEverything(ctx context.Context) error {
 	var deployments appsv1.DeploymentList
 	var graphs v1alpha1.DynamoGraphDeploymentList
-	err := poll(ctx, 2*time.Minute, "our operator to write every graph's status and adopt every Deployment", func() (bool, string) {
+	err := w.eventually(ctx, "our operator to write every graph's status and adopt every Deployment", func() error {
 		if err := w.c.List(ctx, &deployments, client.InNamespace(w.ns)); err != nil {
-			return false, err.Error()
+			return err
 		}
 		if err := w.c.List(ctx, &graphs, client.InNamespace(w.ns)); err != nil {
-			return false, err.Error()
+			return err
 		}
 		writes, err := w.operatorWrites(w.ns, w.installStarted, time.Now().Add(time.Hour))
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		var missing []string
 		for _, g := range graphs.Items {
@@ -516,8 +510,11 @@ func (w *migrationWorld) reconciledEverything(ctx context.Context) error {
 				missing = append(missing, "Deployment "+d.Name+" not adopted")
 			}
 		}
-		return len(missing) == 0, strings.Join(missing, "; ")
-	})
+		if len(missing) > 0 {
+			return errors.New(strings.Join(missing, "; "))
+		}
+		return nil
+	}, await.Within(2*time.Minute))
 	if err != nil {
 		return err
 	}
@@ -547,16 +544,16 @@ func wrote(writes []cluster.Write, suffix string) bool {
 
 // waitQuiet waits until the operator has written nothing in ns for window.
 func (w *migrationWorld) waitQuiet(ctx context.Context, ns string, window time.Duration) error {
-	return poll(ctx, 2*time.Minute, fmt.Sprintf("our operator to be quiet in %s for %v", ns, window), func() (bool, string) {
+	return w.eventually(ctx, fmt.Sprintf("our operator to be quiet in %s for %v", ns, window), func() error {
 		writes, err := w.operatorWrites(ns, time.Now().Add(-window), time.Now().Add(time.Hour))
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		if len(writes) > 0 {
-			return false, "last write " + writes[len(writes)-1].Line
+			return errors.New("last write " + writes[len(writes)-1].Line)
 		}
-		return true, ""
-	})
+		return nil
+	}, await.Within(2*time.Minute))
 }
 
 func (w *migrationWorld) diff(ctx context.Context) (inventoryDiff, error) {
@@ -754,17 +751,20 @@ func (w *migrationWorld) deleteGraph(ctx context.Context, name string) error {
 // dropped it), its components went with it, and the claim Dynamo's
 // operator had tied to it stays, without an owner and labelled retained.
 func (w *migrationWorld) claimOutlivesGraph(ctx context.Context, graph, claim string) error {
-	err := poll(ctx, 2*time.Minute, "the graph "+graph+" and its components to be gone", func() (bool, string) {
+	err := w.eventually(ctx, "the graph "+graph+" and its components to be gone", func() error {
 		err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: graph}, &v1alpha1.DynamoGraphDeployment{})
 		if err == nil || !apierrors.IsNotFound(err) {
-			return false, fmt.Sprintf("graph: %v", err)
+			return fmt.Errorf("graph: %v", err)
 		}
 		var left v1alpha1.DynamoComponentDeploymentList
 		if err := w.c.List(ctx, &left, client.InNamespace(w.ns), client.MatchingLabels{render.LabelGraphName: graph}); err != nil {
-			return false, err.Error()
+			return err
 		}
-		return len(left.Items) == 0, fmt.Sprintf("%d components left", len(left.Items))
-	})
+		if len(left.Items) > 0 {
+			return fmt.Errorf("%d components left", len(left.Items))
+		}
+		return nil
+	}, await.Within(2*time.Minute))
 	if err != nil {
 		return err
 	}
@@ -830,14 +830,17 @@ func (w *migrationWorld) graphInTwoNamespaces(ctx context.Context, graph, file s
 		}
 	}
 	for _, ns := range []string{w.dynamoNS, w.oursNS} {
-		err := poll(ctx, 3*time.Minute, "the graph "+graph+" Ready in "+ns, func() (bool, string) {
+		err := w.eventually(ctx, "the graph "+graph+" Ready in "+ns, func() error {
 			g := &v1alpha1.DynamoGraphDeployment{}
 			if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: graph}, g); err != nil {
-				return false, err.Error()
+				return err
 			}
 			r := meta.FindStatusCondition(g.Status.Conditions, "Ready")
-			return r != nil && r.Status == metav1.ConditionTrue && g.Status.ObservedGeneration == g.Generation, fmt.Sprintf("%+v", r)
-		})
+			if r == nil || r.Status != metav1.ConditionTrue || g.Status.ObservedGeneration != g.Generation {
+				return fmt.Errorf("%+v", r)
+			}
+			return nil
+		}, await.Within(3*time.Minute))
 		if err != nil {
 			return err
 		}
@@ -898,13 +901,16 @@ func (w *migrationWorld) deploymentReplicas(ctx context.Context, ns, service str
 }
 
 func (w *migrationWorld) scaledIn(ctx context.Context, ns, service string, replicas int) error {
-	return poll(ctx, 90*time.Second, fmt.Sprintf("%s scaled to %d in %s", service, replicas, ns), func() (bool, string) {
+	return w.eventually(ctx, fmt.Sprintf("%s scaled to %d in %s", service, replicas, ns), func() error {
 		r, err := w.deploymentReplicas(ctx, ns, service)
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
-		return r == int32(replicas), fmt.Sprintf("%d replicas", r)
-	})
+		if r != int32(replicas) {
+			return fmt.Errorf("%d replicas", r)
+		}
+		return nil
+	}, await.Within(90*time.Second))
 }
 
 func (w *migrationWorld) scaledInOurs(ctx context.Context, service string, replicas int) error {

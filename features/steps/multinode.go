@@ -45,7 +45,7 @@ func (w *world) applyFileWithPrerequisites(ctx context.Context, path string) err
 }
 
 func (w *world) readyTimeReported(ctx context.Context, graph string) error {
-	err := w.eventually(ctx, func() error {
+	err := w.eventually(ctx, "the dgd "+graph+" Ready", func() error {
 		return w.fieldEquals(ctx, "dgd", graph, `.status.conditions[?(@.type=="Ready")].status`, "True")
 	})
 	if err != nil {
@@ -71,7 +71,7 @@ func (w *world) groupsFormed(ctx context.Context, graph string) error {
 		}
 		multinode++
 		component := render.ComponentName(graph, name)
-		if err := w.eventually(ctx, func() error {
+		if err := w.eventually(ctx, "the groups of "+graph+"'s multinode services formed", func() error {
 			// The component's replicas: the graph's, or what it was scaled to.
 			dcd := &v1alpha1.DynamoComponentDeployment{}
 			if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: component}, dcd); err != nil {

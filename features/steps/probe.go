@@ -75,7 +75,7 @@ func (w *simWorld) ReconciledEveryGraph(ctx context.Context, release string, nam
 	}
 	start := time.Now()
 	n := 0
-	err := w.Eventually(ctx, func() error {
+	err := w.eventually(ctx, "the release "+release+" to reconcile every graph", func() error {
 		want := map[string]bool{}
 		for _, g := range w.graphs.list {
 			if in[g.Namespace] {

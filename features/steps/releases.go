@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/scenarios/harness"
 )
@@ -212,7 +209,7 @@ func (w *simWorld) releaseLeads(ctx context.Context, name, ref string) error {
 	if !ok {
 		return fmt.Errorf("the scenario installed no release %q", name)
 	}
-	return w.Eventually(ctx, func() error {
+	return w.eventually(ctx, "the release "+name+" running "+ref+" as its leader", func() error {
 		pods, err := OperatorPods(ctx, w.Client, name, ns)
 		if err != nil {
 			return err
@@ -220,29 +217,14 @@ func (w *simWorld) releaseLeads(ctx context.Context, name, ref string) error {
 		if len(pods) == 0 {
 			return fmt.Errorf("release %s has no operator pods", name)
 		}
-		mine := map[string]bool{}
 		for _, p := range pods {
 			for _, c := range p.Spec.Containers {
 				if c.Image != r.Image() {
 					return fmt.Errorf("pod %s runs %s, want %s", p.Name, c.Image, r.Image())
 				}
 			}
-			mine[p.Name] = true
 		}
-		var leases coordinationv1.LeaseList
-		if err := w.Client.List(ctx, &leases, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		for _, l := range leases.Items {
-			if !strings.HasPrefix(l.Name, "dynamo-operator-leader") {
-				continue
-			}
-			holder, _, _ := strings.Cut(ptr.Deref(l.Spec.HolderIdentity, ""), "_")
-			if mine[holder] {
-				return nil
-			}
-			return fmt.Errorf("the leader Lease %s is held by %q, not a pod of %s", l.Name, holder, r.Tag)
-		}
-		return fmt.Errorf("release %s has no leader election Lease in %s", name, ns)
+		_, _, err = operatorLeader(ctx, w.Client, name, ns)
+		return err
 	})
 }

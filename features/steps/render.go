@@ -108,7 +108,7 @@ func (w *simWorld) editedRolledOut(ctx context.Context, ref string) error {
 		return err
 	}
 	e := w.edited
-	return w.Eventually(ctx, func() error {
+	return w.eventually(ctx, "the edited service's Deployment rolled out as "+ref+" renders it", func() error {
 		dep := &appsv1.Deployment{}
 		if err := w.Client.Get(ctx, client.ObjectKey{Namespace: e.namespace, Name: e.deployment}, dep); err != nil {
 			return err

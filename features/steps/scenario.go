@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/scenarios/harness"
 )
 
@@ -170,29 +171,15 @@ func (w *simWorld) tearDown(passed bool) error {
 	return errors.Join(errs...)
 }
 
-// Eventually retries check every 500 ms until it passes or the scenario's
-// EventualTimeout ends, and returns its last error.
-func (w *simWorld) Eventually(ctx context.Context, check func() error) error {
-	return w.EventuallyWithin(ctx, w.EventualTimeout, check)
-}
+// scenarioPoll is how often a scenario step checks again: its checks list
+// every graph, pod or log line of a simulator running some hundred pods, so
+// they poll less often than await.Poll.
+const scenarioPoll = 500 * time.Millisecond
 
-// EventuallyWithin is Eventually with its own timeout.
-func (w *simWorld) EventuallyWithin(ctx context.Context, timeout time.Duration, check func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after %s: %w", timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+// eventually waits until check passes, up to the scenario's EventualTimeout
+// unless opts say otherwise; the error names what and check's last error.
+func (w *simWorld) eventually(ctx context.Context, what string, check func() error, opts ...await.Option) error {
+	return await.Until(ctx, what, check, append([]await.Option{await.Within(w.EventualTimeout), await.Every(scenarioPoll)}, opts...)...)
 }
 
 // keepSim hands the scenario's simulator to the next scenario if this one

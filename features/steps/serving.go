@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 )
 
@@ -97,7 +98,7 @@ func (w *world) deadlineExceeded(ctx context.Context, deployment string) error {
 // kstatusReads computes the object's status as Flux, Argo CD and kpt do,
 // with kstatus, from the object as the API server returns it.
 func (w *world) kstatusReads(ctx context.Context, kind, name, want string) error {
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, kind+" "+name+" read by kstatus as "+want, func() error {
 		obj, err := w.object(kind, name)
 		if err != nil {
 			return err
@@ -129,7 +130,7 @@ func (w *world) kstatusInProgressUntilReady(ctx context.Context, kind, name stri
 	}
 	var early error
 	notReady := 0
-	err = w.eventually(ctx, func() error {
+	err = w.eventually(ctx, kind+" "+name+" Ready and read by kstatus as Current", func() error {
 		if err := w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}
@@ -154,7 +155,7 @@ func (w *world) kstatusInProgressUntilReady(ctx context.Context, kind, name stri
 			return fmt.Errorf("%s %q is Ready, but kstatus reads it as %s (%s)", kind, name, res.Status, res.Message)
 		}
 		return nil
-	})
+	}, await.Every(100*time.Millisecond)) // the step samples every 100 ms, not await.Poll
 	if early != nil {
 		return early
 	}
@@ -227,7 +228,7 @@ func (w *world) keepsReplicasWhilePatching(ctx context.Context, kind, name strin
 }
 
 func (w *world) fieldEventuallyContains(ctx context.Context, kind, name, path, want string) error {
-	return w.eventually(ctx, func() error { return w.fieldContains(ctx, kind, name, path, want) })
+	return w.eventually(ctx, kind+" "+name+" with "+path+" containing "+want, func() error { return w.fieldContains(ctx, kind, name, path, want) })
 }
 
 func (w *world) timeout() time.Duration {
@@ -242,7 +243,7 @@ func (w *world) timeout() time.Duration {
 func (w *world) readyNoSooner(ctx context.Context, graph string, seconds int) error {
 	graph = unescape(graph)
 	var took time.Duration
-	err := w.eventually(ctx, func() error {
+	err := w.eventually(ctx, "the dgd "+graph+" Ready", func() error {
 		if err := w.fieldEquals(ctx, "dgd", graph, `.status.conditions[?(@.type=="Ready")].status`, "True"); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -202,10 +203,8 @@ func (w *simWorld) startReadyWatcher(ctx context.Context, ms int) error {
 }
 
 func readyOf(g *v1alpha1.DynamoGraphDeployment) (status, reason string) {
-	for _, c := range g.Status.Conditions {
-		if c.Type == "Ready" {
-			return string(c.Status), c.Reason
-		}
+	if c := meta.FindStatusCondition(g.Status.Conditions, "Ready"); c != nil {
+		return string(c.Status), c.Reason
 	}
 	return "Unknown", "no Ready condition"
 }

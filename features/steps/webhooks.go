@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/operator/certs"
 
 	"github.com/cucumber/godog"
@@ -228,7 +229,7 @@ func (w *world) configurationsTrustSecret(ctx context.Context, name, ns string) 
 }
 
 func (w *world) eventuallyTrustSecret(ctx context.Context, name, ns string) error {
-	return w.eventually(ctx, func() error { return w.configurationsTrustSecret(ctx, name, ns) })
+	return w.eventually(ctx, "every webhook trusting the CA of the Secret "+ns+"/"+name, func() error { return w.configurationsTrustSecret(ctx, name, ns) })
 }
 
 func (w *world) removeCABundle(ctx context.Context) error {
@@ -318,7 +319,7 @@ func (w *world) shortenCertificate(ctx context.Context, name, ns string) error {
 }
 
 func (w *world) certificateRenewed(ctx context.Context, name, ns string, minutes int) error {
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, fmt.Sprintf("the certificate in %s/%s renewed for at least %d minutes", ns, name, minutes), func() error {
 		s, err := w.secret(ctx, ns, name)
 		if err != nil {
 			return err
@@ -387,16 +388,20 @@ func (ww *webhookWorld) halt() {
 	}
 }
 
-func (w *world) noAdmissionFailed(context.Context) error {
+func (w *world) noAdmissionFailed(ctx context.Context) error {
 	ww := w.webhooks()
 	if ww.stop == nil {
 		return fmt.Errorf("no admission requests are being sent")
 	}
 	// Keep sending for a second at least, so that requests straddle the
 	// change the scenario made.
-	for deadline := time.Now().Add(5 * time.Second); ww.sent.Load() < 20 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	// Up to 5 s: fewer requests sent by then are judged below as they are.
+	_ = await.Until(ctx, "20 admission requests sent", func() error {
+		if n := ww.sent.Load(); n < 20 {
+			return fmt.Errorf("%d sent", n)
+		}
+		return nil
+	}, await.Within(5*time.Second), await.Every(10*time.Millisecond))
 	ww.halt()
 	sent, failed := ww.sent.Load(), ww.failed.Load()
 	fmt.Printf("admissions sent=%d failed=%d\n", sent, failed)

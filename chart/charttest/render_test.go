@@ -53,6 +53,7 @@ func TestValueCombinations(t *testing.T) {
 				"--webhook-cert-mode=auto")
 			wantArgs(t, args, "--webhook-inject-crds=true")
 			checkCRDRights(t, objs)
+			checkChildRights(t, objs)
 		}},
 		{name: "namespace-scoped", set: []string{"dynamo-operator.namespaceRestriction.enabled=true"},
 			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
@@ -72,6 +73,7 @@ func TestValueCombinations(t *testing.T) {
 					t.Error("a namespace-scoped install must not change cluster-wide CRDs by default")
 				}
 				wantArgs(t, args, "--webhook-inject-crds=false")
+				checkChildRights(t, objs)
 			}},
 		{name: "namespace-scoped installing the CRDs", set: []string{"dynamo-operator.namespaceRestriction.enabled=true",
 			"dynamo-operator.crds.install=true"},

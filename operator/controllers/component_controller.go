@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -25,10 +26,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
+	"github.com/dynamoctl/dynamo-operator/operator/children"
 	"github.com/dynamoctl/dynamo-operator/operator/metrics"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 	"github.com/dynamoctl/dynamo-operator/operator/scope"
@@ -57,9 +58,9 @@ type ComponentReconciler struct {
 	// field indexes (indexes.go).
 	indexed bool
 
-	// lws and podGroups watch the children whose API a cluster may lack
-	// (multinode.go, gang.go).
-	lws, podGroups lazyWatch
+	// onceServed watch the children whose API a cluster may lack
+	// (multinode.go, gang.go), by group and kind.
+	onceServed map[schema.GroupKind]*lazyWatch
 	// podGroupAPI remembers whether the PodGroup API is served (gang.go).
 	podGroupAPI apiProbe
 	// written remembers this controller's latest status write of each
@@ -79,13 +80,11 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 		// live on the graph, not on the component.
 		Watches(&v1alpha1.DynamoGraphDeployment{}, handler.EnqueueRequestsFromMapFunc(r.componentsOfGraph),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
-		Owns(&networkingv1.Ingress{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podsToComponent)).
 		Watches(&v1alpha1.DynamoComponent{}, handler.EnqueueRequestsFromMapFunc(r.componentsOfDynamoComponent))
-	// A component that stands alone owns its discovery objects.
-	c, err := ownDiscoveryKinds(b).
+	// Its workloads, Services, Ingresses, and the discovery objects of a
+	// component that stands alone (the children table).
+	c, err := ownChildren(b, children.OwnedByComponent).
 		WatchesRawSource(resync.componentSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Build(owned{gate: gate, next: metrics.Instrument("DynamoComponentDeployment", r)})
@@ -94,8 +93,7 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 	}
 	// LeaderWorkerSets and PodGroups are watched once their API is found
 	// (multinode.go, gang.go).
-	r.lws = lazyWatch{ctrl: c, cache: mgr.GetCache(), object: func() client.Object { return &lwsv1.LeaderWorkerSet{} }}
-	r.podGroups = lazyWatch{ctrl: c, cache: mgr.GetCache(), object: newPodGroup}
+	r.onceServed = watchesOnceServed(c, mgr.GetCache(), children.OwnedByComponent)
 	return nil
 }
 
@@ -106,154 +104,228 @@ func (r *ComponentReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	return res, err
 }
 
+// componentState is what one reconcile of a component learns, step by step.
+type componentState struct {
+	req       reconcile.Request
+	dcd       *v1alpha1.DynamoComponentDeployment
+	graphPVCs []v1alpha1.GraphPVC
+	// input is what the workload is rendered from (workloadInput).
+	input string
+	// deploy is the desired Deployment, liveDeploy the stored one (nil
+	// when there is none).
+	deploy, liveDeploy *appsv1.Deployment
+	// pending is the WorkloadPending condition of a kept earlier multinode
+	// Deployment; nil otherwise.
+	pending *metav1.Condition
+	// kept: the workload's content is kept from liveDeploy (keepContent).
+	kept    bool
+	changes changeSet
+}
+
 func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return runSteps(ctx, &componentState{req: req},
+		r.loadComponent,
+		r.resolveComponentImage,
+		r.refuseForeignWorkload,
+		r.desiredWorkload,
+		r.keepLiveWorkload,
+		r.applyComponentChildren,
+		r.reportComponentStatus,
+	)
+}
+
+// loadComponent reads the component, fresh from the API server while the
+// cache may not show our latest status write, and ends the reconcile of a
+// component gone or being deleted.
+func (r *ComponentReconciler) loadComponent(ctx context.Context, s *componentState) (reconcile.Result, bool, error) {
 	dcd := &v1alpha1.DynamoComponentDeployment{}
-	if err := r.Client.Get(ctx, req.NamespacedName, dcd); err != nil {
+	if err := r.Client.Get(ctx, s.req.NamespacedName, dcd); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.first.reported(req.NamespacedName)
+			r.first.reported(s.req.NamespacedName)
 		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return stop(reconcile.Result{}, client.IgnoreNotFound(err))
 	}
-	if r.Reader != nil && r.written.unseen(req.NamespacedName, dcd.ResourceVersion, r.Clock.Now()) {
+	if r.Reader != nil && r.written.unseen(s.req.NamespacedName, dcd.ResourceVersion, r.Clock.Now()) {
 		// The cache does not show our latest status write yet. A status
 		// compared with the cached one could look written already and
 		// never be written: a Deployment that caught up while the cache
 		// still held the status before ours would leave the component
 		// "not yet observed" for good. Read it from the API server.
 		dcd = &v1alpha1.DynamoComponentDeployment{}
-		if err := r.Reader.Get(ctx, req.NamespacedName, dcd); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
+		if err := r.Reader.Get(ctx, s.req.NamespacedName, dcd); err != nil {
+			return stop(reconcile.Result{}, client.IgnoreNotFound(err))
 		}
 	}
 	if _, err := dropDynamoFinalizer(ctx, r.Client, dcd); err != nil {
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
 	if !dcd.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, nil
+		return stop(reconcile.Result{}, nil)
 	}
-	withImage, wait, err := r.withImage(ctx, dcd)
+	s.dcd = dcd
+	return proceed()
+}
+
+// resolveComponentImage puts the image its DynamoComponent built in the
+// component's spec, or waits for the build.
+func (r *ComponentReconciler) resolveComponentImage(ctx context.Context, s *componentState) (reconcile.Result, bool, error) {
+	withImage, wait, err := r.withImage(ctx, s.dcd)
 	if err != nil {
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
 	if wait != nil {
-		return reconcile.Result{}, r.waitForImage(ctx, dcd, wait)
+		return stop(reconcile.Result{}, r.waitForImage(ctx, s.dcd, wait))
 	}
-	dcd = withImage
+	s.dcd = withImage
+	return proceed()
+}
 
-	graphPVCs, err := r.graphPVCs(ctx, dcd)
+// refuseForeignWorkload reads the graph's claims, and refuses a component
+// whose workload another operator made of a kind that cannot be adopted.
+func (r *ComponentReconciler) refuseForeignWorkload(ctx context.Context, s *componentState) (reconcile.Result, bool, error) {
+	graphPVCs, err := r.graphPVCs(ctx, s.dcd)
 	if err != nil {
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
-	kind, err := r.foreignWorkload(ctx, dcd)
+	kind, err := r.foreignWorkload(ctx, s.dcd)
 	if err != nil {
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
 	if kind != "" {
 		// Rendering a Deployment beside another operator's workload would
 		// run the service twice on the same GPUs.
-		return reconcile.Result{}, r.failWith(ctx, dcd, ReasonNotAdoptable, fmt.Errorf(
+		return stop(reconcile.Result{}, r.failWith(ctx, s.dcd, ReasonNotAdoptable, fmt.Errorf(
 			"its %s %s was created by another operator and cannot be adopted in place; see docs/migration.md",
-			kind, dcd.Status.Service.ComponentName))
+			kind, s.dcd.Status.Service.ComponentName)))
 	}
-	input := workloadInput(dcd, graphPVCs)
-	var deploy, liveDeploy *appsv1.Deployment
-	var pending *metav1.Condition
-	if render.IsMultinode(dcd) {
-		if liveDeploy, err = r.previousMultinodeDeployment(ctx, dcd, input); err != nil {
-			return reconcile.Result{}, err
+	s.graphPVCs, s.input = graphPVCs, workloadInput(s.dcd, graphPVCs)
+	return proceed()
+}
+
+// desiredWorkload renders the component's Deployment and reads the stored
+// one. A multinode component runs as a LeaderWorkerSet (reconcileMultinode)
+// unless the Deployment an earlier version rendered for it is kept.
+func (r *ComponentReconciler) desiredWorkload(ctx context.Context, s *componentState) (reconcile.Result, bool, error) {
+	var err error
+	if !render.IsMultinode(s.dcd) {
+		if s.deploy, err = render.Deployment(s.dcd, s.graphPVCs, r.Render); err != nil {
+			return stop(reconcile.Result{}, r.fail(ctx, s.dcd, err))
 		}
-		if liveDeploy == nil {
-			return r.reconcileMultinode(ctx, dcd, graphPVCs)
+		if s.liveDeploy, err = lookup(ctx, r.Client, r.Reader, client.ObjectKeyFromObject(s.deploy), &appsv1.Deployment{}); err != nil {
+			return stop(reconcile.Result{}, err)
 		}
-		// Our previous version's rendering, kept until the spec changes
-		// (render/doc.go): see previousMultinodeDeployment.
-		deploy, pending = keptMultinodeDeployment(dcd, liveDeploy, r.Clock.Now())
-	} else {
-		if deploy, err = render.Deployment(dcd, graphPVCs, r.Render); err != nil {
-			return reconcile.Result{}, r.fail(ctx, dcd, err)
-		}
-		if liveDeploy, err = lookup(ctx, r.Client, r.Reader, client.ObjectKeyFromObject(deploy), &appsv1.Deployment{}); err != nil {
-			return reconcile.Result{}, err
-		}
+		return proceed()
 	}
-	kept := keepContent(asObject(liveDeploy), r.Renderer, input)
+	if s.liveDeploy, err = r.previousMultinodeDeployment(ctx, s.dcd, s.input); err != nil {
+		return stop(reconcile.Result{}, err)
+	}
+	if s.liveDeploy == nil {
+		return stop(r.reconcileMultinode(ctx, s.dcd, s.graphPVCs))
+	}
+	// Our previous version's rendering, kept until the spec changes
+	// (render/doc.go): see previousMultinodeDeployment.
+	s.deploy, s.pending = keptMultinodeDeployment(s.dcd, s.liveDeploy, r.Clock.Now())
+	return proceed()
+}
+
+// keepLiveWorkload keeps of the stored workload what is to stay: its pod
+// template when another renderer wrote it for this spec, its selector
+// always; and stamps the desired one with its renderer and input.
+func (r *ComponentReconciler) keepLiveWorkload(ctx context.Context, s *componentState) (reconcile.Result, bool, error) {
+	s.kept = keepContent(asObject(s.liveDeploy), r.Renderer, s.input)
+	log := ctrl.LoggerFrom(ctx)
 	switch {
-	case pending != nil:
-		ctrl.LoggerFrom(ctx).V(2).Info("keeping the Deployment an earlier version rendered for this multinode service until its spec changes",
-			"deployment", klog.KObj(liveDeploy), "renderer", liveDeploy.Annotations[AnnotationRenderer])
-	case kept:
-		keepWorkload(deploy, liveDeploy)
-		log := ctrl.LoggerFrom(ctx)
-		if liveDeploy.Annotations[AnnotationRenderedFor] == "" {
+	case s.pending != nil:
+		log.V(2).Info("keeping the Deployment an earlier version rendered for this multinode service until its spec changes",
+			"deployment", klog.KObj(s.liveDeploy), "renderer", s.liveDeploy.Annotations[AnnotationRenderer])
+	case s.kept:
+		keepWorkload(s.deploy, s.liveDeploy)
+		if s.liveDeploy.Annotations[AnnotationRenderedFor] == "" {
 			log.Info("adopting a workload another operator rendered; its pod template is kept until the component's spec changes",
-				"deployment", klog.KObj(liveDeploy), "renderer", liveDeploy.Annotations[AnnotationRenderer])
+				"deployment", klog.KObj(s.liveDeploy), "renderer", s.liveDeploy.Annotations[AnnotationRenderer])
 		} else {
 			log.V(2).Info("keeping the pod template another operator version rendered for this spec",
-				"deployment", klog.KObj(liveDeploy), "renderer", liveDeploy.Annotations[AnnotationRenderer])
+				"deployment", klog.KObj(s.liveDeploy), "renderer", s.liveDeploy.Annotations[AnnotationRenderer])
 		}
-	case liveDeploy != nil:
-		keepSelector(deploy, liveDeploy)
+	case s.liveDeploy != nil:
+		keepSelector(s.deploy, s.liveDeploy)
 	}
-	stamp(deploy, asObject(liveDeploy), r.Renderer, input, kept)
+	stamp(s.deploy, asObject(s.liveDeploy), r.Renderer, s.input, s.kept)
+	return proceed()
+}
 
-	var changes changeSet
-	if err := applyDiscovery(ctx, r.Client, r.Applier, dcd, render.ComponentDiscoveryRBAC(dcd), &changes); err != nil {
-		return reconcile.Result{}, err
+// applyComponentChildren applies the discovery objects, the workload, the
+// Services and the Ingress, deleting those the spec no longer asks for.
+func (r *ComponentReconciler) applyComponentChildren(ctx context.Context, s *componentState) (reconcile.Result, bool, error) {
+	dcd, changes := s.dcd, &s.changes
+	if err := applyDiscovery(ctx, r.Client, r.Applier, dcd, render.ComponentDiscoveryRBAC(dcd), changes); err != nil {
+		return stop(reconcile.Result{}, err)
 	}
-	if err := r.applyChildOver(ctx, dcd, deploy, asObject(liveDeploy), kept, &changes); err != nil {
+	if err := r.applyChildOver(ctx, dcd, s.deploy, asObject(s.liveDeploy), s.kept, changes); err != nil {
 		if isUserError(err) {
-			return reconcile.Result{}, r.fail(ctx, dcd, err)
+			return stop(reconcile.Result{}, r.fail(ctx, dcd, err))
 		}
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
 	// The Services select the workload's pods by its own selector, which a
 	// workload another operator made keeps.
 	svc := render.Service(dcd)
-	svc.Spec.Selector = deploy.Spec.Selector.MatchLabels
-	if err := r.applyChild(ctx, dcd, svc, &corev1.Service{}, &changes); err != nil {
-		return reconcile.Result{}, err
+	svc.Spec.Selector = s.deploy.Spec.Selector.MatchLabels
+	if err := r.applyChild(ctx, dcd, svc, &corev1.Service{}, changes); err != nil {
+		return stop(reconcile.Result{}, err)
 	}
 	modelSvc := render.ModelService(dcd)
 	if modelSvc != nil {
-		modelSvc.Spec.Selector = deploy.Spec.Selector.MatchLabels
+		modelSvc.Spec.Selector = s.deploy.Spec.Selector.MatchLabels
 	}
-	if err := r.applyOrDelete(ctx, dcd, modelSvc, render.ModelServiceName(dcd.Name), &corev1.Service{}, &changes); err != nil {
-		return reconcile.Result{}, err
+	if err := r.applyOrDelete(ctx, dcd, modelSvc, render.ModelServiceName(dcd.Name), &corev1.Service{}, changes); err != nil {
+		return stop(reconcile.Result{}, err)
 	}
-	if err := r.applyOrDelete(ctx, dcd, render.Ingress(dcd), dcd.Name, &networkingv1.Ingress{}, &changes); err != nil {
-		return reconcile.Result{}, err
+	if err := r.applyOrDelete(ctx, dcd, render.Ingress(dcd), dcd.Name, &networkingv1.Ingress{}, changes); err != nil {
+		return stop(reconcile.Result{}, err)
 	}
 	changes.emit(r.Recorder, dcd)
-	logChanges(ctx, dcd, changes)
+	logChanges(ctx, dcd, *changes)
+	return proceed()
+}
 
-	why, started, notOverBefore, err := r.explain(ctx, deploy)
+// reportComponentStatus writes the component's status, unless its first
+// report of a rollout is held back (holdFirstReport).
+func (r *ComponentReconciler) reportComponentStatus(ctx context.Context, s *componentState) (reconcile.Result, bool, error) {
+	dcd := s.dcd
+	why, started, notOverBefore, err := r.explain(ctx, s.deploy)
 	if err != nil {
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
 	hadPending := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending) != nil
 	now := r.Clock.Now()
-	next := componentStatus(dcd, deploy, why, metav1.NewTime(now))
-	setWorkloadPending(&next, pending)
-	if wait := r.holdFirstReport(req.NamespacedName, dcd, &next, started, notOverBefore, now); wait > 0 {
-		log := ctrl.LoggerFrom(ctx)
-		log.V(2).Info("rollout just started: its first status waits to see whether it is over at once",
+	next := componentStatus(dcd, s.deploy, why, metav1.NewTime(now))
+	setWorkloadPending(&next, s.pending)
+	if wait := r.holdFirstReport(s.req.NamespacedName, dcd, &next, started, notOverBefore, now); wait > 0 {
+		ctrl.LoggerFrom(ctx).V(2).Info("rollout just started: its first status waits to see whether it is over at once",
 			"component", klog.KObj(dcd), "for", wait)
-		return soonest(changes.result(), wait), nil
+		return stop(soonest(s.changes.result(), wait), nil)
 	}
 	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) { c.Status = next })
-	if wrote && err == nil {
-		r.written.record(req.NamespacedName, dcd.ResourceVersion, now)
-		if available, _ := componentCurrent(dcd); available {
+	if err == nil {
+		r.recordComponentReport(s, wrote, now)
+	}
+	if err == nil && s.pending != nil && !hadPending {
+		r.Recorder.Eventf(dcd, s.liveDeploy, corev1.EventTypeNormal, s.pending.Reason, "Upgrade", "%s", s.pending.Message)
+	}
+	return stop(afterComponentStatus(ctx, dcd, s.changes, wrote, err))
+}
+
+// recordComponentReport remembers a status report: the write, until the
+// cache shows it, and that the component's first report is made.
+func (r *ComponentReconciler) recordComponentReport(s *componentState, wrote bool, now time.Time) {
+	if wrote {
+		r.written.record(s.req.NamespacedName, s.dcd.ResourceVersion, now)
+		if available, _ := componentCurrent(s.dcd); available {
 			r.first.rolloutOver(now)
 		}
 	}
-	if err == nil {
-		r.first.reported(req.NamespacedName)
-	}
-	if err == nil && pending != nil && !hadPending {
-		r.Recorder.Eventf(dcd, liveDeploy, corev1.EventTypeNormal, pending.Reason, "Upgrade", "%s", pending.Message)
-	}
-	return afterComponentStatus(ctx, dcd, changes, wrote, err)
+	r.first.reported(s.req.NamespacedName)
 }
 
 // afterComponentStatus ends a component's reconcile once its status was

@@ -6,26 +6,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
-
-// discoveryKinds are the kinds of the per-graph objects Kubernetes-based
-// discovery needs (render.DiscoveryRBAC): cached by label like the other
-// children, and owned, so a deleted or edited one is put back.
-var discoveryKinds = []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}}
-
-// ownDiscoveryKinds makes the controller watch the discovery objects it owns.
-func ownDiscoveryKinds(b *builder.Builder) *builder.Builder {
-	for _, kind := range discoveryKinds {
-		b = b.Owns(kind)
-	}
-	return b
-}
 
 // applyDiscovery applies the discovery objects, controlled by owner (the
 // graph, or a component that stands alone). The ServiceAccount goes first:

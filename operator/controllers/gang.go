@@ -71,13 +71,6 @@ func (p *apiProbe) lookup(mapper meta.RESTMapper, gvk schema.GroupVersionKind, n
 	return p.served, nil
 }
 
-// newPodGroup is an empty PodGroup, of a kind the scheme lacks.
-func newPodGroup() client.Object {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(render.PodGroupGVK)
-	return u
-}
-
 // applyPodGroups makes the gang PodGroups of a multinode component's groups
 // exist, one per group index below its replicas (render.PodGroups), and
 // deletes the component's PodGroups of indexes past them (scale-down): the
@@ -104,20 +97,9 @@ func (r *ComponentReconciler) applyPodGroups(ctx context.Context, dcd *v1alpha1.
 			"and a group that does not fit whole holds GPUs while it waits: %s", gvk.GroupVersion(), gangEnable)
 		return cond, true, nil
 	}
-	if err := r.podGroups.ensure(r.Client); err != nil {
+	live, err := r.livePodGroups(ctx, dcd)
+	if err != nil {
 		return cond, false, err
-	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := r.podGroups.cache.List(ctx, list, client.InNamespace(dcd.Namespace),
-		client.MatchingLabels{render.LabelComponent: dcd.Name}); err != nil {
-		return cond, false, err
-	}
-	live := map[string]*unstructured.Unstructured{}
-	for i := range list.Items {
-		if metav1.IsControlledBy(&list.Items[i], dcd) {
-			live[list.Items[i].GetName()] = &list.Items[i]
-		}
 	}
 	desired := render.PodGroups(dcd)
 	for _, pg := range desired {
@@ -147,6 +129,29 @@ func (r *ComponentReconciler) applyPodGroups(ctx context.Context, dcd *v1alpha1.
 		"a PodGroup %s per group index, gang minCount %d",
 		dcd.Spec.Multinode.NodeCount, dcd.Name+"-<index>", dcd.Spec.Multinode.NodeCount)
 	return cond, false, nil
+}
+
+// livePodGroups are the PodGroups dcd controls, by name, from the cache of
+// their watch (started here the first time).
+func (r *ComponentReconciler) livePodGroups(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment) (map[string]*unstructured.Unstructured, error) {
+	gvk := render.PodGroupGVK
+	podGroups := r.watchOnceServed(gvk.GroupKind())
+	if err := podGroups.ensure(r.Client); err != nil {
+		return nil, err
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := podGroups.cache.List(ctx, list, client.InNamespace(dcd.Namespace),
+		client.MatchingLabels{render.LabelComponent: dcd.Name}); err != nil {
+		return nil, err
+	}
+	live := map[string]*unstructured.Unstructured{}
+	for i := range list.Items {
+		if metav1.IsControlledBy(&list.Items[i], dcd) {
+			live[list.Items[i].GetName()] = &list.Items[i]
+		}
+	}
+	return live, nil
 }
 
 func (r *ComponentReconciler) deletePodGroup(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment,

@@ -28,6 +28,7 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
+	"github.com/dynamoctl/dynamo-operator/operator/children"
 	"github.com/dynamoctl/dynamo-operator/operator/metrics"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 	"github.com/dynamoctl/dynamo-operator/operator/scope"
@@ -74,9 +75,9 @@ type GraphReconciler struct {
 func (r *GraphReconciler) SetupWithManager(mgr manager.Manager, workers int, gate *scope.Gate, resync *Resync) error {
 	b := builder.ControllerManagedBy(mgr).
 		For(&v1alpha1.DynamoGraphDeployment{}, builder.WithPredicates(specOrMetadataChanged())).
-		Owns(&v1alpha1.DynamoComponentDeployment{}).
 		Watches(&v1alpha1.DynamoComponent{}, handler.EnqueueRequestsFromMapFunc(r.graphsOfDynamoComponent))
-	return ownDiscoveryKinds(b).
+	// Its components and discovery objects (the children table).
+	return ownChildren(b, children.OwnedByGraph).
 		WatchesRawSource(resync.graphSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(owned{gate: gate, next: metrics.Instrument("DynamoGraphDeployment", r)})
@@ -87,57 +88,105 @@ func (r *GraphReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	return quietWhenTerminating(r.reconcile(ctx, req))
 }
 
+// graphState is what one reconcile of a graph learns, step by step.
+type graphState struct {
+	req reconcile.Request
+	dgd *v1alpha1.DynamoGraphDeployment
+	// desired are the rendered components; toApply those to apply now,
+	// held those kept as they are while the graph's image is built
+	// (withGraphImage).
+	desired, toApply, held []*v1alpha1.DynamoComponentDeployment
+	// pending is the image build the graph waits for; nil when none.
+	pending *imageWait
+	// components are the graph's components as stored now.
+	components []*v1alpha1.DynamoComponentDeployment
+	changes    changeSet
+}
+
 func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return runSteps(ctx, &graphState{req: req},
+		r.loadGraph,
+		r.renderComponents,
+		r.resolveGraphImage,
+		r.applyGraphChildren,
+		r.reportGraphStatus,
+	)
+}
+
+// loadGraph reads the graph, fresh from the API server while the cache may
+// not show our latest status write, and ends the reconcile of a graph gone
+// or being deleted.
+func (r *GraphReconciler) loadGraph(ctx context.Context, s *graphState) (reconcile.Result, bool, error) {
 	dgd := &v1alpha1.DynamoGraphDeployment{}
-	if err := r.Client.Get(ctx, req.NamespacedName, dgd); err != nil {
+	if err := r.Client.Get(ctx, s.req.NamespacedName, dgd); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.progress.forget(req.NamespacedName)
-			r.first.reported(req.NamespacedName)
+			r.progress.forget(s.req.NamespacedName)
+			r.first.reported(s.req.NamespacedName)
 		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return stop(reconcile.Result{}, client.IgnoreNotFound(err))
 	}
-	if r.Reader != nil && r.written.unseen(req.NamespacedName, dgd.ResourceVersion, r.Clock.Now()) {
+	if r.Reader != nil && r.written.unseen(s.req.NamespacedName, dgd.ResourceVersion, r.Clock.Now()) {
 		// The cache does not show our latest status write yet: compared
 		// with the status before it, the graph's next one could look
 		// written already and never be written (a graph left "waiting
 		// for" a component that is Available). Read it from the API server.
 		dgd = &v1alpha1.DynamoGraphDeployment{}
-		if err := r.Reader.Get(ctx, req.NamespacedName, dgd); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
+		if err := r.Reader.Get(ctx, s.req.NamespacedName, dgd); err != nil {
+			return stop(reconcile.Result{}, client.IgnoreNotFound(err))
 		}
 	}
 	// The patch leaves dgd as stored: the reconcile goes on with it.
 	if _, err := dropDynamoFinalizer(ctx, r.Client, dgd); err != nil {
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
 	if !dgd.DeletionTimestamp.IsZero() {
 		// Owner references let the garbage collector remove the components;
 		// created claims have none and stay, on purpose.
-		return reconcile.Result{}, nil
+		return stop(reconcile.Result{}, nil)
 	}
+	s.dgd = dgd
+	return proceed()
+}
 
-	desired, err := render.Components(dgd)
+// renderComponents renders the graph's components, under the names of the
+// components that already run their services.
+func (r *GraphReconciler) renderComponents(ctx context.Context, s *graphState) (reconcile.Result, bool, error) {
+	desired, err := render.Components(s.dgd)
 	if err != nil {
-		return reconcile.Result{}, r.fail(ctx, dgd, err)
+		return stop(reconcile.Result{}, r.fail(ctx, s.dgd, err))
 	}
-	if err := r.takeExistingNames(ctx, dgd, desired); err != nil {
-		return reconcile.Result{}, err
+	if err := r.takeExistingNames(ctx, s.dgd, desired); err != nil {
+		return stop(reconcile.Result{}, err)
 	}
-	var imageChanges changeSet
-	if err := r.ensureDynamoComponent(ctx, dgd, &imageChanges); err != nil {
+	s.desired = desired
+	return proceed()
+}
+
+// resolveGraphImage makes the graph's DynamoComponent exist and puts its
+// built image in the components, holding back those that wait for it.
+func (r *GraphReconciler) resolveGraphImage(ctx context.Context, s *graphState) (reconcile.Result, bool, error) {
+	if err := r.ensureDynamoComponent(ctx, s.dgd, &s.changes); err != nil {
 		if errors.Is(err, errUserSpec) {
-			return reconcile.Result{}, r.fail(ctx, dgd, err)
+			return stop(reconcile.Result{}, r.fail(ctx, s.dgd, err))
 		}
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
-	image, pending, err := r.graphImage(ctx, dgd)
+	image, pending, err := r.graphImage(ctx, s.dgd)
 	if err != nil {
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
-	toApply, held, err := r.withGraphImage(ctx, image, pending, desired)
-	if err != nil {
-		return reconcile.Result{}, err
+	if s.toApply, s.held, err = r.withGraphImage(ctx, image, pending, s.desired); err != nil {
+		return stop(reconcile.Result{}, err)
 	}
+	s.pending = pending
+	return proceed()
+}
+
+// applyGraphChildren applies the discovery objects and the components,
+// creates and releases the claims, and deletes the components the graph no
+// longer has.
+func (r *GraphReconciler) applyGraphChildren(ctx context.Context, s *graphState) (reconcile.Result, bool, error) {
+	dgd := s.dgd
 	// The discovery ServiceAccount (and its rights) exist before any
 	// component does: the components' pods name it, and the API server
 	// refuses a pod whose ServiceAccount is missing, which the ReplicaSet
@@ -145,64 +194,77 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	// pods: ... forbidden: error looking up service account" meanwhile).
 	var discovery changeSet
 	if err := applyDiscovery(ctx, r.Client, r.Applier, dgd, render.GraphDiscoveryRBAC(dgd), &discovery); err != nil {
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
-	components, changes, err := r.applyComponents(ctx, dgd, toApply)
-	components = append(components, held...)
-	changes.add(imageChanges)
+	components, changes, err := r.applyComponents(ctx, dgd, s.toApply)
+	s.components = append(components, s.held...)
+	changes.add(s.changes)
 	changes.add(discovery)
+	s.changes = changes
 	if err != nil {
 		if isUserError(err) {
-			return reconcile.Result{}, r.fail(ctx, dgd, err)
+			return stop(reconcile.Result{}, r.fail(ctx, dgd, err))
 		}
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
-	if err := r.createClaims(ctx, dgd, &changes); err != nil {
-		return reconcile.Result{}, err
+	for _, f := range []func(context.Context, *v1alpha1.DynamoGraphDeployment, *changeSet) error{r.createClaims, r.releaseClaims} {
+		if err := f(ctx, dgd, &s.changes); err != nil {
+			return stop(reconcile.Result{}, err)
+		}
 	}
-	if err := r.releaseClaims(ctx, dgd, &changes); err != nil {
-		return reconcile.Result{}, err
+	if err := r.deleteRemovedComponents(ctx, dgd, s.desired, &s.changes); err != nil {
+		return stop(reconcile.Result{}, err)
 	}
-	if err := r.deleteRemovedComponents(ctx, dgd, desired, &changes); err != nil {
-		return reconcile.Result{}, err
-	}
-	changes.emit(r.Recorder, dgd)
-	logChanges(ctx, dgd, changes)
+	s.changes.emit(r.Recorder, dgd)
+	logChanges(ctx, dgd, s.changes)
+	return proceed()
+}
 
+// reportGraphStatus writes the graph's status, unless its first report is
+// held back (holdFirstReport) or its progress reports are throttled.
+func (r *GraphReconciler) reportGraphStatus(ctx context.Context, s *graphState) (reconcile.Result, bool, error) {
+	dgd := s.dgd
 	now := r.Clock.Now()
-	next := graphStatus(dgd, components, metav1.NewTime(now))
-	setImageWait(&next, dgd, pending, metav1.NewTime(now))
-	blockers := componentBlockers(components)
-	if wait := r.holdFirstReport(req.NamespacedName, dgd, components, &next, pending, blockers, now); wait > 0 {
+	next := graphStatus(dgd, s.components, metav1.NewTime(now))
+	setImageWait(&next, dgd, s.pending, metav1.NewTime(now))
+	blockers := componentBlockers(s.components)
+	if wait := r.holdFirstReport(s.req.NamespacedName, dgd, s.components, &next, s.pending, blockers, now); wait > 0 {
 		ctrl.LoggerFrom(ctx).V(2).Info("components just created: the graph's first status waits to see whether they are available at once",
 			"graph", klog.KObj(dgd), "for", wait)
-		return soonest(changes.result(), wait), nil
+		return stop(soonest(s.changes.result(), wait), nil)
 	}
-	if wait := r.progress.wait(req.NamespacedName, &dgd.Status, &next, blockers, now); wait > 0 {
-		return reconcile.Result{RequeueAfter: wait}, nil
+	if wait := r.progress.wait(s.req.NamespacedName, &dgd.Status, &next, blockers, now); wait > 0 {
+		return stop(reconcile.Result{RequeueAfter: wait}, nil)
 	}
 	before := dgd.Status.State
 	wrote, err := patchStatus(ctx, r.Client, dgd, func(g *v1alpha1.DynamoGraphDeployment) { g.Status = next })
 	if err == nil {
-		r.first.reported(req.NamespacedName)
+		r.first.reported(s.req.NamespacedName)
 	}
 	if wrote && err == nil {
-		r.written.record(req.NamespacedName, dgd.ResourceVersion, now)
-		r.progress.wrote(req.NamespacedName, blockers, now)
-		if before != next.State {
-			ctrl.LoggerFrom(ctx).Info("graph state changed", "graph", klog.KObj(dgd),
-				"from", before, "to", next.State, "why", readyMessage(next.Conditions))
-		} else {
-			// A write is logged even when the state stays (a condition
-			// such as FieldsNotActedOn changed): every write says why.
-			ctrl.LoggerFrom(ctx).V(1).Info("graph status written", "graph", klog.KObj(dgd),
-				"state", next.State, "why", readyMessage(next.Conditions))
-		}
+		r.recordGraphWrite(ctx, s, before, next, blockers, now)
 	}
-	if !wrote && err == nil && changes.empty() {
+	if !wrote && err == nil && s.changes.empty() {
 		logNothingToDo(ctx, dgd)
 	}
-	return changes.result(), err
+	return stop(s.changes.result(), err)
+}
+
+// recordGraphWrite remembers a status write, until the cache shows it and
+// for the progress throttle, and logs it with why.
+func (r *GraphReconciler) recordGraphWrite(ctx context.Context, s *graphState, before v1alpha1.GraphState,
+	next v1alpha1.DynamoGraphDeploymentStatus, blockers string, now time.Time) {
+	r.written.record(s.req.NamespacedName, s.dgd.ResourceVersion, now)
+	r.progress.wrote(s.req.NamespacedName, blockers, now)
+	if before != next.State {
+		ctrl.LoggerFrom(ctx).Info("graph state changed", "graph", klog.KObj(s.dgd),
+			"from", before, "to", next.State, "why", readyMessage(next.Conditions))
+		return
+	}
+	// A write is logged even when the state stays (a condition such as
+	// FieldsNotActedOn changed): every write says why.
+	ctrl.LoggerFrom(ctx).V(1).Info("graph status written", "graph", klog.KObj(s.dgd),
+		"state", next.State, "why", readyMessage(next.Conditions))
 }
 
 // applyComponents makes each desired component exist as rendered and

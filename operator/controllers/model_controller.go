@@ -300,33 +300,64 @@ func (r *ModelReconciler) reportChanges(ctx context.Context, m *v1alpha1.DynamoM
 // deletion began; then it lets the model go, with an event naming the
 // endpoints that may keep the adapter.
 func (r *ModelReconciler) unload(ctx context.Context, m *v1alpha1.DynamoModel) (reconcile.Result, error) {
+	key := client.ObjectKeyFromObject(m)
 	if !controllerutil.ContainsFinalizer(m, ModelFinalizer) {
-		r.forget(client.ObjectKeyFromObject(m))
+		r.forget(key)
 		return reconcile.Result{}, nil
 	}
-	log := ctrl.LoggerFrom(ctx)
 	var pods corev1.PodList
 	if err := r.Client.List(ctx, &pods, client.InNamespace(m.Namespace),
 		client.MatchingLabels{render.LabelBaseModelHash: render.BaseModelHash(m.Spec.BaseModelName)}); err != nil {
 		return reconcile.Result{}, err
 	}
-	key := client.ObjectKeyFromObject(m)
+	states := r.modelStates(key)
+	failing := r.unloadFromWorkers(ctx, m, pods.Items, states)
+	deadline := m.DeletionTimestamp.Add(r.UnloadTimeout)
+	if len(failing) > 0 && r.Clock.Now().Before(deadline) {
+		return reconcile.Result{RequeueAfter: r.nextUnloadRetry(states, deadline)}, nil
+	}
+	r.reportUnload(ctx, m, failing)
+	patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(m, ModelFinalizer)
+	if err := r.Client.Patch(ctx, m, patch, client.FieldOwner(FieldOwner)); client.IgnoreNotFound(err) != nil {
+		return reconcile.Result{}, err
+	}
+	r.forget(key)
+	return reconcile.Result{}, nil
+}
+
+// modelStates is what the controller remembers of each endpoint of the
+// model key, made empty the first time.
+func (r *ModelReconciler) modelStates(key client.ObjectKey) map[string]*endpointState {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	states := r.states[key]
 	if states == nil {
 		states = map[string]*endpointState{}
 		r.states[key] = states
 	}
-	r.mu.Unlock()
+	return states
+}
 
+// unloadFromWorkers unloads m's adapter from each running pod it was not
+// unloaded from yet, at most CallsInFlight at a time, and returns the pods
+// it could not be unloaded from (those waiting for their retry included).
+func (r *ModelReconciler) unloadFromWorkers(ctx context.Context, m *v1alpha1.DynamoModel, pods []corev1.Pod,
+	states map[string]*endpointState) []string {
+	log := ctrl.LoggerFrom(ctx)
 	api := loraAPI{http: r.HTTP}
 	now := r.Clock.Now()
 	var mu sync.Mutex
 	var failing []string
+	fail := func(p *corev1.Pod, addr string, s *endpointState) {
+		mu.Lock()
+		failing = append(failing, fmt.Sprintf("%s (%s): %s", p.Name, addr, s.lastErr))
+		mu.Unlock()
+	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, r.CallsInFlight)
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for i := range pods {
+		p := &pods[i]
 		if p.Status.PodIP == "" || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
 			continue // nothing runs there to unload from
 		}
@@ -340,54 +371,48 @@ func (r *ModelReconciler) unload(ctx context.Context, m *v1alpha1.DynamoModel) (
 		}
 		addr := systemAddress(p)
 		if now.Before(s.retryAt) {
-			mu.Lock()
-			failing = append(failing, fmt.Sprintf("%s (%s): %s", p.Name, addr, s.lastErr))
-			mu.Unlock()
+			fail(p, addr, s)
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			if err := api.unload(ctx, addr, m.Spec.ModelName); err != nil {
 				s.failed(err, r.Clock.Now())
 				s.retryAt = now.Add(min(loadBackoff(s.failures), modelUnloadRetryCeiling))
-				mu.Lock()
-				failing = append(failing, fmt.Sprintf("%s (%s): %s", p.Name, addr, s.lastErr))
-				mu.Unlock()
+				fail(p, addr, s)
 				return
 			}
 			s.succeeded(loraSpec{}, r.Clock.Now())
 			log.V(levelChild).Info("adapter unloaded", "model", klog.KObj(m), "pod", klog.KObj(p))
-		}()
+		})
 	}
 	wg.Wait()
+	return failing
+}
 
-	deadline := m.DeletionTimestamp.Add(r.UnloadTimeout)
-	if len(failing) > 0 && r.Clock.Now().Before(deadline) {
-		var next time.Time
-		for _, s := range states {
-			if s.loaded == nil && (next.IsZero() || s.retryAt.Before(next)) {
-				next = s.retryAt
-			}
+// nextUnloadRetry is how soon the unload is tried again: at the soonest
+// retry of an endpoint not unloaded yet, by the deadline at the latest.
+func (r *ModelReconciler) nextUnloadRetry(states map[string]*endpointState, deadline time.Time) time.Duration {
+	var next time.Time
+	for _, s := range states {
+		if s.loaded == nil && (next.IsZero() || s.retryAt.Before(next)) {
+			next = s.retryAt
 		}
-		return reconcile.Result{RequeueAfter: max(min(next.Sub(r.Clock.Now()), deadline.Sub(r.Clock.Now())), 100*time.Millisecond)}, nil
 	}
-	if len(failing) > 0 {
-		log.Info("the adapter could not be unloaded from every worker within the unload timeout; letting the model go",
-			"model", klog.KObj(m), "timeout", r.UnloadTimeout, "failing", strings.Join(failing, "; "))
-		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, modelEventUnloadAbandoned, "Unload",
-			"adapter %s not unloaded within %s from: %s", m.Spec.ModelName, r.UnloadTimeout, strings.Join(failing, "; "))
-	} else {
+	return max(min(next.Sub(r.Clock.Now()), deadline.Sub(r.Clock.Now())), 100*time.Millisecond)
+}
+
+// reportUnload says the adapter was unloaded from every worker, or, past
+// the unload timeout, from which workers it was not.
+func (r *ModelReconciler) reportUnload(ctx context.Context, m *v1alpha1.DynamoModel, failing []string) {
+	if len(failing) == 0 {
 		r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, modelEventUnloaded, "Unload",
 			"adapter %s unloaded from every worker", m.Spec.ModelName)
+		return
 	}
-	patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(m, ModelFinalizer)
-	if err := r.Client.Patch(ctx, m, patch, client.FieldOwner(FieldOwner)); client.IgnoreNotFound(err) != nil {
-		return reconcile.Result{}, err
-	}
-	r.forget(key)
-	return reconcile.Result{}, nil
+	ctrl.LoggerFrom(ctx).Info("the adapter could not be unloaded from every worker within the unload timeout; letting the model go",
+		"model", klog.KObj(m), "timeout", r.UnloadTimeout, "failing", strings.Join(failing, "; "))
+	r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, modelEventUnloadAbandoned, "Unload",
+		"adapter %s not unloaded within %s from: %s", m.Spec.ModelName, r.UnloadTimeout, strings.Join(failing, "; "))
 }

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -63,6 +64,15 @@ type lazyWatch struct {
 	object func() client.Object
 }
 
+// watchOnceServed is the watch of the owned kind gk, whose API a cluster may
+// lack; one that watches nothing when the controller was not set up.
+func (r *ComponentReconciler) watchOnceServed(gk schema.GroupKind) *lazyWatch {
+	if w := r.onceServed[gk]; w != nil {
+		return w
+	}
+	return &lazyWatch{}
+}
+
 func (w *lazyWatch) ensure(c client.Client) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -78,91 +88,136 @@ func (w *lazyWatch) ensure(c client.Client) error {
 	return nil
 }
 
+// multinodeState is what one reconcile of a multinode component learns,
+// step by step.
+type multinodeState struct {
+	dcd       *v1alpha1.DynamoComponentDeployment
+	graphPVCs []v1alpha1.GraphPVC
+	// lws is the desired LeaderWorkerSet, live the stored one (nil when
+	// there is none).
+	lws, live *lwsv1.LeaderWorkerSet
+	// gang is the GangScheduling condition; gangRecheck says the PodGroup
+	// API is to be looked for again (applyPodGroups).
+	gang        metav1.Condition
+	gangRecheck bool
+	changes     changeSet
+}
+
 // reconcileMultinode is reconcile for a multinode component: its workload
 // is a LeaderWorkerSet, whose status counts groups (a component of 2
 // replicas of 4 nodes is 2 desired), and whose leaders are what its
 // Services and its scale subresource's selector select.
 func (r *ComponentReconciler) reconcileMultinode(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.GraphPVC) (reconcile.Result, error) {
-	lws, err := render.LeaderWorkerSet(dcd, graphPVCs, r.Render)
+	return runSteps(ctx, &multinodeState{dcd: dcd, graphPVCs: graphPVCs},
+		r.desiredLeaderWorkerSet,
+		r.applyMultinodePrerequisites,
+		r.applyMultinodeChildren,
+		r.reportMultinodeStatus,
+	)
+}
+
+// desiredLeaderWorkerSet renders the LeaderWorkerSet, once the cluster
+// serves its API (a component waits for it otherwise), and reads the
+// stored one.
+func (r *ComponentReconciler) desiredLeaderWorkerSet(ctx context.Context, s *multinodeState) (reconcile.Result, bool, error) {
+	lws, err := render.LeaderWorkerSet(s.dcd, s.graphPVCs, r.Render)
 	if err != nil {
-		return reconcile.Result{}, r.fail(ctx, dcd, err)
+		return stop(reconcile.Result{}, r.fail(ctx, s.dcd, err))
 	}
 	if _, err := r.Client.RESTMapper().RESTMapping(lwsGroupKind, lwsv1.SchemeGroupVersion.Version); meta.IsNoMatchError(err) {
-		return reconcile.Result{RequeueAfter: missingAPIRecheck}, r.failWith(ctx, dcd, ReasonMissingAPI, fmt.Errorf(
+		return stop(reconcile.Result{RequeueAfter: missingAPIRecheck}, r.failWith(ctx, s.dcd, ReasonMissingAPI, fmt.Errorf(
 			"spec.multinode: a multinode service runs as a LeaderWorkerSet, and this cluster serves no %s API: %s",
-			lwsv1.SchemeGroupVersion, lwsInstall))
+			lwsv1.SchemeGroupVersion, lwsInstall)))
 	} else if err != nil {
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
-	if err := r.lws.ensure(r.Client); err != nil {
-		return reconcile.Result{}, err
+	if err := r.watchOnceServed(lwsGroupKind).ensure(r.Client); err != nil {
+		return stop(reconcile.Result{}, err)
 	}
-
 	live, err := getOptional(ctx, r.Client, client.ObjectKeyFromObject(lws), &lwsv1.LeaderWorkerSet{})
 	if err != nil {
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
-	stamp(lws, asObject(live), r.Renderer, workloadInput(dcd, graphPVCs), false)
+	stamp(lws, asObject(live), r.Renderer, workloadInput(s.dcd, s.graphPVCs), false)
+	s.lws, s.live = lws, live
+	return proceed()
+}
 
-	var changes changeSet
-	if render.NeedsMPISSHSecret(dcd) {
-		if err := r.ensureSSHSecret(ctx, dcd, &changes); err != nil {
-			return reconcile.Result{}, err
+// applyMultinodePrerequisites makes what the groups' pods need before they
+// start exist: the SSH key pair of a TRT-LLM component, the discovery
+// objects and the gang PodGroups.
+func (r *ComponentReconciler) applyMultinodePrerequisites(ctx context.Context, s *multinodeState) (reconcile.Result, bool, error) {
+	if render.NeedsMPISSHSecret(s.dcd) {
+		if err := r.ensureSSHSecret(ctx, s.dcd, &s.changes); err != nil {
+			return stop(reconcile.Result{}, err)
 		}
 	}
-	if err := applyDiscovery(ctx, r.Client, r.Applier, dcd, render.ComponentDiscoveryRBAC(dcd), &changes); err != nil {
-		return reconcile.Result{}, err
+	if err := applyDiscovery(ctx, r.Client, r.Applier, s.dcd, render.ComponentDiscoveryRBAC(s.dcd), &s.changes); err != nil {
+		return stop(reconcile.Result{}, err)
 	}
 	// The PodGroups go before the LeaderWorkerSet, so that its first pods
 	// find theirs (the scheduler holds a pod whose PodGroup is missing).
-	gang, gangRecheck, err := r.applyPodGroups(ctx, dcd, &changes)
-	if err != nil {
-		return reconcile.Result{}, err
+	var err error
+	if s.gang, s.gangRecheck, err = r.applyPodGroups(ctx, s.dcd, &s.changes); err != nil {
+		return stop(reconcile.Result{}, err)
 	}
-	if err := r.applyChildOver(ctx, dcd, lws, asObject(live), false, &changes); err != nil {
+	return proceed()
+}
+
+// applyMultinodeChildren applies the LeaderWorkerSet, the Services and the
+// Ingress, and deletes the Deployment an earlier version rendered.
+func (r *ComponentReconciler) applyMultinodeChildren(ctx context.Context, s *multinodeState) (reconcile.Result, bool, error) {
+	dcd, changes := s.dcd, &s.changes
+	if err := r.applyChildOver(ctx, dcd, s.lws, asObject(s.live), false, changes); err != nil {
 		if isUserError(err) {
-			return reconcile.Result{}, r.fail(ctx, dcd, err)
+			return stop(reconcile.Result{}, r.fail(ctx, dcd, err))
 		}
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
 	// A Deployment an earlier version rendered for this component (replicas
 	// × nodeCount pods without a leader) would hold the same GPUs.
-	if err := r.applyOrDelete(ctx, dcd, nil, dcd.Name, &appsv1.Deployment{}, &changes); err != nil {
-		return reconcile.Result{}, err
+	if err := r.applyOrDelete(ctx, dcd, nil, dcd.Name, &appsv1.Deployment{}, changes); err != nil {
+		return stop(reconcile.Result{}, err)
 	}
-	if err := r.applyChild(ctx, dcd, render.Service(dcd), &corev1.Service{}, &changes); err != nil {
-		return reconcile.Result{}, err
+	if err := r.applyChild(ctx, dcd, render.Service(dcd), &corev1.Service{}, changes); err != nil {
+		return stop(reconcile.Result{}, err)
 	}
-	if err := r.applyOrDelete(ctx, dcd, render.ModelService(dcd), render.ModelServiceName(dcd.Name), &corev1.Service{}, &changes); err != nil {
-		return reconcile.Result{}, err
+	if err := r.applyOrDelete(ctx, dcd, render.ModelService(dcd), render.ModelServiceName(dcd.Name), &corev1.Service{}, changes); err != nil {
+		return stop(reconcile.Result{}, err)
 	}
-	if err := r.applyOrDelete(ctx, dcd, render.Ingress(dcd), dcd.Name, &networkingv1.Ingress{}, &changes); err != nil {
-		return reconcile.Result{}, err
+	if err := r.applyOrDelete(ctx, dcd, render.Ingress(dcd), dcd.Name, &networkingv1.Ingress{}, changes); err != nil {
+		return stop(reconcile.Result{}, err)
 	}
 	changes.emit(r.Recorder, dcd)
-	logChanges(ctx, dcd, changes)
+	logChanges(ctx, dcd, *changes)
+	return proceed()
+}
 
-	view := lwsView(lws, dcd)
+// reportMultinodeStatus writes the component's status, read from its
+// LeaderWorkerSet's as a Deployment's (lwsView).
+func (r *ComponentReconciler) reportMultinodeStatus(ctx context.Context, s *multinodeState) (reconcile.Result, bool, error) {
+	dcd := s.dcd
+	view := lwsView(s.lws, dcd)
 	// Blockers are looked for in every pod of the groups (a worker waiting
 	// for GPUs holds its group back), not only in the leaders.
 	all := view.DeepCopy()
 	all.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{render.LabelComponent: dcd.Name}}
 	why, _, _, err := r.explain(ctx, all)
 	if err != nil {
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
 	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
 		c.Status = componentStatus(c, view, why, metav1.NewTime(r.Clock.Now()))
 		c.Status.Service.ComponentKind = v1alpha1.ComponentKindLeaderWorkerSet
 		setWorkloadPending(&c.Status, nil)
-		meta.SetStatusCondition(&c.Status.Conditions, gang)
+		meta.SetStatusCondition(&c.Status.Conditions, s.gang)
 	})
-	res, err := afterComponentStatus(ctx, dcd, changes, wrote, err)
-	if gangRecheck && err == nil {
+	res, err := afterComponentStatus(ctx, dcd, s.changes, wrote, err)
+	if s.gangRecheck && err == nil {
 		// Discovery is not watchable: look for the PodGroup API again.
 		res = soonest(res, gangAPIRecheck)
 	}
-	return res, err
+	return stop(res, err)
 }
 
 // lwsView reads a LeaderWorkerSet's status as a Deployment's, one replica

@@ -9,16 +9,9 @@ import (
 	"net/http"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -72,6 +65,44 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 	if err := registerIndexes(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("indexing the cache: %w", err)
 	}
+	c, recorder, err := writers(mgr, o)
+	if err != nil {
+		return nil, err
+	}
+	resync := newResync(mgr.GetClient())
+	applier := &apply.Applier{Client: c, FieldOwner: FieldOwner, Clock: o.Clock}
+	failing := &Failing{}
+	for _, setup := range []func() error{
+		func() error {
+			return (&GraphReconciler{indexed: true, Failing: failing, Client: c, Applier: applier,
+				Recorder: recorder("dynamo-graph-controller"), Clock: o.Clock, Reader: mgr.GetAPIReader(),
+				Renderer: o.Renderer}).SetupWithManager(mgr, o.Workers, o.Gate, resync)
+		},
+		func() error {
+			return (&ComponentReconciler{indexed: true, Failing: failing, Client: c, Applier: applier,
+				Recorder: recorder("dynamo-component-controller"), Clock: o.Clock, Render: o.Render,
+				Reader: mgr.GetAPIReader(), Renderer: o.Renderer}).SetupWithManager(mgr, o.Workers, o.Gate, resync)
+		},
+		func() error {
+			return (&DynamoComponentReconciler{Client: c, Recorder: recorder("dynamo-image-build-controller"),
+				Clock: o.Clock, Build: o.Build}).SetupWithManager(mgr, o.Workers, o.Gate)
+		},
+		func() error {
+			return (&ModelReconciler{Client: c, Recorder: recorder("dynamo-model-controller"), Clock: o.Clock,
+				HTTP: o.Model.HTTP, CheckInterval: o.Model.CheckInterval, UnloadTimeout: o.Model.UnloadTimeout,
+			}).SetupWithManager(mgr, o.Workers, o.Gate)
+		},
+	} {
+		if err := setup(); err != nil {
+			return nil, err
+		}
+	}
+	return resync, nil
+}
+
+// writers are the client the controllers read and write with and their
+// event recorders by controller name.
+func writers(mgr manager.Manager, o Options) (client.Client, func(string) events.EventRecorder, error) {
 	// The cache packs large fields (cache_transform.go); every read
 	// unpacks them.
 	var c client.Client = unpackingClient{mgr.GetClient()}
@@ -83,7 +114,7 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 		if recorder == nil {
 			r, err := gatedEvents(mgr, o.Gate)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			recorder = r
 		}
@@ -91,57 +122,7 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 	if recorder == nil {
 		recorder = func(name string) events.EventRecorder { return mgr.GetEventRecorder(name) }
 	}
-	resync := newResync(mgr.GetClient())
-	applier := &apply.Applier{Client: c, FieldOwner: FieldOwner, Clock: o.Clock}
-	failing := &Failing{}
-	graphs := &GraphReconciler{
-		indexed:  true,
-		Failing:  failing,
-		Client:   c,
-		Applier:  applier,
-		Recorder: recorder("dynamo-graph-controller"),
-		Clock:    o.Clock,
-		Reader:   mgr.GetAPIReader(),
-		Renderer: o.Renderer,
-	}
-	if err := graphs.SetupWithManager(mgr, o.Workers, o.Gate, resync); err != nil {
-		return nil, err
-	}
-	components := &ComponentReconciler{
-		indexed:  true,
-		Failing:  failing,
-		Client:   c,
-		Applier:  applier,
-		Recorder: recorder("dynamo-component-controller"),
-		Clock:    o.Clock,
-		Render:   o.Render,
-		Reader:   mgr.GetAPIReader(),
-		Renderer: o.Renderer,
-	}
-	if err := components.SetupWithManager(mgr, o.Workers, o.Gate, resync); err != nil {
-		return nil, err
-	}
-	images := &DynamoComponentReconciler{
-		Client:   c,
-		Recorder: recorder("dynamo-image-build-controller"),
-		Clock:    o.Clock,
-		Build:    o.Build,
-	}
-	if err := images.SetupWithManager(mgr, o.Workers, o.Gate); err != nil {
-		return nil, err
-	}
-	models := &ModelReconciler{
-		Client:        c,
-		Recorder:      recorder("dynamo-model-controller"),
-		Clock:         o.Clock,
-		HTTP:          o.Model.HTTP,
-		CheckInterval: o.Model.CheckInterval,
-		UnloadTimeout: o.Model.UnloadTimeout,
-	}
-	if err := models.SetupWithManager(mgr, o.Workers, o.Gate); err != nil {
-		return nil, err
-	}
-	return resync, nil
+	return c, recorder, nil
 }
 
 // gatedEvents returns recorders whose writes ask gate, sending events for
@@ -156,34 +137,4 @@ func gatedEvents(mgr manager.Manager, gate *scope.Gate) (func(string) events.Eve
 		return nil, err
 	}
 	return ev.Recorder, nil
-}
-
-// CacheOptions keeps only the operator's own children of the built-in kinds
-// in memory, trimmed of what nothing reads (trimForCache): a cluster's other Deployments and Services are none of its
-// business, and caching them all would cost memory proportional to the
-// cluster rather than to the graphs.
-func CacheOptions() cache.Options {
-	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})}
-	byObject := map[client.Object]cache.ByObject{
-		&appsv1.Deployment{}:            managed,
-		&corev1.Service{}:               managed,
-		&networkingv1.Ingress{}:         managed,
-		&corev1.PersistentVolumeClaim{}: managed,
-		&batchv1.Job{}:                  managed,
-	}
-	// LeaderWorkerSets are not listed: ByObject needs the kind's REST
-	// mapping when the cache is built, which fails the operator's start on a
-	// cluster without the API. Their informer (started once the API
-	// exists, multinode.go) holds every LeaderWorkerSet; a cluster has few.
-	// Pods carry their component's name (the workload's selector), and only
-	// those are cached: a stuck rollout is explained from them.
-	hasComponent, err := labels.NewRequirement(render.LabelComponent, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant key: cannot fail
-	}
-	byObject[&corev1.Pod{}] = cache.ByObject{Label: labels.NewSelector().Add(*hasComponent)}
-	for _, kind := range discoveryKinds {
-		byObject[kind] = managed
-	}
-	return cache.Options{ByObject: byObject, DefaultTransform: trimForCache}
 }

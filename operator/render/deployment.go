@@ -66,8 +66,35 @@ func Deployment(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Gr
 func podTemplate(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.GraphPVC, o Options) (corev1.PodTemplateSpec, error) {
 	spec := &dcd.Spec.DynamoComponentDeploymentSharedSpec
 	specPath := field.NewPath("spec")
-	var errs field.ErrorList
+	pod, errs := podSpec(dcd, graphPVCs, o, specPath)
+	pod, mergeErr := mergeExtraPodSpec(pod, spec.ExtraPodSpec, specPath.Child("extraPodSpec"))
+	if mergeErr != nil {
+		errs = append(errs, mergeErr)
+	} else {
+		errs = append(errs, completeMerged(spec, &pod, specPath)...)
+	}
+	if len(errs) > 0 {
+		return corev1.PodTemplateSpec{}, errs.ToAggregate()
+	}
+	var extraAnnotations map[string]string
+	if m := spec.ExtraPodMetadata; m != nil {
+		extraAnnotations = m.Annotations
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels:      podLabels(dcd),
+			Annotations: merged(spec.Annotations, extraAnnotations),
+		},
+		Spec: pod,
+	}, nil
+}
 
+// podSpec is the component's pod spec before its extraPodSpec: the main
+// container with the runtime's environment, ports, resources, storage and
+// default probes, and the frontend sidecar.
+func podSpec(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.GraphPVC, o Options, specPath *field.Path) (corev1.PodSpec, field.ErrorList) {
+	spec := &dcd.Spec.DynamoComponentDeploymentSharedSpec
+	var errs field.ErrorList
 	env := runtimeEnv(dcd, o)
 	resources, resErrs := resourceRequirements(spec.Resources, specPath.Child("resources"))
 	errs = append(errs, resErrs...)
@@ -100,59 +127,55 @@ func podTemplate(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.G
 	if spec.FrontendSidecar != nil {
 		pod.Containers = append(pod.Containers, sidecarContainer(spec.FrontendSidecar, env))
 	}
+	return pod, errs
+}
 
-	pod, mergeErr := mergeExtraPodSpec(pod, spec.ExtraPodSpec, specPath.Child("extraPodSpec"))
-	if mergeErr != nil {
-		errs = append(errs, mergeErr)
-	} else {
-		if c := findContainer(pod.Containers, MainContainerName); c == nil || c.Image == "" {
-			errs = append(errs, field.Required(specPath.Child("extraPodSpec", "mainContainer", "image"),
-				"set the service's image"))
-		}
-		if c := findContainer(pod.Containers, SidecarContainerName); spec.FrontendSidecar != nil && (c == nil || c.Image == "") {
-			errs = append(errs, field.Required(specPath.Child("frontendSidecar", "image"),
-				"set the frontend sidecar's image"))
-		}
-		main := findContainer(pod.Containers, MainContainerName)
-		followSystemPort(main)
-		errs = append(errs, handlerlessProbes(spec, main, specPath)...)
-		// The type's default process, only when the user chose none: a
-		// default command beside a user's args (or the reverse) could
-		// run something nobody wrote.
-		if main != nil && len(main.Command) == 0 && len(main.Args) == 0 && c.command != nil {
-			main.Command, main.Args = slices.Clone(c.command), slices.Clone(c.args)
-		}
+// completeMerged checks the pod spec merged with extraPodSpec has its
+// images, and completes its main container: the system port its probes
+// follow, and the type's default process.
+func completeMerged(spec *v1alpha1.DynamoComponentDeploymentSharedSpec, pod *corev1.PodSpec, specPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c := findContainer(pod.Containers, MainContainerName); c == nil || c.Image == "" {
+		errs = append(errs, field.Required(specPath.Child("extraPodSpec", "mainContainer", "image"),
+			"set the service's image"))
 	}
-	if len(errs) > 0 {
-		return corev1.PodTemplateSpec{}, errs.ToAggregate()
+	if c := findContainer(pod.Containers, SidecarContainerName); spec.FrontendSidecar != nil && (c == nil || c.Image == "") {
+		errs = append(errs, field.Required(specPath.Child("frontendSidecar", "image"),
+			"set the frontend sidecar's image"))
 	}
+	main := findContainer(pod.Containers, MainContainerName)
+	followSystemPort(main)
+	errs = append(errs, handlerlessProbes(spec, main, specPath)...)
+	// The type's default process, only when the user chose none: a
+	// default command beside a user's args (or the reverse) could
+	// run something nobody wrote.
+	if c := contractOf(spec.ComponentType); main != nil && len(main.Command) == 0 && len(main.Args) == 0 && c.command != nil {
+		main.Command, main.Args = slices.Clone(c.command), slices.Clone(c.args)
+	}
+	return errs
+}
 
-	var extraLabels, extraAnnotations map[string]string
+// podLabels are the labels of the component's pods.
+func podLabels(dcd *v1alpha1.DynamoComponentDeployment) map[string]string {
+	spec := &dcd.Spec.DynamoComponentDeploymentSharedSpec
+	var extraLabels map[string]string
 	if m := spec.ExtraPodMetadata; m != nil {
-		extraLabels, extraAnnotations = m.Labels, m.Annotations
+		extraLabels = m.Labels
 	}
-	podLabels := map[string]string{}
+	labels := map[string]string{}
 	if g := dcd.Labels[LabelGraphName]; g != "" {
-		podLabels[LabelGraphName] = g
+		labels[LabelGraphName] = g
 	}
 	if spec.ComponentType != "" {
-		podLabels[LabelComponentType] = string(spec.ComponentType)
+		labels[LabelComponentType] = string(spec.ComponentType)
 	}
 	if spec.SubComponentType != "" {
-		podLabels[LabelSubComponentType] = spec.SubComponentType
+		labels[LabelSubComponentType] = spec.SubComponentType
 	}
 	// The runtime's labels win over the user's: PodMonitors and discovery
 	// select on them. The selector label comes last: a user's value would
 	// orphan the pods.
-	podLabels = merged(podLabels, spec.Labels, extraLabels, contractLabels(dcd), selector(dcd))
-
-	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{
-			Labels:      podLabels,
-			Annotations: merged(spec.Annotations, extraAnnotations),
-		},
-		Spec: pod,
-	}, nil
+	return merged(labels, spec.Labels, extraLabels, contractLabels(dcd), selector(dcd))
 }
 
 // rolloutStrategy never lowers serving capacity: no old pod goes before its

@@ -186,12 +186,25 @@ func BuildJob(dc *v1alpha1.DynamoComponent, o ImageBuildOptions) (*batchv1.Job, 
 	}
 	errs = append(errs, validateBuildArgs(dc.Spec.BuildArgs, specPath.Child("buildArgs"))...)
 	image := BuiltImage(dc, o)
-	namespace := o.Namespace
-	if namespace == "" {
-		namespace = dc.Namespace
+	builder, err := builderContainer(dc, o, image)
+	if err != nil {
+		errs = append(errs, err)
 	}
+	volumes, builder := withDockerConfig(dc, builder)
+	pod, err := buildPodSpec(dc, downloaderContainer(dc, o, name, version), builder, volumes, specPath)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return buildJobObject(dc, o, pod, image), nil
+}
 
-	downloader := corev1.Container{
+// downloaderContainer fetches the build context of the component name at
+// version from the API store.
+func downloaderContainer(dc *v1alpha1.DynamoComponent, o ImageBuildOptions, name, version string) corev1.Container {
+	return corev1.Container{
 		Name:    DownloaderContainerName,
 		Image:   DefaultDownloaderImage,
 		Command: []string{"/bin/sh", "-c"},
@@ -206,6 +219,11 @@ func BuildJob(dc *v1alpha1.DynamoComponent, o ImageBuildOptions) (*batchv1.Job, 
 		EnvFrom:      dc.Spec.DownloaderContainerEnvFrom,
 		VolumeMounts: []corev1.VolumeMount{{Name: buildContextVolume, MountPath: buildContextPath}},
 	}
+}
+
+// builderContainer builds image with the engine o names; the error names an
+// engine this operator does not know.
+func builderContainer(dc *v1alpha1.DynamoComponent, o ImageBuildOptions, image string) (corev1.Container, *field.Error) {
 	builder := corev1.Container{
 		Name:         BuilderContainerName,
 		VolumeMounts: []corev1.VolumeMount{{Name: buildContextVolume, MountPath: buildContextPath}},
@@ -232,9 +250,15 @@ func BuildJob(dc *v1alpha1.DynamoComponent, o ImageBuildOptions) (*batchv1.Job, 
 			}
 		}
 	default:
-		errs = append(errs, field.NotSupported(field.NewPath("DYNAMO_IMAGE_BUILD_ENGINE"), o.Engine,
-			[]string{BuildEngineBuildKit, BuildEngineKaniko}))
+		return builder, field.NotSupported(field.NewPath("DYNAMO_IMAGE_BUILD_ENGINE"), o.Engine,
+			[]string{BuildEngineBuildKit, BuildEngineKaniko})
 	}
+	return builder, nil
+}
+
+// withDockerConfig returns the build pod's volumes and the builder, given
+// the push credentials dc names, with its extra environment and resources.
+func withDockerConfig(dc *v1alpha1.DynamoComponent, builder corev1.Container) ([]corev1.Volume, corev1.Container) {
 	volumes := []corev1.Volume{{Name: buildContextVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	if s := dc.Spec.DockerConfigJSONSecretName; s != "" {
 		// Both engines read DOCKER_CONFIG/config.json for push credentials.
@@ -249,7 +273,13 @@ func BuildJob(dc *v1alpha1.DynamoComponent, o ImageBuildOptions) (*batchv1.Job, 
 	if r := dc.Spec.ImageBuilderContainerResources; r != nil {
 		builder.Resources = *r.DeepCopy()
 	}
+	return volumes, builder
+}
 
+// buildPodSpec is the build pod's spec, merged with the user's extra pod
+// spec; the error names what of it cannot be merged.
+func buildPodSpec(dc *v1alpha1.DynamoComponent, downloader, builder corev1.Container, volumes []corev1.Volume,
+	specPath *field.Path) (corev1.PodSpec, *field.Error) {
 	pod := corev1.PodSpec{
 		RestartPolicy:    corev1.RestartPolicyNever,
 		InitContainers:   []corev1.Container{downloader},
@@ -257,24 +287,29 @@ func BuildJob(dc *v1alpha1.DynamoComponent, o ImageBuildOptions) (*batchv1.Job, 
 		Volumes:          volumes,
 		ImagePullSecrets: dc.Spec.ImagePullSecrets,
 	}
-	if extra := dc.Spec.ImageBuilderExtraPodSpec; extra != nil {
-		// mainContainer means the builder here: rename it on the way in
-		// and back, so the service merge's rules apply unchanged.
-		pod.Containers[0].Name = MainContainerName
-		merged, err := mergeExtraPodSpec(pod, extra, specPath.Child("imageBuilderExtraPodSpec"))
-		if err != nil {
-			errs = append(errs, err)
-		} else {
-			pod = merged
-		}
-		if c := findContainer(pod.Containers, MainContainerName); c != nil {
-			c.Name = BuilderContainerName
-		}
+	extra := dc.Spec.ImageBuilderExtraPodSpec
+	if extra == nil {
+		return pod, nil
 	}
-	if len(errs) > 0 {
-		return nil, errs.ToAggregate()
+	// mainContainer means the builder here: rename it on the way in and
+	// back, so the service merge's rules apply unchanged.
+	pod.Containers[0].Name = MainContainerName
+	merged, err := mergeExtraPodSpec(pod, extra, specPath.Child("imageBuilderExtraPodSpec"))
+	if err == nil {
+		pod = merged
 	}
+	if c := findContainer(pod.Containers, MainContainerName); c != nil {
+		c.Name = BuilderContainerName
+	}
+	return pod, err
+}
 
+// buildJobObject is the build Job running pod, labelled as dc's build.
+func buildJobObject(dc *v1alpha1.DynamoComponent, o ImageBuildOptions, pod corev1.PodSpec, image string) *batchv1.Job {
+	namespace := o.Namespace
+	if namespace == "" {
+		namespace = dc.Namespace
+	}
 	jobLabels := map[string]string{
 		LabelManagedBy:               ManagedByValue,
 		LabelBuildComponent:          dc.Name,
@@ -307,7 +342,7 @@ func BuildJob(dc *v1alpha1.DynamoComponent, o ImageBuildOptions) (*batchv1.Job, 
 				Spec: pod,
 			},
 		},
-	}, nil
+	}
 }
 
 // AnnotationBuiltImage on a build Job names the image it pushes, so the

@@ -30,7 +30,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -457,22 +456,6 @@ func (f *faultWorld) allReady(ctx context.Context, n int, ns string) error {
 	return nil
 }
 
-// childKinds are the kinds a graph's children (and theirs) can have.
-var childKinds = []schema.GroupVersionKind{
-	v1alpha1.GroupVersion.WithKind("DynamoGraphDeployment"),
-	v1alpha1.GroupVersion.WithKind("DynamoComponentDeployment"),
-	{Group: "apps", Version: "v1", Kind: "Deployment"},
-	{Group: "apps", Version: "v1", Kind: "ReplicaSet"},
-	{Version: "v1", Kind: "Pod"},
-	{Version: "v1", Kind: "Service"},
-	{Version: "v1", Kind: "ServiceAccount"},
-	{Version: "v1", Kind: "ConfigMap"},
-	{Version: "v1", Kind: "PersistentVolumeClaim"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
-	{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"},
-}
-
 // graphInventory is what a namespace holds, by graph.
 type graphInventory struct {
 	// children counts each graph's descendants by childKey.
@@ -490,15 +473,19 @@ type objMeta struct {
 	m    *metav1.PartialObjectMetadata
 }
 
-// inventory lists the namespace's objects of childKinds (metadata only)
+// inventory lists the namespace's objects of graphKinds (metadata only)
 // and walks each one's owner references up to its graph.
 func (f *faultWorld) inventory(ctx context.Context, ns string) (*graphInventory, error) {
 	byUID := map[types.UID]objMeta{}
 	var all []objMeta
-	for _, gvk := range childKinds {
+	for _, gvk := range graphKinds() {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := f.w.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		err := f.w.Client.List(ctx, list, client.InNamespace(ns))
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
 			return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, ns, err)
 		}
 		for i := range list.Items {

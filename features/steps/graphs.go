@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -59,16 +60,14 @@ type podRecord struct {
 }
 
 // snapshotKinds are the kinds whose content (all but metadata and status)
-// must survive an operator upgrade unchanged: the graphs, and every child
-// the operator writes in their namespaces.
-var snapshotKinds = []schema.GroupVersionKind{
-	v1alpha1.GroupVersion.WithKind("DynamoGraphDeployment"),
-	v1alpha1.GroupVersion.WithKind("DynamoComponentDeployment"),
-	{Group: "apps", Version: "v1", Kind: "Deployment"},
-	{Version: "v1", Kind: "Service"},
-	{Version: "v1", Kind: "ConfigMap"},
-	{Version: "v1", Kind: "PersistentVolumeClaim"},
-	{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"},
+// must survive an operator upgrade unchanged: the graphs, every child the
+// operator writes in their namespaces, and what users keep beside them
+// (graphKinds). Pods are noted on their own (UID, restart counts), and
+// ReplicaSets follow their Deployments.
+func snapshotKinds() []schema.GroupVersionKind {
+	return slices.DeleteFunc(graphKinds(), func(gvk schema.GroupVersionKind) bool {
+		return gvk.Kind == "Pod" || gvk.Kind == "ReplicaSet"
+	})
 }
 
 func registerGraphSteps(sc *godog.ScenarioContext, w *simWorld) {
@@ -287,11 +286,15 @@ func (w *simWorld) noteGraphs(ctx context.Context) error {
 // namespaces, keyed "Kind ns/name", without metadata and status.
 func (w *simWorld) objectContents(ctx context.Context) (map[string]map[string]any, error) {
 	out := map[string]map[string]any{}
-	for _, gvk := range snapshotKinds {
+	for _, gvk := range snapshotKinds() {
 		for _, ns := range w.graphs.namespaces {
 			list := &unstructured.UnstructuredList{}
 			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-			if err := w.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+			err := w.Client.List(ctx, list, client.InNamespace(ns))
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			if err != nil {
 				return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, ns, err)
 			}
 			for _, o := range list.Items {

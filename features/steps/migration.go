@@ -34,7 +34,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -295,20 +294,6 @@ func (w *migrationWorld) dynamoOwnedClaim(ctx context.Context, claim, graph stri
 	return w.c.Create(ctx, pvc)
 }
 
-// inventoryKinds are the kinds whose objects the take-over must keep.
-var inventoryKinds = []schema.GroupVersionKind{
-	v1alpha1.GroupVersion.WithKind("DynamoGraphDeployment"),
-	v1alpha1.GroupVersion.WithKind("DynamoComponentDeployment"),
-	appsv1.SchemeGroupVersion.WithKind("Deployment"),
-	appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
-	corev1.SchemeGroupVersion.WithKind("Pod"),
-	corev1.SchemeGroupVersion.WithKind("Service"),
-	corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
-	corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"),
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
-}
-
 // item is one object of an inventory.
 type item struct {
 	uid string
@@ -321,13 +306,17 @@ type inventory map[string]item
 
 func (w *migrationWorld) inventory(ctx context.Context, ns string) (inventory, error) {
 	inv := inventory{}
-	for _, gvk := range inventoryKinds {
+	for _, gvk := range graphKinds() {
 		if gvk.Group == v1alpha1.GroupVersion.Group && w.nvidiaVersion != "" {
 			gvk.Version = w.nvidiaVersion
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := w.c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		err := w.c.List(ctx, list, client.InNamespace(ns))
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
 			return nil, fmt.Errorf("listing %ss: %w", gvk.Kind, err)
 		}
 		for _, o := range list.Items {
@@ -785,7 +774,7 @@ func (w *migrationWorld) reportInventory(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, gvk := range inventoryKinds {
+	for _, gvk := range graphKinds() {
 		k := gvk.Kind
 		created := ofKind(d.created, k)
 		w.figure("take-over "+k, "kept %d, replaced %d, created %d %v, deleted %d %v", len(ofKind(d.kept, k)),

@@ -12,8 +12,6 @@ package steps
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -26,7 +24,6 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +50,7 @@ const (
 )
 
 func registerFaultSteps(sc *godog.ScenarioContext, w *simWorld) {
-	f := &faultWorld{w: w}
+	f := w.faultState()
 	sc.Step(`^I install `+ReleaseRef+` cluster-wide as chart/README.md says with (\d+) operator replicas$`, func(ctx context.Context, ref string, n int) error {
 		return w.InstallRelease(ctx, ClusterRelease, ClusterNamespace, ref, fmt.Sprintf("%s=%d", replicasPath, n))
 	})
@@ -62,16 +59,7 @@ func registerFaultSteps(sc *godog.ScenarioContext, w *simWorld) {
 	sc.Step(`^a small graph "([^"]+)" is Ready in the namespace "([^"]+)" as the reference$`, f.referenceGraph)
 	sc.Step(`^I (create|delete) (\d+) small graphs in the namespace "([^"]+)" while (`+disruptionPattern()+`) (once|twice|\d+ times) at (?:a )?random moments?$`, f.workWhileDisrupted)
 	sc.Step(`^all (\d+) graphs in the namespace "([^"]+)" become Ready$`, f.allReady)
-	sc.Step(`^each graph in the namespace "([^"]+)" has exactly the children of the reference graph$`, f.exactChildren)
-	sc.Step(`^no object in the namespace "([^"]+)" is orphaned$`, f.noOrphans)
-	sc.Step(`^nothing the graphs owned is left in the namespace "([^"]+)"$`, f.nothingLeft)
 	sc.Step(`^another operator process took the leader election over$`, f.leaderTakenOver)
-	sc.Step(`^a graph "([^"]+)" with a GPU worker is Ready in the namespace "([^"]+)"$`, f.gpuGraphReady)
-	sc.Step(`^the node running its worker is lost$`, f.loseWorkerNode)
-	sc.Step(`^the graph goes pending and then Ready again with its worker on another node$`, f.pendingThenReady)
-	sc.Step(`^the webhook certificate of the cluster-wide release expires$`, f.certExpires)
-	sc.Step(`^the certificate Secret eventually holds a renewed certificate$`, f.certRenewed)
-	sc.Step(`^the admission client keeps sending for (\d+) seconds$`, f.keepSending)
 }
 
 // faultWorld is a fault scenario's state.
@@ -456,198 +444,6 @@ func (f *faultWorld) allReady(ctx context.Context, n int, ns string) error {
 	return nil
 }
 
-// graphInventory is what a namespace holds, by graph.
-type graphInventory struct {
-	// children counts each graph's descendants by childKey.
-	children map[string]map[string]int
-	// orphans are objects whose owner is gone, or that carry the
-	// operator's managed-by label with no owner.
-	orphans []string
-	// owned lists every object with an owner or the operator's label
-	// (what must be gone once the graphs are).
-	owned []string
-}
-
-type objMeta struct {
-	kind string
-	m    *metav1.PartialObjectMetadata
-}
-
-// inventory lists the namespace's objects of graphKinds (metadata only)
-// and walks each one's owner references up to its graph.
-func (f *faultWorld) inventory(ctx context.Context, ns string) (*graphInventory, error) {
-	byUID := map[types.UID]objMeta{}
-	var all []objMeta
-	for _, gvk := range graphKinds() {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		err := f.w.Client.List(ctx, list, client.InNamespace(ns))
-		if meta.IsNoMatchError(err) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, ns, err)
-		}
-		for i := range list.Items {
-			o := objMeta{kind: gvk.Kind, m: &list.Items[i]}
-			byUID[o.m.UID] = o
-			all = append(all, o)
-		}
-	}
-	inv := &graphInventory{children: map[string]map[string]int{}}
-	for _, o := range all {
-		if o.kind == "DynamoGraphDeployment" {
-			inv.children[o.m.Name] = map[string]int{}
-		}
-	}
-	for _, o := range all {
-		if o.kind == "DynamoGraphDeployment" {
-			continue
-		}
-		id := o.kind + " " + o.m.Name
-		managed := o.m.Labels["app.kubernetes.io/managed-by"] == "dynamo-operator"
-		if len(o.m.OwnerReferences) == 0 {
-			if managed {
-				inv.orphans = append(inv.orphans, id+" (the operator's, no owner)")
-				inv.owned = append(inv.owned, id)
-			}
-			continue
-		}
-		inv.owned = append(inv.owned, id)
-		if o.m.DeletionTimestamp != nil {
-			continue // on its way out (a pod replaced, a cascade)
-		}
-		graph, key, err := childKey(o, byUID)
-		if err != nil {
-			inv.orphans = append(inv.orphans, id+" ("+err.Error()+")")
-			continue
-		}
-		if graph != "" {
-			inv.children[graph][key]++
-		}
-	}
-	return inv, nil
-}
-
-// childKey walks o's owners up to a graph and names o relative to it:
-// "Deployment <graph>-worker"; an object of a generated name is named by
-// its owner: "Pod of ReplicaSet of Deployment <graph>-worker". Objects
-// owned by something other than a graph's descendants (kube-root-ca.crt
-// and the like have no owner) give graph "".
-func childKey(o objMeta, byUID map[types.UID]objMeta) (graph, key string, err error) {
-	ref := metav1.GetControllerOfNoCopy(o.m)
-	if ref == nil {
-		ref = &o.m.OwnerReferences[0]
-	}
-	owner, ok := byUID[ref.UID]
-	if !ok {
-		return "", "", fmt.Errorf("owner %s %s is gone", ref.Kind, ref.Name)
-	}
-	if owner.kind == "DynamoGraphDeployment" {
-		return owner.m.Name, o.kind + " " + relative(o.m.Name, owner.m.Name), nil
-	}
-	if len(owner.m.OwnerReferences) == 0 {
-		return "", "", nil
-	}
-	graph, ownerKey, err := childKey(owner, byUID)
-	if err != nil || graph == "" {
-		return graph, "", err
-	}
-	if o.kind == "ReplicaSet" || o.m.GenerateName != "" {
-		return graph, o.kind + " of " + ownerKey, nil
-	}
-	return graph, o.kind + " " + relative(o.m.Name, graph), nil
-}
-
-func relative(name, graph string) string {
-	if rest, ok := strings.CutPrefix(name, graph); ok {
-		return "<graph>" + rest
-	}
-	return name
-}
-
-func (f *faultWorld) exactChildren(ctx context.Context, ns string) error {
-	if f.reference == nil {
-		return fmt.Errorf("no reference graph: add \"a small graph ... is Ready in the namespace ... as the reference\" first")
-	}
-	inv, err := f.inventory(ctx, ns)
-	if err != nil {
-		return err
-	}
-	var problems []string
-	duplicates, missing := 0, 0
-	for _, g := range f.graphs[ns] {
-		got := inv.children[g]
-		keys := map[string]bool{}
-		for k := range got {
-			keys[k] = true
-		}
-		for k := range f.reference {
-			keys[k] = true
-		}
-		for _, k := range sortedKeys(keys) {
-			switch d := got[k] - f.reference[k]; {
-			case d > 0:
-				duplicates += d
-				problems = append(problems, fmt.Sprintf("%s: %d more %s than the reference", g, d, k))
-			case d < 0:
-				missing -= d
-				problems = append(problems, fmt.Sprintf("%s: %d fewer %s than the reference", g, -d, k))
-			}
-		}
-	}
-	total := 0
-	for _, c := range f.reference {
-		total += c
-	}
-	f.w.Figure("children per graph (reference)", total)
-	f.w.Figure("duplicate children", duplicates)
-	f.w.Figure("missing children", missing)
-	if len(problems) > 0 {
-		return fmt.Errorf("graphs differ from the reference graph %v:\n  %s", f.reference, strings.Join(head(problems, 30), "\n  "))
-	}
-	return nil
-}
-
-func (f *faultWorld) noOrphans(ctx context.Context, ns string) error {
-	inv, err := f.inventory(ctx, ns)
-	if err != nil {
-		return err
-	}
-	f.w.Figure("orphaned children", len(inv.orphans))
-	if len(inv.orphans) > 0 {
-		return fmt.Errorf("%d orphaned objects in %s:\n  %s", len(inv.orphans), ns, strings.Join(head(inv.orphans, 30), "\n  "))
-	}
-	return nil
-}
-
-// nothingLeft waits until no graph and nothing a graph owned is left (the
-// garbage collector removes children once their owner is gone; the
-// operator must not bring any back).
-func (f *faultWorld) nothingLeft(ctx context.Context, ns string) error {
-	start := time.Now()
-	var left []string
-	err := f.w.eventually(ctx, "nothing the graphs owned left in "+ns, func() error {
-		inv, err := f.inventory(ctx, ns)
-		if err != nil {
-			return err
-		}
-		left = inv.owned
-		for g := range inv.children {
-			left = append(left, "DynamoGraphDeployment "+g)
-		}
-		if len(left) > 0 {
-			return fmt.Errorf("%d objects left in %s: %s", len(left), ns, strings.Join(head(left, 20), ", "))
-		}
-		return nil
-	}, await.Within(3*time.Minute))
-	f.w.Figure("leftover children", len(left))
-	if err == nil {
-		f.w.Figure("everything gone after the last delete (s)", fmt.Sprintf("%.1f", time.Since(start).Seconds()))
-	}
-	return err
-}
-
 // scaleOperator helm-upgrades the cluster-wide release, same chart, to n
 // operator replicas (a leader and standbys), and waits until they are ready.
 func (f *faultWorld) scaleOperator(ctx context.Context, n int) error {
@@ -666,149 +462,4 @@ func (f *faultWorld) deleteGraphs(ctx context.Context, ns string) error {
 		return err
 	}
 	return f.w.Client.DeleteAllOf(ctx, &v1alpha1.DynamoGraphDeployment{}, client.InNamespace(ns))
-}
-
-// --- node loss ---
-
-func (f *faultWorld) gpuGraphReady(ctx context.Context, name, ns string) error {
-	if err := f.w.NeedSim(); err != nil {
-		return err
-	}
-	if err := f.w.ensureNamespace(ctx, ns); err != nil {
-		return err
-	}
-	g := builders.MakeGraph(name, ns).
-		Service("Frontend", builders.MakeService().Type(v1alpha1.ComponentTypeFrontend)).
-		Service("Worker", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).GPUs(1)).
-		Obj()
-	if err := f.w.Client.Create(ctx, g); err != nil {
-		return err
-	}
-	f.watched = types.NamespacedName{Namespace: ns, Name: name}
-	return f.w.eventually(ctx, "the graph "+name+" Ready", func() error { return f.notReady(ctx, ns, []string{name}) })
-}
-
-// workerPod is the watched graph's GPU worker pod (not being deleted).
-func (f *faultWorld) workerPod(ctx context.Context) (*corev1.Pod, error) {
-	var pods corev1.PodList
-	if err := f.w.Client.List(ctx, &pods, client.InNamespace(f.watched.Namespace)); err != nil {
-		return nil, err
-	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.DeletionTimestamp != nil || !strings.HasPrefix(p.Name, f.watched.Name+"-") {
-			continue
-		}
-		for _, c := range p.Spec.Containers {
-			if q, ok := c.Resources.Limits["nvidia.com/gpu"]; ok && !q.IsZero() {
-				return p, nil
-			}
-		}
-	}
-	return nil, fmt.Errorf("graph %s has no GPU worker pod", f.watched)
-}
-
-func (f *faultWorld) loseWorkerNode(ctx context.Context) error {
-	p, err := f.workerPod(ctx)
-	if err != nil {
-		return err
-	}
-	if p.Spec.NodeName == "" {
-		return fmt.Errorf("pod %s is not scheduled", p.Name)
-	}
-	f.states = RecordGraphStates(f.w.Client, f.watched)
-	f.w.Background(f.states.Halt)
-	msg, err := f.fault(ctx, faults.Request{Kind: "node-loss", Node: p.Spec.NodeName})
-	if err != nil {
-		return err
-	}
-	f.lostNode, f.lostAt = p.Spec.NodeName, time.Now()
-	fmt.Printf("    %s (pod %s)\n", msg, p.Name)
-	return nil
-}
-
-func (f *faultWorld) pendingThenReady(ctx context.Context) error {
-	if f.states == nil {
-		return fmt.Errorf("no node was lost in this scenario")
-	}
-	var onto string
-	err := f.w.eventually(ctx, "the graph pending, then Ready with its worker on another node", func() error {
-		if f.states.FirstNotReady().IsZero() {
-			return fmt.Errorf("the graph has not left Ready yet (states seen: %s)", f.states.String())
-		}
-		if err := f.notReady(ctx, f.watched.Namespace, []string{f.watched.Name}); err != nil {
-			return err
-		}
-		p, err := f.workerPod(ctx)
-		if err != nil {
-			return err
-		}
-		if p.Spec.NodeName == f.lostNode {
-			return fmt.Errorf("the worker pod %s is still on the lost node %s", p.Name, f.lostNode)
-		}
-		onto = p.Spec.NodeName
-		return nil
-	}, await.Within(4*time.Minute))
-	f.states.Halt()
-	fmt.Printf("    graph states after the node loss: %s\n", f.states.String())
-	if err != nil {
-		return err
-	}
-	f.w.Figure("graph not Ready after the node loss (s)", fmt.Sprintf("%.1f", f.states.FirstNotReady().Sub(f.lostAt).Seconds()))
-	f.w.Figure("graph Ready again after the node loss (s)", fmt.Sprintf("%.1f", time.Since(f.lostAt).Seconds()))
-	f.w.Figure("worker moved", f.lostNode+" -> "+onto)
-	if !f.states.Saw(string(v1alpha1.GraphStatePending)) {
-		return fmt.Errorf("the graph left Ready but was never pending: %s", f.states.String())
-	}
-	return nil
-}
-
-// --- certificate expiry ---
-
-func (f *faultWorld) certExpires(ctx context.Context) error {
-	f.certEpoch = time.Now()
-	msg, err := f.fault(ctx, faults.Request{Kind: "cert-expiry", Secret: ClusterNamespace + "/" + certSecret})
-	if err != nil {
-		return err
-	}
-	fmt.Printf("    %s\n", msg)
-	return nil
-}
-
-// certRenewed waits until the Secret's serving certificate is valid now
-// and for a while yet (the operator issued a new one).
-func (f *faultWorld) certRenewed(ctx context.Context) error {
-	err := f.w.eventually(ctx, "a renewed certificate in the certificate Secret", func() error {
-		s := &corev1.Secret{}
-		if err := f.w.Client.Get(ctx, client.ObjectKey{Namespace: ClusterNamespace, Name: certSecret}, s); err != nil {
-			return err
-		}
-		block, _ := pem.Decode(s.Data[corev1.TLSCertKey])
-		if block == nil {
-			return fmt.Errorf("the Secret %s has no PEM certificate", certSecret)
-		}
-		c, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return err
-		}
-		if now := time.Now(); now.After(c.NotAfter) || now.Before(c.NotBefore) {
-			return fmt.Errorf("the serving certificate is valid %s to %s, not now", c.NotBefore, c.NotAfter)
-		}
-		return nil
-	}, await.Within(2*time.Minute))
-	if err == nil {
-		f.w.Figure("certificate renewed after (s)", fmt.Sprintf("%.1f", time.Since(f.certEpoch).Seconds()))
-	}
-	return err
-}
-
-// keepSending lets the admission client run on, so that its requests
-// straddle the renewal and the webhook server's reload.
-func (f *faultWorld) keepSending(ctx context.Context, seconds int) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(time.Duration(seconds) * time.Second):
-		return nil
-	}
 }

@@ -6,13 +6,14 @@ import (
 	"strings"
 
 	"github.com/cucumber/godog"
-	"github.com/dynamoctl/dynamo-operator/internal/await"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 )
 
 // Steps that read an object's fields, change objects after they exist and

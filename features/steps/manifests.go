@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
-	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
-	"github.com/dynamoctl/dynamo-operator/operator/apply"
-	"github.com/dynamoctl/dynamo-operator/sim/prereq"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
+	"github.com/dynamoctl/dynamo-operator/operator/apply"
+	"github.com/dynamoctl/dynamo-operator/sim/prereq"
 )
 
 // Steps that write manifests (applied server-side or created, as a user

@@ -1,32 +1,26 @@
 package steps
 
-// The migration scenarios (issue 17 part 5): a cluster as Dynamo's own
+// The migration scenarios (scenarios/migration.feature): a cluster as Dynamo's own
 // operator leaves it (../shared/migration: its CRDs, its graphs and
 // components with the statuses it wrote, their children) running real pods
 // on the simulator, then `helm install` of our chart; and our cluster-wide
 // operator beside Dynamo's namespace-scoped one (its marker Lease).
 //
-// What is compared across the take-over is an inventory of the namespace:
-// every object of the kinds below by name and UID, and every pod's restart
-// count. A pod restart, a pod template change (a new ReplicaSet) or a second
+// What is compared across the take-over is an inventory of the namespace
+// (migration_inventory.go): every object of graphKinds by name and UID, and
+// every pod's restart count. A pod restart, a pod template change (a new ReplicaSet) or a second
 // workload shows there; so does a deleted claim.
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"os"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/cucumber/godog"
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,7 +39,6 @@ import (
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/controllers"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
-	"github.com/dynamoctl/dynamo-operator/operator/scope"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 )
 
@@ -76,40 +69,20 @@ type migrationWorld struct {
 	graphName               string
 }
 
-// registerMigrationSteps registers the migration steps. Their state lives
-// here, one per scenario; the scenario's simulator (and everything in it)
-// goes when the scenario ends.
+// registerMigrationSteps registers the take-over steps. Their state is the
+// scenario's (migrationState); the scenario's simulator (and everything in
+// it) goes when the scenario ends.
 func registerMigrationSteps(sc *godog.ScenarioContext, world *simWorld) {
-	w := &migrationWorld{simWorld: world}
+	w := world.migrationState()
 	sc.Step(`^the cluster Dynamo's operator left: its CRDs, graphs, components and children in a namespace "([^"]*)"$`, w.dynamoLeftovers)
-	sc.Step(`^the cluster Dynamo's current operator left, graphs and components stored in v1beta1: its CRDs, graphs, components and children in a namespace "([^"]*)"$`, w.dynamoV1beta1Leftovers)
-	sc.Step(`^the graphs and components are stored in v1alpha1 alone: storedVersions is \[v1alpha1\]$`, w.storageMigrated)
-	sc.Step(`^every graph and component reads in v1alpha1 and in v1beta1$`, w.readsInBothVersions)
 	sc.Step(`^every workload Dynamo's operator made runs Ready pods$`, w.dynamoWorkloadsReady)
 	sc.Step(`^Dynamo's operator owns the claim "([^"]*)" by the graph "([^"]*)"$`, w.dynamoOwnedClaim)
-	sc.Step(`^I note every pod, workload, claim and component there$`, w.noteInventory)
 	sc.Step(`^I helm install our chart as chart/README.md says$`, w.helmInstall)
 	sc.Step(`^the API server serves our CRDs in place of Dynamo's$`, w.ourCRDsServed)
 	sc.Step(`^every graph there becomes Ready by our operator's status$`, w.graphsReadyByUs)
 	sc.Step(`^our operator has written every graph's status and adopted every workload there$`, w.reconciledEverything)
-	sc.Step(`^no pod there was restarted or replaced$`, w.noPodRestarted)
-	sc.Step(`^there is exactly one Deployment per component and no workload was created, replaced or deleted$`, w.noWorkloadChanged)
-	sc.Step(`^no claim there was deleted$`, w.noClaimDeleted)
-	sc.Step(`^every component's and graph's status reads in Dynamo's shape and in ours$`, w.statusBothShapes)
 	sc.Step(`^I delete the graph "([^"]*)"$`, w.deleteGraph)
 	sc.Step(`^the graph "([^"]*)" and its components are gone and the claim "([^"]*)" is kept, released from it$`, w.claimOutlivesGraph)
-	sc.Step(`^I report what was adopted in place, replaced, created and deleted$`, w.reportInventory)
-
-	sc.Step(`^the graph "([^"]*)" of "([^"]*)" runs Ready in a namespace for Dynamo's operator and one for ours$`, w.graphInTwoNamespaces)
-	sc.Step(`^our operator is quiet in Dynamo's namespace$`, w.quietInDynamoNS)
-	sc.Step(`^Dynamo's namespace-scoped operator starts in its namespace: its Lease, holder "([^"]*)", no renewTime$`, w.dynamoLeaseAppears)
-	sc.Step(`^Dynamo's namespace-scoped operator renews its Lease$`, w.dynamoLeaseRenewed)
-	sc.Step(`^I scale the service "([^"]*)" of the graph to (\d+) in both namespaces$`, w.scaleBoth)
-	sc.Step(`^our operator scales "([^"]*)" to (\d+) in its own namespace$`, w.scaledInOurs)
-	sc.Step(`^"([^"]*)" still runs (\d+) replicas? in Dynamo's namespace$`, w.stillInDynamoNS)
-	sc.Step(`^our operator has written nothing in Dynamo's namespace since the Lease was created$`, w.noWritesUnderLease)
-	sc.Step(`^Dynamo's namespace-scoped operator stops and deletes its Lease$`, w.dynamoLeaseDeleted)
-	sc.Step(`^our operator scales "([^"]*)" to (\d+) in Dynamo's namespace$`, w.scaledInDynamoNS)
 }
 
 // newClient is a client of the cluster that knows our kinds and CRDs.
@@ -294,109 +267,6 @@ func (w *migrationWorld) dynamoOwnedClaim(ctx context.Context, claim, graph stri
 	return w.c.Create(ctx, pvc)
 }
 
-// item is one object of an inventory.
-type item struct {
-	uid string
-	// restarts is a pod's containers' restart count, summed.
-	restarts int32
-}
-
-// inventory maps "Kind/name" to the object's identity.
-type inventory map[string]item
-
-func (w *migrationWorld) inventory(ctx context.Context, ns string) (inventory, error) {
-	inv := inventory{}
-	for _, gvk := range graphKinds() {
-		if gvk.Group == v1alpha1.GroupVersion.Group && w.nvidiaVersion != "" {
-			gvk.Version = w.nvidiaVersion
-		}
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		err := w.c.List(ctx, list, client.InNamespace(ns))
-		if meta.IsNoMatchError(err) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("listing %ss: %w", gvk.Kind, err)
-		}
-		for _, o := range list.Items {
-			if gvk.Kind == "ServiceAccount" && o.GetName() == "default" {
-				continue
-			}
-			it := item{uid: string(o.GetUID())}
-			if gvk.Kind == "Pod" {
-				statuses, _, _ := unstructured.NestedSlice(o.Object, "status", "containerStatuses")
-				for _, s := range statuses {
-					n, _, _ := unstructured.NestedInt64(s.(map[string]any), "restartCount")
-					it.restarts += int32(n)
-				}
-			}
-			inv[gvk.Kind+"/"+o.GetName()] = it
-		}
-	}
-	return inv, nil
-}
-
-// inventoryDiff is what became of a before-inventory.
-type inventoryDiff struct {
-	kept, replaced, created, deleted []string
-	// restarted lists pods kept whose restart count rose.
-	restarted []string
-}
-
-func diffInventories(before, after inventory) inventoryDiff {
-	var d inventoryDiff
-	for _, k := range slices.Sorted(maps.Keys(before)) {
-		a, ok := after[k]
-		switch {
-		case !ok:
-			d.deleted = append(d.deleted, k)
-		case a.uid != before[k].uid:
-			d.replaced = append(d.replaced, k)
-		default:
-			d.kept = append(d.kept, k)
-			if a.restarts > before[k].restarts {
-				d.restarted = append(d.restarted, fmt.Sprintf("%s (%d -> %d)", k, before[k].restarts, a.restarts))
-			}
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(after)) {
-		if _, ok := before[k]; !ok {
-			d.created = append(d.created, k)
-		}
-	}
-	return d
-}
-
-// ofKind keeps the keys of kind.
-func ofKind(keys []string, kind string) []string {
-	var out []string
-	for _, k := range keys {
-		if strings.HasPrefix(k, kind+"/") {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-func (w *migrationWorld) noteInventory(ctx context.Context) error {
-	inv, err := w.inventory(ctx, w.ns)
-	if err != nil {
-		return err
-	}
-	var restarts int32
-	pods := 0
-	for k, it := range inv {
-		if strings.HasPrefix(k, "Pod/") {
-			pods++
-			restarts += it.restarts
-		}
-	}
-	w.before = inv
-	w.figure("before the take-over", "%d objects, %d pods, %d restarts so far", len(inv), pods, restarts)
-	return nil
-}
-
 // helmInstall installs the working tree's chart as chart/README.md says and times
 // it: the take-over's clock starts here.
 func (w *migrationWorld) helmInstall(ctx context.Context) error {
@@ -545,193 +415,6 @@ func (w *migrationWorld) waitQuiet(ctx context.Context, ns string, window time.D
 	}, await.Within(2*time.Minute))
 }
 
-func (w *migrationWorld) diff(ctx context.Context) (inventoryDiff, error) {
-	if w.before == nil {
-		return inventoryDiff{}, fmt.Errorf("no inventory was noted before the take-over")
-	}
-	after, err := w.inventory(ctx, w.ns)
-	if err != nil {
-		return inventoryDiff{}, err
-	}
-	return diffInventories(w.before, after), nil
-}
-
-func (w *migrationWorld) noPodRestarted(ctx context.Context) error {
-	d, err := w.diff(ctx)
-	if err != nil {
-		return err
-	}
-	var problems []string
-	if p := ofKind(d.replaced, "Pod"); len(p) > 0 {
-		problems = append(problems, "replaced: "+strings.Join(p, ", "))
-	}
-	if p := ofKind(d.deleted, "Pod"); len(p) > 0 {
-		problems = append(problems, "deleted: "+strings.Join(p, ", "))
-	}
-	if p := ofKind(d.created, "Pod"); len(p) > 0 {
-		problems = append(problems, "created: "+strings.Join(p, ", "))
-	}
-	if len(d.restarted) > 0 {
-		problems = append(problems, "restarted: "+strings.Join(d.restarted, ", "))
-	}
-	w.figure("pods kept / restarted / replaced or created", "%d / %d / %d", len(ofKind(d.kept, "Pod")), len(d.restarted),
-		len(ofKind(d.replaced, "Pod"))+len(ofKind(d.created, "Pod")))
-	if len(problems) > 0 {
-		return fmt.Errorf("pods changed across the take-over: %s", strings.Join(problems, "; "))
-	}
-	if len(ofKind(d.kept, "Pod")) == 0 {
-		return fmt.Errorf("the premise fails: no pods ran before the take-over")
-	}
-	return nil
-}
-
-// noWorkloadChanged: every Deployment and ReplicaSet is the one Dynamo's
-// operator's left (a changed pod template would make a new ReplicaSet), and
-// each component has exactly one Deployment, of its own name.
-func (w *migrationWorld) noWorkloadChanged(ctx context.Context) error {
-	d, err := w.diff(ctx)
-	if err != nil {
-		return err
-	}
-	var problems []string
-	for _, kind := range []string{"Deployment", "ReplicaSet", "DynamoComponentDeployment", "DynamoGraphDeployment"} {
-		for what, keys := range map[string][]string{"replaced": d.replaced, "created": d.created, "deleted": d.deleted} {
-			if ks := ofKind(keys, kind); len(ks) > 0 {
-				problems = append(problems, what+": "+strings.Join(ks, ", "))
-			}
-		}
-	}
-	var components v1alpha1.DynamoComponentDeploymentList
-	var deployments appsv1.DeploymentList
-	if err := w.c.List(ctx, &components, client.InNamespace(w.ns)); err != nil {
-		return err
-	}
-	if err := w.c.List(ctx, &deployments, client.InNamespace(w.ns)); err != nil {
-		return err
-	}
-	perComponent := map[string][]string{}
-	for _, dep := range deployments.Items {
-		owner := metav1.GetControllerOf(&dep)
-		if owner == nil || owner.Kind != "DynamoComponentDeployment" {
-			problems = append(problems, "Deployment "+dep.Name+" has no component as controller")
-			continue
-		}
-		perComponent[owner.Name] = append(perComponent[owner.Name], dep.Name)
-	}
-	for _, c := range components.Items {
-		if got := perComponent[c.Name]; len(got) != 1 || got[0] != c.Name {
-			problems = append(problems, fmt.Sprintf("component %s has Deployments %v", c.Name, got))
-		}
-	}
-	w.figure("Deployments / ReplicaSets kept in place", "%d / %d", len(ofKind(d.kept, "Deployment")), len(ofKind(d.kept, "ReplicaSet")))
-	if len(problems) > 0 {
-		sort.Strings(problems)
-		return fmt.Errorf("workloads changed across the take-over:\n%s", strings.Join(problems, "\n"))
-	}
-	return nil
-}
-
-func (w *migrationWorld) noClaimDeleted(ctx context.Context) error {
-	d, err := w.diff(ctx)
-	if err != nil {
-		return err
-	}
-	gone := append(ofKind(d.deleted, "PersistentVolumeClaim"), ofKind(d.replaced, "PersistentVolumeClaim")...)
-	if len(gone) > 0 {
-		return fmt.Errorf("claims deleted or replaced: %s", strings.Join(gone, ", "))
-	}
-	if len(ofKind(d.kept, "PersistentVolumeClaim")) == 0 {
-		return fmt.Errorf("the premise fails: no claim before the take-over")
-	}
-	return nil
-}
-
-// dynamoServiceStatus mirrors Dynamo's Go type for a service's status
-// (ServiceReplicaStatus in ai-dynamo/dynamo's api/v1alpha1), to read our
-// status as Dynamo's operator and tools read it.
-type dynamoServiceStatus struct {
-	ComponentKind     string   `json:"componentKind"`
-	ComponentName     string   `json:"componentName"`
-	ComponentNames    []string `json:"componentNames,omitempty"`
-	Replicas          int32    `json:"replicas"`
-	UpdatedReplicas   int32    `json:"updatedReplicas"`
-	ReadyReplicas     *int32   `json:"readyReplicas,omitempty"`
-	AvailableReplicas *int32   `json:"availableReplicas,omitempty"`
-}
-
-type dynamoGraphStatus struct {
-	State      string                         `json:"state"`
-	Conditions []metav1.Condition             `json:"conditions"`
-	Services   map[string]dynamoServiceStatus `json:"services,omitempty"`
-}
-
-type dynamoComponentStatus struct {
-	Conditions []metav1.Condition   `json:"conditions"`
-	Service    *dynamoServiceStatus `json:"service,omitempty"`
-}
-
-// statusBothShapes reads every graph and component through our typed
-// client and as Dynamo's types, and checks the fields Dynamo's readers use.
-func (w *migrationWorld) statusBothShapes(ctx context.Context) error {
-	var problems []string
-	var components v1alpha1.DynamoComponentDeploymentList
-	if err := w.c.List(ctx, &components, client.InNamespace(w.ns)); err != nil {
-		return fmt.Errorf("our client cannot read the components: %w", err)
-	}
-	var graphs v1alpha1.DynamoGraphDeploymentList
-	if err := w.c.List(ctx, &graphs, client.InNamespace(w.ns)); err != nil {
-		return fmt.Errorf("our client cannot read the graphs: %w", err)
-	}
-	for _, c := range components.Items {
-		s := c.Status.Service
-		if s == nil || s.ComponentName != c.Name || ptr.Deref(s.ReadyReplicas, 0) != ptr.Deref(c.Spec.Replicas, 1) {
-			problems = append(problems, fmt.Sprintf("component %s: our status.service %+v", c.Name, s))
-		}
-	}
-	for _, kind := range []string{"DynamoGraphDeployment", "DynamoComponentDeployment"} {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(kind + "List"))
-		if err := w.c.List(ctx, list, client.InNamespace(w.ns)); err != nil {
-			return err
-		}
-		for _, o := range list.Items {
-			raw, err := json.Marshal(o.Object["status"])
-			if err != nil {
-				return err
-			}
-			if kind == "DynamoGraphDeployment" {
-				var st dynamoGraphStatus
-				if err := json.Unmarshal(raw, &st); err != nil {
-					problems = append(problems, fmt.Sprintf("graph %s does not decode as Dynamo's: %v", o.GetName(), err))
-					continue
-				}
-				if st.State != "successful" || len(st.Services) == 0 {
-					problems = append(problems, fmt.Sprintf("graph %s as Dynamo's: state %q, %d services", o.GetName(), st.State, len(st.Services)))
-				}
-				for name, s := range st.Services {
-					if s.ComponentKind != "Deployment" || len(s.ComponentNames) != 1 || s.ComponentNames[0] != s.ComponentName {
-						problems = append(problems, fmt.Sprintf("graph %s as Dynamo's: services[%s] = %+v", o.GetName(), name, s))
-					}
-				}
-				continue
-			}
-			var st dynamoComponentStatus
-			if err := json.Unmarshal(raw, &st); err != nil {
-				problems = append(problems, fmt.Sprintf("component %s does not decode as Dynamo's: %v", o.GetName(), err))
-				continue
-			}
-			if st.Service == nil || st.Service.ComponentKind != "Deployment" || st.Service.ComponentName != o.GetName() ||
-				!slices.Equal(st.Service.ComponentNames, []string{o.GetName()}) {
-				problems = append(problems, fmt.Sprintf("component %s as Dynamo's: service %+v", o.GetName(), st.Service))
-			}
-		}
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%d status problems:\n%s", len(problems), strings.Join(problems, "\n"))
-	}
-	return nil
-}
-
 func (w *migrationWorld) deleteGraph(ctx context.Context, name string) error {
 	return w.c.Delete(ctx, &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name}})
 }
@@ -767,192 +450,4 @@ func (w *migrationWorld) claimOutlivesGraph(ctx context.Context, graph, claim st
 	return nil
 }
 
-// reportInventory records, per kind, how many objects were kept in place,
-// replaced, created and deleted by the take-over.
-func (w *migrationWorld) reportInventory(ctx context.Context) error {
-	d, err := w.diff(ctx)
-	if err != nil {
-		return err
-	}
-	for _, gvk := range graphKinds() {
-		k := gvk.Kind
-		created := ofKind(d.created, k)
-		w.figure("take-over "+k, "kept %d, replaced %d, created %d %v, deleted %d %v", len(ofKind(d.kept, k)),
-			len(ofKind(d.replaced, k)), len(created), created, len(ofKind(d.deleted, k)), ofKind(d.deleted, k))
-	}
-	return nil
-}
-
 // The hybrid scenario.
-
-func (w *migrationWorld) graphInTwoNamespaces(ctx context.Context, graph, file string) error {
-	if _, err := w.client(); err != nil {
-		return err
-	}
-	data, err := os.ReadFile(filepath.Join(w.Suite.Root, file))
-	if err != nil {
-		return err
-	}
-	w.graphName = graph
-	for _, target := range []*string{&w.dynamoNS, &w.oursNS} {
-		prefix := "dynamo-scoped"
-		if target == &w.oursNS {
-			prefix = "ours"
-		}
-		ns, err := w.newNamespace(ctx, prefix)
-		if err != nil {
-			return err
-		}
-		*target = ns
-		objs, err := ParseManifests(data)
-		if err != nil {
-			return err
-		}
-		if err := createPrereqs(ctx, w.c, objs, ns); err != nil {
-			return err
-		}
-		for _, o := range objs {
-			o.SetNamespace(ns)
-			if err := w.c.Create(ctx, o); err != nil {
-				return fmt.Errorf("creating %s %s in %s: %w", o.GetKind(), o.GetName(), ns, err)
-			}
-		}
-	}
-	for _, ns := range []string{w.dynamoNS, w.oursNS} {
-		err := w.eventually(ctx, "the graph "+graph+" Ready in "+ns, func() error {
-			g := &v1alpha1.DynamoGraphDeployment{}
-			if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: graph}, g); err != nil {
-				return err
-			}
-			r := meta.FindStatusCondition(g.Status.Conditions, "Ready")
-			if r == nil || r.Status != metav1.ConditionTrue || g.Status.ObservedGeneration != g.Generation {
-				return fmt.Errorf("%+v", r)
-			}
-			return nil
-		}, await.Within(3*time.Minute))
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (w *migrationWorld) quietInDynamoNS(ctx context.Context) error {
-	return w.waitQuiet(ctx, w.dynamoNS, 5*time.Second)
-}
-
-// dynamoLeaseAppears creates the marker Lease as Dynamo's namespace-scoped
-// operator does (deploy/operator/internal/namespace_scope at df888f68): its
-// holderIdentity, a duration, acquireTime, no renewTime until its first
-// renewal.
-func (w *migrationWorld) dynamoLeaseAppears(ctx context.Context, holder string) error {
-	now := metav1.NewMicroTime(time.Now())
-	lease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: scope.LeaseName, Namespace: w.dynamoNS},
-		Spec: coordinationv1.LeaseSpec{
-			HolderIdentity:       ptr.To(holder),
-			LeaseDurationSeconds: ptr.To[int32](30),
-			AcquireTime:          &now,
-		},
-	}
-	w.leaseCreated = time.Now()
-	return w.c.Create(ctx, lease)
-}
-
-func (w *migrationWorld) dynamoLeaseRenewed(ctx context.Context) error {
-	lease := &coordinationv1.Lease{}
-	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.dynamoNS, Name: scope.LeaseName}, lease); err != nil {
-		return err
-	}
-	lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
-	return w.c.Update(ctx, lease)
-}
-
-func (w *migrationWorld) scaleBoth(ctx context.Context, service string, replicas int) error {
-	for _, ns := range []string{w.dynamoNS, w.oursNS} {
-		g := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: w.graphName}}
-		body := fmt.Sprintf(`{"spec":{"services":{%q:{"replicas":%d}}}}`, service, replicas)
-		if err := w.c.Patch(ctx, g, client.RawPatch("application/merge-patch+json", []byte(body))); err != nil {
-			return fmt.Errorf("scaling %s in %s: %w", service, ns, err)
-		}
-	}
-	return nil
-}
-
-// deploymentReplicas is the replicas of the Deployment of the graph's
-// service in ns.
-func (w *migrationWorld) deploymentReplicas(ctx context.Context, ns, service string) (int32, error) {
-	d := &appsv1.Deployment{}
-	if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.ComponentName(w.graphName, service)}, d); err != nil {
-		return 0, err
-	}
-	return ptr.Deref(d.Spec.Replicas, 1), nil
-}
-
-func (w *migrationWorld) scaledIn(ctx context.Context, ns, service string, replicas int) error {
-	return w.eventually(ctx, fmt.Sprintf("%s scaled to %d in %s", service, replicas, ns), func() error {
-		r, err := w.deploymentReplicas(ctx, ns, service)
-		if err != nil {
-			return err
-		}
-		if r != int32(replicas) {
-			return fmt.Errorf("%d replicas", r)
-		}
-		return nil
-	}, await.Within(90*time.Second))
-}
-
-func (w *migrationWorld) scaledInOurs(ctx context.Context, service string, replicas int) error {
-	return w.scaledIn(ctx, w.oursNS, service, replicas)
-}
-
-func (w *migrationWorld) scaledInDynamoNS(ctx context.Context, service string, replicas int) error {
-	if err := w.scaledIn(ctx, w.dynamoNS, service, replicas); err != nil {
-		return err
-	}
-	writes, err := w.operatorWrites(w.dynamoNS, w.leaseGone, time.Now().Add(time.Hour))
-	if err != nil || len(writes) == 0 {
-		return fmt.Errorf("no write of ours in %s after the Lease went in the audit log (%v)", w.dynamoNS, err)
-	}
-	w.figure("Dynamo's Lease deleted to our first write there (s)", "%.2f", writes[0].At.Sub(w.leaseGone).Seconds())
-	return nil
-}
-
-func (w *migrationWorld) stillInDynamoNS(ctx context.Context, service string, replicas int) error {
-	r, err := w.deploymentReplicas(ctx, w.dynamoNS, service)
-	if err != nil {
-		return err
-	}
-	if r != int32(replicas) {
-		return fmt.Errorf("%s runs %d replicas in Dynamo's namespace %s, want %d: ours acted there", service, r, w.dynamoNS, replicas)
-	}
-	return nil
-}
-
-func (w *migrationWorld) noWritesUnderLease(ctx context.Context) error {
-	writes, err := w.operatorWrites(w.dynamoNS, w.leaseCreated, time.Now())
-	if err != nil {
-		return err
-	}
-	if len(writes) > 0 {
-		lines := make([]string, len(writes))
-		for i, wr := range writes {
-			lines[i] = wr.Line + " at " + wr.At.Format(time.RFC3339Nano)
-		}
-		return fmt.Errorf("our operator wrote %d times in %s while Dynamo's Lease lived:\n%s", len(writes), w.dynamoNS, strings.Join(lines, "\n"))
-	}
-	elsewhere, err := w.operatorWrites(w.oursNS, w.leaseCreated, time.Now())
-	if err != nil {
-		return err
-	}
-	if len(elsewhere) == 0 {
-		return fmt.Errorf("the premise fails: our operator wrote nothing in %s either while the Lease lived", w.oursNS)
-	}
-	w.figure("our writes under Dynamo's Lease: its namespace / ours", "0 / %d", len(elsewhere))
-	return nil
-}
-
-func (w *migrationWorld) dynamoLeaseDeleted(ctx context.Context) error {
-	w.leaseGone = time.Now()
-	return w.c.Delete(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: w.dynamoNS, Name: scope.LeaseName}})
-}

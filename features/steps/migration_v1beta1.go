@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cucumber/godog"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +27,13 @@ import (
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/storagemigration"
 )
+
+func registerMigrationV1beta1Steps(sc *godog.ScenarioContext, world *simWorld) {
+	w := world.migrationState()
+	sc.Step(`^the cluster Dynamo's current operator left, graphs and components stored in v1beta1: its CRDs, graphs, components and children in a namespace "([^"]*)"$`, w.dynamoV1beta1Leftovers)
+	sc.Step(`^the graphs and components are stored in v1alpha1 alone: storedVersions is \[v1alpha1\]$`, w.storageMigrated)
+	sc.Step(`^every graph and component reads in v1alpha1 and in v1beta1$`, w.readsInBothVersions)
+}
 
 // convertedCRDs are the CRDs Dynamo's current operator stores in v1beta1,
 // with their kinds.

@@ -112,6 +112,26 @@ type simWorld struct {
 	watch    *watchers
 	handover handover
 	edited   *edited
+	// The fault and migration steps' state, spread over several files
+	// each: made by the first of their registration functions.
+	faults    *faultWorld
+	migration *migrationWorld
+}
+
+// faultState is the scenario's fault state, made on first use.
+func (w *simWorld) faultState() *faultWorld {
+	if w.faults == nil {
+		w.faults = &faultWorld{w: w}
+	}
+	return w.faults
+}
+
+// migrationState is the scenario's migration state, made on first use.
+func (w *simWorld) migrationState() *migrationWorld {
+	if w.migration == nil {
+		w.migration = &migrationWorld{simWorld: w}
+	}
+	return w.migration
 }
 
 // Figure records a measured figure of the scenario for the report (the

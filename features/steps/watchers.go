@@ -11,7 +11,6 @@ import (
 	"github.com/cucumber/godog"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
@@ -23,7 +22,7 @@ const AdmissionNamespace = "admission-probe"
 // graphs through the admission webhooks, and a watcher of every graph's
 // Ready condition. Each runs until the step that judges it.
 type watchers struct {
-	admission *admissionClient
+	admission *admissionSender
 	ready     *readyWatcher
 }
 
@@ -32,17 +31,6 @@ func registerWatchSteps(sc *godog.ScenarioContext, w *simWorld) {
 	sc.Step(`^a watcher checks every graph is Ready every (\d+) ms$`, w.startReadyWatcher)
 	sc.Step(`^not one dry-run admission failed$`, w.noAdmissionFailed)
 	sc.Step(`^every graph stayed Ready throughout$`, w.stayedReady)
-}
-
-// admissionClient creates (dry run) one compat graph after another every
-// period: each create passes the operator's mutating and validating
-// webhooks (failurePolicy Fail), so a webhook that cannot answer fails it.
-type admissionClient struct {
-	sent, failed atomic.Int64
-	mu           sync.Mutex
-	failures     []string
-	stop         func()
-	done         chan struct{}
 }
 
 func (w *simWorld) startAdmissionClient(ctx context.Context, ms int) error {
@@ -72,42 +60,11 @@ func (w *simWorld) startAdmissionClient(ctx context.Context, ms int) error {
 	if err := w.ensureNamespace(ctx, AdmissionNamespace); err != nil {
 		return err
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	a := &admissionClient{stop: cancel, done: make(chan struct{})}
+	a := startAdmissionSender(w.Client, time.Duration(ms)*time.Millisecond,
+		func(i int) *unstructured.Unstructured { return samples[i%len(samples)].DeepCopy() }, nil)
 	w.watch.admission = a
 	w.Background(a.halt)
-	go func() {
-		defer close(a.done)
-		t := time.NewTicker(time.Duration(ms) * time.Millisecond)
-		defer t.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-t.C:
-			}
-			obj := samples[i%len(samples)].DeepCopy()
-			reqCtx, cancelReq := context.WithTimeout(runCtx, 10*time.Second)
-			err := w.Client.Create(reqCtx, obj, client.DryRunAll)
-			cancelReq()
-			if runCtx.Err() != nil {
-				return // stopped mid-request: not the webhook's failure
-			}
-			a.sent.Add(1)
-			if err != nil {
-				a.failed.Add(1)
-				a.mu.Lock()
-				a.failures = append(a.failures, time.Now().Format("15:04:05.000")+" "+obj.GetName()+": "+firstLine(err.Error()))
-				a.mu.Unlock()
-			}
-		}
-	}()
 	return nil
-}
-
-func (a *admissionClient) halt() {
-	a.stop()
-	<-a.done
 }
 
 func (w *simWorld) noAdmissionFailed(context.Context) error {
@@ -124,7 +81,7 @@ func (w *simWorld) noAdmissionFailed(context.Context) error {
 		return fmt.Errorf("the admission client sent nothing")
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d dry-run admissions failed:\n  %s", failed, sent, strings.Join(head(a.failures, 20), "\n  "))
+		return fmt.Errorf("%d of %d dry-run admissions failed:\n  %s", failed, sent, strings.Join(head(a.Failures(), 20), "\n  "))
 	}
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"math/big"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
@@ -37,11 +36,9 @@ type webhookWorld struct {
 	mu       sync.Mutex
 	warnings []string
 
-	stop         context.CancelFunc
-	done         chan struct{}
-	sent, failed atomic.Int64
-	firstFailure atomic.Value // string
-	secretBefore []byte       // tls.crt when a renewal was provoked
+	// sender is the admission load of "I keep sending admission requests".
+	sender       *admissionSender
+	secretBefore []byte // tls.crt when a renewal was provoked
 }
 
 var webhookWorlds sync.Map // *world -> *webhookWorld
@@ -349,67 +346,49 @@ func admissionProbe(name, namespace string) *unstructured.Unstructured {
 // the mutating and validating webhooks, until noAdmissionFailed.
 func (w *world) keepSending(context.Context) error {
 	ww := w.webhooks()
-	ctx, cancel := context.WithCancel(context.Background())
-	ww.stop, ww.done = cancel, make(chan struct{})
 	graph := admissionProbe("admission-probe", w.namespace)
-	go func() {
-		defer close(ww.done)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
+	ww.sender = startAdmissionSender(w.cluster.Client, 50*time.Millisecond,
+		func(int) *unstructured.Unstructured { return graph.DeepCopy() },
+		func(obj *unstructured.Unstructured) error {
+			// The defaulting webhook ran too.
+			if r, _, _ := unstructured.NestedInt64(obj.Object, "spec", "services", "Frontend", "replicas"); r != 1 {
+				return fmt.Errorf("not defaulted: %v", obj.Object["spec"])
 			}
-			ww.sent.Add(1)
-			obj := graph.DeepCopy()
-			err := w.cluster.Client.Create(ctx, obj, client.DryRunAll)
-			if err == nil {
-				// The defaulting webhook ran too.
-				if r, _, _ := unstructured.NestedInt64(obj.Object, "spec", "services", "Frontend", "replicas"); r != 1 {
-					err = fmt.Errorf("not defaulted: %v", obj.Object["spec"])
-				}
-			}
-			if err != nil && ctx.Err() == nil {
-				ww.failed.Add(1)
-				ww.firstFailure.CompareAndSwap(nil, err.Error())
-			}
-		}
-	}()
+			return nil
+		})
 	return nil
 }
 
 func (ww *webhookWorld) halt() {
-	if ww.stop != nil {
-		ww.stop()
-		<-ww.done
-		ww.stop = nil
+	if ww.sender != nil {
+		ww.sender.halt()
 	}
 }
 
 func (w *world) noAdmissionFailed(ctx context.Context) error {
 	ww := w.webhooks()
-	if ww.stop == nil {
+	a := ww.sender
+	if a == nil {
 		return fmt.Errorf("no admission requests are being sent")
 	}
 	// Keep sending for a second at least, so that requests straddle the
-	// change the scenario made.
-	// Up to 5 s: fewer requests sent by then are judged below as they are.
+	// change the scenario made. Up to 5 s: fewer requests sent by then are
+	// judged below as they are.
 	_ = await.Until(ctx, "20 admission requests sent", func() error {
-		if n := ww.sent.Load(); n < 20 {
+		if n := a.sent.Load(); n < 20 {
 			return fmt.Errorf("%d sent", n)
 		}
 		return nil
 	}, await.Within(5*time.Second), await.Every(10*time.Millisecond))
-	ww.halt()
-	sent, failed := ww.sent.Load(), ww.failed.Load()
+	a.halt()
+	ww.sender = nil
+	sent, failed := a.sent.Load(), a.failed.Load()
 	fmt.Printf("admissions sent=%d failed=%d\n", sent, failed)
 	if sent == 0 {
 		return fmt.Errorf("no admission request was sent")
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d admission requests failed, first: %v", failed, sent, ww.firstFailure.Load())
+		return fmt.Errorf("%d of %d admission requests failed, first: %v", failed, sent, a.Failures()[0])
 	}
 	return nil
 }

@@ -85,7 +85,7 @@ Feature: Upgrading, rolling back and mixing operator versions restarts no worklo
     And every graph's objects are unchanged
     And the simulator is kept for the next scenario
 
-  # The cluster-wide release runs N again; N+1 is installed namespace-scoped with the seeds' commands. The
+  # The cluster-wide release runs N again; N+1 is installed namespace-scoped with chart/README.md's commands. The
   # namespace's graphs are handed over with no pod restarted and no write by the cluster-wide operator there
   # while N+1 owns it (the API server's audit log); helm uninstall hands them back, with the same checks.
   @hybrid

@@ -29,6 +29,7 @@ var featureSteps = []func(*godog.ScenarioContext, *world){
 	registerRolloutSteps,
 	registerMetricsSteps,
 	registerInstallSteps,
+	registerOperatorPodSteps,
 	registerComponentSteps,
 	registerModelSteps,
 	registerMultinodeSteps,

@@ -172,19 +172,12 @@ func (r *readyWatcher) halt() {
 }
 
 func (w *simWorld) stayedReady(context.Context) error {
-	if w.watch == nil || w.watch.ready == nil {
-		return fmt.Errorf("no Ready watcher runs: add \"a watcher checks every graph is Ready every 250 ms\" first")
+	lapses, err := w.haltReadyWatcher()
+	if err != nil {
+		return err
 	}
-	r := w.watch.ready
-	r.halt()
-	w.watch.ready = nil
-	w.Figure("Ready checks", r.polls.Load())
-	w.Figure("graphs seen not Ready", len(r.lapses))
-	if r.polls.Load() == 0 {
-		return fmt.Errorf("the Ready watcher never listed the graphs (errors: %v)", head(r.errs, 5))
-	}
-	if len(r.lapses) > 0 {
-		return fmt.Errorf("graphs were seen not Ready %d times:\n  %s", len(r.lapses), strings.Join(head(r.lapses, 30), "\n  "))
+	if len(lapses) > 0 {
+		return fmt.Errorf("graphs were seen not Ready %d times:\n  %s", len(lapses), strings.Join(head(lapses, 30), "\n  "))
 	}
 	return nil
 }

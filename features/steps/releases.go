@@ -66,7 +66,6 @@ func registerReleaseSteps(sc *godog.ScenarioContext, w *simWorld) {
 	sc.Step(`^the cluster-wide release runs `+ReleaseRef+` as its leader$`, func(ctx context.Context, ref string) error {
 		return w.releaseLeads(ctx, ClusterRelease, ref)
 	})
-	sc.Step(`^I uninstall the release "([^"]+)"$`, w.UninstallRelease)
 	sc.Step(`^I uninstall the cluster-wide release$`, func(ctx context.Context) error {
 		return w.UninstallRelease(ctx, ClusterRelease)
 	})

@@ -17,7 +17,7 @@ LDFLAGS   := -X github.com/dynamoctl/dynamo-operator/operator/config.Version=$(V
 # dependencies serves the operator, the simulator, the image, the scenarios'
 # releases and (with tools/align.sh) helm and controller-gen; the Kubernetes
 # binaries and the LeaderWorkerSet controller share another. On a fresh
-# machine each copy is minutes of compiling (CONTRIBUTING, "A fresh machine").
+# machine each copy is minutes of compiling (docs/dev/fresh-machine.md).
 GOBUILD   := CGO_ENABLED=0 $(GO) build -trimpath
 # -race in CI and by default; RACE= turns it off for a quicker local loop.
 # -w: no DWARF in test binaries, a quarter less linking for each of about 45
@@ -43,8 +43,10 @@ $(CONTROLLER_GEN): tools/go.mod tools/go.sum
 	cd tools && $(GOBUILD) -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
 HELM := $(TOOLS_BIN)/helm
-$(HELM): tools/helm/go.mod tools/helm/go.sum
-	cd tools/helm && $(GOBUILD) -o $(HELM) helm.sh/helm/v3/cmd/helm
+# Built as released helm is, with the Kubernetes version it assumes when it
+# asks no cluster (tools/helm/build.sh).
+$(HELM): tools/helm/go.mod tools/helm/go.sum tools/helm/build.sh
+	GO=$(GO) tools/helm/build.sh $(HELM)
 
 .PHONY: helm
 helm: $(HELM) ## Build the pinned helm CLI into .cache/bin (tools/helm/go.mod).
@@ -115,9 +117,21 @@ verify-generate: generate ## Fail when regenerating changes the checked-in deepc
 golden: ## Rewrite operator/render/testdata/*.golden.yaml and testdata/buildjobs/ from the current rendering; review the diff.
 	$(GOTEST) ./operator/render -run 'TestGolden(BuildJobs)?$$' -update
 
+.PHONY: argocd-health
+argocd-health: ## Rewrite chart/gitops/argocd/argocd-cm.yaml, the Argo CD health checks' ConfigMap patch, from chart/gitops/argocd/health.lua.
+	$(GOTEST) ./chart/gitops -run TestArgoCDConfigMap -update
+
 .PHONY: steps-doc
 steps-doc: ## Rewrite features/STEPS.md, the catalogue of feature steps, from the steps registered in features/steps.
 	$(GOTEST) ./features/steps -run TestStepCatalogue -update
+
+.PHONY: docs
+docs: ## Regenerate docs/reference (API from crds/, chart values from values.yaml, flags from operator/config).
+	$(GO) run ./internal/docgen
+
+.PHONY: verify-docs
+verify-docs: ## Fail when docs/reference differs from what make docs would write.
+	$(GO) run ./internal/docgen -check
 
 .PHONY: verify-align
 verify-align: ## Fail when a tool module could share more compiled dependencies than its go.mod says (tools/align.sh).
@@ -137,9 +151,10 @@ verify-golden: golden ## Fail when the golden files do not match the rendering (
 ##@ Check
 
 .PHONY: chart-lint
-chart-lint: $(HELM) ## helm lint --strict the chart, cluster-wide and namespace-scoped.
+chart-lint: $(HELM) ## helm lint --strict the chart: cluster-wide, namespace-scoped, and every optional value on.
 	$(HELM) lint --strict chart/dynamo-platform
 	$(HELM) lint --strict chart/dynamo-platform --set dynamo-operator.namespaceRestriction.enabled=true
+	$(HELM) lint --strict chart/dynamo-platform --values chart/charttest/testdata/everything-on.yaml
 
 .PHONY: chart-test
 chart-test: k8s-bins $(HELM) ## The chart against a real API server (chart/charttest) and the image archive test (tools/image).
@@ -157,7 +172,7 @@ lint: ## gofmt and go vet, for the main module and the tools module.
 	cd tools/image && $(GO) vet $(RACE) ./...
 
 .PHONY: test
-test: lint chart-lint verify-generate verify-golden verify-align ## Everything CI runs: lint, chart lint, generated-code and golden drift, every Go test with -race, brief fuzzing.
+test: lint chart-lint verify-generate verify-golden verify-align verify-docs ## Everything CI runs: lint, chart lint, generated-code and golden drift, every Go test with -race, brief fuzzing.
 	@# Fuzzing beside the Go tests: its instrumented build (minutes on a fresh
 	@# machine) and run fill the time the tests spend waiting on API servers.
 	$(MAKE) --no-print-directory -j2 test-go fuzz
@@ -204,7 +219,7 @@ scenarios: k8s-bins sim-build $(HELM) $(LWS) ## Upgrade and fault scenarios on t
 ##@ Run
 
 SIM       := $(BIN)/dynamo-sim
-SIM_GRAPH ?= ../shared/compat/examples/backends/vllm/deploy/disagg.yaml
+SIM_GRAPH ?= examples/v1beta1/disagg.yaml
 SIM_FLAGS ?=
 
 .PHONY: sim-build
@@ -212,7 +227,7 @@ sim-build: build ## Build the simulator CLI into bin/dynamo-sim (and the operato
 	$(GOBUILD) -o $(SIM) ./sim/cmd/dynamo-sim
 
 .PHONY: sim
-sim: k8s-bins sim-build $(HELM) ## Simulated GPU cluster, the operator installed with helm install of chart/, apply SIM_GRAPH (a compat graph), show it Ready; left running.
+sim: k8s-bins sim-build $(HELM) ## Simulated GPU cluster, the operator installed with helm install of chart/, apply SIM_GRAPH (an example graph of examples/), show it Ready; left running.
 	@$(SIM) down >/dev/null
 	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(SIM) up --install helm --helm $(HELM) --image-tag $(VERSION) $(SIM_FLAGS)
 	$(SIM) apply -f $(SIM_GRAPH)
@@ -237,7 +252,7 @@ run: k8s-bins build ## Start a local control plane (etcd, kube-apiserver, CRDs) 
 BENCH_FLAGS ?=
 # BENCH_TIMEOUT: go test's limit for one benchmark run. 150m covers N=2,000 on
 # envtest (35 minutes on 2 cores); on the simulator's control plane N=2,000
-# needs more on 2 cores (CONTRIBUTING, "Measure"): BENCH_TIMEOUT=6h.
+# needs more on 2 cores (docs/dev/performance.md): BENCH_TIMEOUT=6h.
 BENCH_TIMEOUT ?= 150m
 .PHONY: bench
 bench: k8s-bins ## Scale benchmark: 500 graphs x 4 services, shipped defaults, against raw-write floors (BENCH_FLAGS='-graphs=100 -steady=10s', '-sim' on the simulator's control plane, '-graphs=2000'; BENCH_TIMEOUT=150m).

@@ -11,7 +11,6 @@ package charttest
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,8 +21,11 @@ import (
 	"sync"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 )
@@ -41,7 +43,7 @@ var (
 )
 
 // helmBinary is $HELM, else the pinned helm in .cache/bin (make helm),
-// built from tools/helm on first use.
+// built by tools/helm/build.sh on first use.
 func helmBinary(t *testing.T) string {
 	t.Helper()
 	helmOnce.Do(func() {
@@ -58,7 +60,7 @@ func helmBinary(t *testing.T) string {
 		if _, err := os.Stat(helmPath); err == nil {
 			return
 		}
-		cmd := testenv.GoBuild(context.Background(), filepath.Join(root, "tools", "helm"), helmPath, "helm.sh/helm/v3/cmd/helm", "")
+		cmd := exec.Command(filepath.Join(root, "tools", "helm", "build.sh"), helmPath)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			helmErr = fmt.Errorf("building the pinned helm: %v\n%s", err, out)
 		}
@@ -86,6 +88,9 @@ type helmCLI struct {
 	bin        string
 	kubeconfig string
 	home       string
+	// kubeVersion is the test API server's, which helm template (asking
+	// no cluster) checks the chart's kubeVersion against.
+	kubeVersion string
 }
 
 func newHelm(t *testing.T) *helmCLI {
@@ -99,7 +104,15 @@ func newHelm(t *testing.T) *helmCLI {
 	if err := os.WriteFile(path, kc, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &helmCLI{t: t, bin: helmBinary(t), kubeconfig: path, home: dir}
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &helmCLI{t: t, bin: helmBinary(t), kubeconfig: path, home: dir, kubeVersion: v.GitVersion}
 }
 
 // run returns helm's stdout, or an error carrying its stderr.
@@ -132,8 +145,13 @@ func (h *helmCLI) mustRun(args ...string) string {
 // template renders the chart as release in namespace with the --set values.
 func (h *helmCLI) template(release, namespace string, extra ...string) []*unstructured.Unstructured {
 	h.t.Helper()
-	args := append([]string{"template", release, chartDir(h.t), "--namespace", namespace}, extra...)
-	return decodeObjects(h.t, h.mustRun(args...))
+	return decodeObjects(h.t, h.mustRun(h.templateArgs(chartDir(h.t), release, namespace, extra...)...))
+}
+
+// templateArgs are the arguments of helm template of the chart in dir as
+// release in namespace, for the test API server's Kubernetes version.
+func (h *helmCLI) templateArgs(dir, release, namespace string, extra ...string) []string {
+	return append([]string{"template", release, dir, "--namespace", namespace, "--kube-version", h.kubeVersion}, extra...)
 }
 
 func decodeObjects(t *testing.T, manifest string) []*unstructured.Unstructured {
@@ -210,4 +228,25 @@ func argsOf(c map[string]any) []string {
 		args[i] = a.(string)
 	}
 	return args
+}
+
+// deployment is the rendered operator Deployment, typed.
+func deployment(t *testing.T, objs []*unstructured.Unstructured) *appsv1.Deployment {
+	t.Helper()
+	return rendered[appsv1.Deployment](t, objs, "Deployment")
+}
+
+// rendered is the first rendered object of kind, typed as T (unknown
+// fields refused: the chart must render what the API defines).
+func rendered[T any](t *testing.T, objs []*unstructured.Unstructured, kind string) *T {
+	t.Helper()
+	u := find(objs, kind, "")
+	if u == nil {
+		t.Fatalf("no %s rendered", kind)
+	}
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, out, true); err != nil {
+		t.Fatalf("the rendered %s: %v", kind, err)
+	}
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -103,8 +104,9 @@ func asServiceAccount(ns, name string) *rest.Config {
 // startChartOperator runs the operator in-process as the chart's
 // Deployment would: its args and environment, authenticated as its
 // ServiceAccount. Ports are the only change (free ones, several operators
-// share this process; the probes and metrics are not under test here).
-func startChartOperator(t *testing.T, objs []*unstructured.Unstructured, ns string, log *requestLog) *testenv.Operator {
+// share this process; the probes and metrics are not under test here),
+// and extra flags, which come last and win.
+func startChartOperator(t *testing.T, objs []*unstructured.Unstructured, ns string, log *requestLog, extra ...string) *testenv.Operator {
 	t.Helper()
 	args := containerArgs(t, objs)
 	lookup := containerEnv(t, objs, ns)
@@ -122,6 +124,7 @@ func startChartOperator(t *testing.T, objs []*unstructured.Unstructured, ns stri
 		"--webhook-port="+strconv.Itoa(port), "--webhook-cert-dir="+t.TempDir(),
 		// Quick elections so the test sees several renewals.
 		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms")
+	args = append(args, extra...)
 	sa := find(objs, "ServiceAccount", "").GetName()
 	op, err := env.NewOperatorWithConfig(log.wrap(asServiceAccount(ns, sa)), args, envVars, app.Deps{})
 	if err != nil {
@@ -153,11 +156,16 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	release := "dynamo-platform"
 	// The webhook Service has no endpoints in this API server's world, so
 	// graph writes go through with Ignore; the operator's CA injection and
-	// the configurations' lifecycle are what is under test.
-	sets := []string{"--set", "dynamo-operator.webhook.failurePolicy=Ignore"}
+	// the configurations' lifecycle are what is under test. Two replicas
+	// (one runs here) bring the PodDisruptionBudget.
+	sets := []string{"--set", "dynamo-operator.webhook.failurePolicy=Ignore", "--set", "dynamo-operator.controllerManager.replicas=2"}
 	started := time.Now()
 	h.mustRun(append([]string{"install", release, chartDir(t), "--namespace", ns}, sets...)...)
 	objs := h.template(release, ns, sets...)
+	pdb := &policyv1.PodDisruptionBudget{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: release + "-dynamo-operator"}, pdb); err != nil {
+		t.Fatalf("the release's PodDisruptionBudget: %v", err)
+	}
 
 	log := &requestLog{}
 	// The init container's step, with the chart's rights: the CRDs exist
@@ -324,13 +332,14 @@ func assertNothingLeft(t *testing.T, ns, release string) {
 		}
 	}
 	nsLists := map[string]client.ObjectList{
-		"Lease":          &coordinationv1.LeaseList{},
-		"Secret":         &corev1.SecretList{},
-		"Service":        &corev1.ServiceList{},
-		"ServiceAccount": &corev1.ServiceAccountList{},
-		"Deployment":     &appsv1.DeploymentList{},
-		"Role":           &rbacv1.RoleList{},
-		"RoleBinding":    &rbacv1.RoleBindingList{},
+		"Lease":               &coordinationv1.LeaseList{},
+		"Secret":              &corev1.SecretList{},
+		"Service":             &corev1.ServiceList{},
+		"ServiceAccount":      &corev1.ServiceAccountList{},
+		"Deployment":          &appsv1.DeploymentList{},
+		"PodDisruptionBudget": &policyv1.PodDisruptionBudgetList{},
+		"Role":                &rbacv1.RoleList{},
+		"RoleBinding":         &rbacv1.RoleBindingList{},
 	}
 	for kind, list := range nsLists {
 		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {

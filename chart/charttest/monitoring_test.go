@@ -29,8 +29,7 @@ func TestMonitoringFiles(t *testing.T) {
 		}
 	}
 	render := func(extra ...string) []*unstructured.Unstructured {
-		args := append([]string{"template", "dynamo-platform", dir, "--namespace", "dynamo-system"}, extra...)
-		return decodeObjects(t, h.mustRun(args...))
+		return decodeObjects(t, h.mustRun(h.templateArgs(dir, "dynamo-platform", "dynamo-system", extra...)...))
 	}
 
 	write("grafana-dashboard.json", "")

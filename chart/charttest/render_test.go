@@ -9,7 +9,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/operator/config"
@@ -34,9 +39,35 @@ func TestValueCombinations(t *testing.T) {
 		check func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string)
 	}{
 		{name: "cluster-wide defaults", check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
-			wantKinds(t, objs, map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 5, "ClusterRoleBinding": 2,
+			wantKinds(t, objs, map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 6, "ClusterRoleBinding": 2,
 				"Role": 1, "RoleBinding": 1, "Service": 2, "Secret": 1, "Lease": 1,
-				"ValidatingWebhookConfiguration": 1, "MutatingWebhookConfiguration": 1})
+				"ValidatingWebhookConfiguration": 1, "MutatingWebhookConfiguration": 1, "PodDisruptionBudget": 0})
+			// Restricted, with no fixed user (OpenShift assigns one), and
+			// replicas spread across nodes once there are several.
+			spec := deployment(t, objs).Spec.Template.Spec
+			if d := cmp.Diff(defaultPodSecurityContext(), spec.SecurityContext); d != "" {
+				t.Errorf("pod securityContext (-want +got):\n%s", d)
+			}
+			for _, c := range append(spec.InitContainers, spec.Containers...) {
+				if d := cmp.Diff(defaultContainerSecurityContext(), c.SecurityContext); d != "" {
+					t.Errorf("container %s securityContext (-want +got):\n%s", c.Name, d)
+				}
+			}
+			if d := cmp.Diff(defaultAffinity(), spec.Affinity); d != "" {
+				t.Errorf("affinity (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(defaultSpread(), spec.TopologySpreadConstraints); d != "" {
+				t.Errorf("topologySpreadConstraints (-want +got):\n%s", d)
+			}
+			// Prometheus's scrapes are authorized as kube-rbac-proxy's are.
+			reader := find(objs, "ClusterRole", "dynamo-platform-dynamo-operator-"+ns+"-metrics-reader")
+			if reader == nil {
+				t.Fatal("no metrics-reader ClusterRole")
+			}
+			wantRules := []any{map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}}
+			if d := cmp.Diff(wantRules, reader.Object["rules"]); d != "" {
+				t.Errorf("metrics-reader rules (-want +got):\n%s", d)
+			}
 			wantArgs(t, args, "--leader-elect=true", "--leader-election-id=dynamo-operator-leader", "--webhook-cert-mode=auto",
 				"--webhook-manage-configurations=false", "--leader-election-create-lease=false", "--enable-webhooks=true",
 				"--migrate-storage")
@@ -57,7 +88,8 @@ func TestValueCombinations(t *testing.T) {
 		}},
 		{name: "namespace-scoped", set: []string{"dynamo-operator.namespaceRestriction.enabled=true"},
 			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
-				wantKinds(t, objs, map[string]int{"ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2})
+				// The cluster-scoped extras and the metrics reader.
+				wantKinds(t, objs, map[string]int{"ClusterRole": 2, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2})
 				wantArgs(t, args, "--restrict-namespace="+ns, "--leader-election-id=dynamo-operator-leader-"+ns,
 					"--namespace-lease-duration=30s", "--namespace-lease-renew-interval=10s")
 				v := find(objs, "ValidatingWebhookConfiguration", "dynamo-operator-validating-"+ns)
@@ -149,6 +181,9 @@ func TestValueCombinations(t *testing.T) {
 			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
 				wantKinds(t, objs, map[string]int{"Service": 1})
 				wantArgs(t, args, "--metrics-bind-address=0")
+				if r := find(objs, "ClusterRole", "dynamo-platform-dynamo-operator-"+ns+"-metrics-reader"); r != nil {
+					t.Error("metrics-reader ClusterRole rendered with metrics off")
+				}
 			}},
 		{name: "metrics with the Prometheus Operator", set: []string{"--api-versions=monitoring.coreos.com/v1"},
 			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
@@ -161,6 +196,156 @@ func TestValueCombinations(t *testing.T) {
 					t.Errorf("replicas %v", r)
 				}
 				wantArgs(t, args, "--leader-elect=true")
+				wantPDB(t, objs, policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1))})
+			}},
+		{name: "three replicas, PodDisruptionBudget by maxUnavailable", set: []string{"dynamo-operator.controllerManager.replicas=3",
+			"dynamo-operator.controllerManager.podDisruptionBudget.maxUnavailable=1"},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				wantPDB(t, objs, policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))})
+			}},
+		{name: "two replicas, PodDisruptionBudget off", set: []string{"dynamo-operator.controllerManager.replicas=2",
+			"dynamo-operator.controllerManager.podDisruptionBudget.enabled=false"},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				wantKinds(t, objs, map[string]int{"PodDisruptionBudget": 0})
+			}},
+		{name: "one replica, PodDisruptionBudget asked for", set: []string{"dynamo-operator.controllerManager.podDisruptionBudget.enabled=true",
+			"--set-string=dynamo-operator.controllerManager.podDisruptionBudget.minAvailable=50%"},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				wantPDB(t, objs, policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromString("50%"))})
+			}},
+		{name: "an existing ServiceAccount", set: []string{"dynamo-operator.serviceAccount.create=false",
+			"dynamo-operator.serviceAccount.name=platform-operator"},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				wantKinds(t, objs, map[string]int{"ServiceAccount": 0})
+				if got := deployment(t, objs).Spec.Template.Spec.ServiceAccountName; got != "platform-operator" {
+					t.Errorf("pod serviceAccountName %q", got)
+				}
+				for _, o := range objs {
+					if !strings.HasSuffix(o.GetKind(), "Binding") {
+						continue
+					}
+					want := []any{map[string]any{"kind": "ServiceAccount", "name": "platform-operator", "namespace": ns}}
+					if d := cmp.Diff(want, o.Object["subjects"]); d != "" {
+						t.Errorf("%s %s subjects (-want +got):\n%s", o.GetKind(), o.GetName(), d)
+					}
+				}
+			}},
+		{name: "labels and annotations", set: []string{"dynamo-operator.commonLabels.team=inference",
+			"dynamo-operator.controllerManager.podLabels.cost-center=ml", "dynamo-operator.controllerManager.podAnnotations.owner=platform",
+			"dynamo-operator.serviceAccount.annotations.role=operator", "--api-versions=monitoring.coreos.com/v1"},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				for _, o := range objs {
+					if o.GetLabels()["team"] != "inference" {
+						t.Errorf("%s %s lacks the common label: %v", o.GetKind(), o.GetName(), o.GetLabels())
+					}
+				}
+				tmpl := deployment(t, objs).Spec.Template
+				wantLabels := map[string]string{"app.kubernetes.io/name": "dynamo-operator", "app.kubernetes.io/instance": "dynamo-platform",
+					"app.kubernetes.io/version": chartAppVersion(t), "team": "inference", "cost-center": "ml"}
+				if d := cmp.Diff(wantLabels, tmpl.Labels); d != "" {
+					t.Errorf("pod labels (-want +got):\n%s", d)
+				}
+				wantAnnotations := map[string]string{"kubectl.kubernetes.io/default-container": "manager", "owner": "platform"}
+				if d := cmp.Diff(wantAnnotations, tmpl.Annotations); d != "" {
+					t.Errorf("pod annotations (-want +got):\n%s", d)
+				}
+				if got := find(objs, "ServiceAccount", "").GetAnnotations(); got["role"] != "operator" {
+					t.Errorf("ServiceAccount annotations %v", got)
+				}
+			}},
+		{name: "security contexts overridden", set: []string{"dynamo-operator.controllerManager.manager.containerSecurityContext.runAsUser=1000",
+			"dynamo-operator.controllerManager.podSecurityContext.fsGroup=2000"},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				// Merged key by key with the defaults.
+				spec := deployment(t, objs).Spec.Template.Spec
+				wantPod := defaultPodSecurityContext()
+				wantPod.FSGroup = ptr.To[int64](2000)
+				if d := cmp.Diff(wantPod, spec.SecurityContext); d != "" {
+					t.Errorf("pod securityContext (-want +got):\n%s", d)
+				}
+				wantContainer := defaultContainerSecurityContext()
+				wantContainer.RunAsUser = ptr.To[int64](1000)
+				for _, c := range append(spec.InitContainers, spec.Containers...) {
+					if d := cmp.Diff(wantContainer, c.SecurityContext); d != "" {
+						t.Errorf("container %s securityContext (-want +got):\n%s", c.Name, d)
+					}
+				}
+			}},
+		{name: "no spreading", set: []string{"dynamo-operator.controllerManager.podAntiAffinity=none",
+			"--set-json=dynamo-operator.controllerManager.topologySpreadConstraints=[]"},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				spec := deployment(t, objs).Spec.Template.Spec
+				if spec.Affinity != nil || spec.TopologySpreadConstraints != nil {
+					t.Errorf("affinity %v, topologySpreadConstraints %v", spec.Affinity, spec.TopologySpreadConstraints)
+				}
+			}},
+		{name: "own affinity and spreading", set: []string{
+			`--set-json=dynamo-operator.controllerManager.affinity={"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"topologyKey":"kubernetes.io/hostname","labelSelector":{"matchLabels":{"app":"x"}}}]}}`,
+			`--set-json=dynamo-operator.controllerManager.topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule"}]`},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				spec := deployment(t, objs).Spec.Template.Spec
+				// The user's podAntiAffinity replaces the chart's.
+				wantAffinity := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+					RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname",
+						LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}}}
+				if d := cmp.Diff(wantAffinity, spec.Affinity); d != "" {
+					t.Errorf("affinity (-want +got):\n%s", d)
+				}
+				// A constraint without a labelSelector selects the release's pods.
+				wantSpread := []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone",
+					WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: selectorLabels}}}
+				if d := cmp.Diff(wantSpread, spec.TopologySpreadConstraints); d != "" {
+					t.Errorf("topologySpreadConstraints (-want +got):\n%s", d)
+				}
+			}},
+		{name: "image by digest", set: []string{"dynamo-operator.controllerManager.manager.image.digest=" + testDigest},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				if img := managerContainer(t, objs)["image"]; img != "ghcr.io/dynamoctl/dynamo-operator@"+testDigest {
+					t.Errorf("manager image %v", img)
+				}
+				if img := applyCRDsContainer(objs)["image"]; img != "ghcr.io/dynamoctl/dynamo-operator@"+testDigest {
+					t.Errorf("apply-crds image %v", img)
+				}
+				// The version is still appVersion's.
+				wantArgs(t, args, "--operator-version="+chartAppVersion(t))
+			}},
+		{name: "ServiceMonitor options", set: []string{"--api-versions=monitoring.coreos.com/v1",
+			"dynamo-operator.metricsService.serviceMonitor.namespace=monitoring", "dynamo-operator.metricsService.serviceMonitor.interval=15s",
+			"dynamo-operator.metricsService.serviceMonitor.labels.release=prometheus",
+			`--set-json=dynamo-operator.metricsService.serviceMonitor.relabelings=[{"action":"replace","sourceLabels":["__meta_kubernetes_pod_node_name"],"targetLabel":"node"}]`,
+			`--set-json=dynamo-operator.metricsService.serviceMonitor.metricRelabelings=[{"action":"drop","sourceLabels":["__name__"],"regex":"go_gc_.*"}]`},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				sm := find(objs, "ServiceMonitor", "")
+				if sm.GetNamespace() != "monitoring" || sm.GetLabels()["release"] != "prometheus" {
+					t.Errorf("ServiceMonitor in %q labelled %v", sm.GetNamespace(), sm.GetLabels())
+				}
+				want := map[string]any{
+					"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "dynamo-operator",
+						"app.kubernetes.io/instance": "dynamo-platform", "app.kubernetes.io/component": "metrics"}},
+					// The metrics Service stays in the release namespace.
+					"namespaceSelector": map[string]any{"matchNames": []any{ns}},
+					"endpoints": []any{map[string]any{
+						"port": "https-metrics", "scheme": "https", "path": "/metrics", "interval": "15s",
+						"relabelings":       []any{map[string]any{"action": "replace", "sourceLabels": []any{"__meta_kubernetes_pod_node_name"}, "targetLabel": "node"}},
+						"metricRelabelings": []any{map[string]any{"action": "drop", "sourceLabels": []any{"__name__"}, "regex": "go_gc_.*"}},
+						"bearerTokenFile":   "/var/run/secrets/kubernetes.io/serviceaccount/token",
+						"tlsConfig":         map[string]any{"insecureSkipVerify": true},
+					}},
+				}
+				if d := cmp.Diff(want, sm.Object["spec"]); d != "" {
+					t.Errorf("ServiceMonitor spec (-want +got):\n%s", d)
+				}
+			}},
+		{name: "every optional value on", set: []string{"--values=" + everythingOn, "--api-versions=monitoring.coreos.com/v1"},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				wantKinds(t, objs, map[string]int{"PodDisruptionBudget": 1, "ServiceMonitor": 1, "Certificate": 1, "Issuer": 0})
+				d := deployment(t, objs)
+				if *d.Spec.Replicas != 3 || d.Spec.Template.Spec.Containers[0].Image != "registry.example.com/dynamo-operator@"+testDigest {
+					t.Errorf("replicas %d, image %s", *d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Image)
+				}
+				if n := len(d.Spec.Template.Spec.TopologySpreadConstraints); n != 2 {
+					t.Errorf("%d topology spread constraints, want 2", n)
+				}
 			}},
 		{name: "addresses, env, log level, pull secrets, scheduling", set: []string{
 			"dynamo-operator.natsAddr=nats://nats:4222", "dynamo-operator.etcdAddr=http://etcd:2379",
@@ -231,12 +416,19 @@ func TestInvalidValuesRefused(t *testing.T) {
 		{[]string{"dynamo-operator.webhook.enabled=false"}, "dynamo-operator.crds.install: needs webhook.enabled=true"},
 		{[]string{"dynamo-operator.webhook.certManager.enabled=true", "dynamo-operator.webhook.certificateSecret.external=true"},
 			"exclusive"},
+		{[]string{"dynamo-operator.controllerManager.replicas=2", "dynamo-operator.controllerManager.leaderElection.enabled=false"},
+			"dynamo-operator.controllerManager.leaderElection.enabled: needs to be true with more than one replica"},
+		{[]string{"dynamo-operator.serviceAccount.create=false"}, "dynamo-operator.serviceAccount.name: required"},
+		{[]string{"dynamo-operator.dockerRegistry.username=x"}, "additional properties 'username' not allowed"},
+		{[]string{"dynamo-operator.controllerManager.podAntiAffinity=hard"}, "/controllerManager/podAntiAffinity"},
+		{[]string{"dynamo-operator.controllerManager.podDisruptionBudget.enabled=always"}, "/controllerManager/podDisruptionBudget/enabled"},
+		{[]string{"dynamo-operator.controllerManager.manager.image.digest=latest"}, "/controllerManager/manager/image/digest"},
 	} {
 		var args []string
 		for _, s := range tc.set {
 			args = append(args, "--set", s)
 		}
-		_, err := h.run(append([]string{"template", "x", chartDir(t)}, args...)...)
+		_, err := h.run(h.templateArgs(chartDir(t), "x", "default", args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--set %v: got %v, want an error containing %q", tc.set, err, tc.want)
 		}
@@ -406,5 +598,57 @@ func checkCRDRights(t *testing.T, objs []*unstructured.Unstructured) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("ClusterRole rules on CRDs by name, by resource and verbs (-want +got):\n%s", d)
+	}
+}
+
+// everythingOn sets every optional value at once (make chart-lint lints it too).
+const everythingOn = "testdata/everything-on.yaml"
+
+// testDigest is an image digest as registries print them.
+const testDigest = "sha256:4c1e8f2b0a6d3e5f7a9b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f"
+
+// selectorLabels select the operator pods of release dynamo-platform.
+var selectorLabels = map[string]string{"app.kubernetes.io/name": "dynamo-operator", "app.kubernetes.io/instance": "dynamo-platform"}
+
+// defaultPodSecurityContext is the chart's default pod securityContext.
+func defaultPodSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+}
+
+// defaultContainerSecurityContext is the chart's default container
+// securityContext: restricted, with no user of its own.
+func defaultContainerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// defaultAffinity is the chart's preferred anti-affinity by hostname.
+func defaultAffinity() *corev1.Affinity {
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100,
+			PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname",
+				LabelSelector: &metav1.LabelSelector{MatchLabels: selectorLabels}}}}}}
+}
+
+// defaultSpread is the chart's default topology spread: across nodes, never
+// leaving a replica unscheduled for it.
+func defaultSpread() []corev1.TopologySpreadConstraint {
+	return []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname",
+		WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: selectorLabels}}}
+}
+
+// wantPDB compares the one rendered PodDisruptionBudget's spec with want,
+// which selects the release's operator pods.
+func wantPDB(t *testing.T, objs []*unstructured.Unstructured, want policyv1.PodDisruptionBudgetSpec) {
+	t.Helper()
+	want.Selector = &metav1.LabelSelector{MatchLabels: selectorLabels}
+	if d := cmp.Diff(want, rendered[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget").Spec); d != "" {
+		t.Errorf("PodDisruptionBudget spec (-want +got):\n%s", d)
 	}
 }

@@ -26,6 +26,18 @@ func MakePod(name, namespace string) *PodWrapper {
 // Obj returns the pod.
 func (p *PodWrapper) Obj() *corev1.Pod { return &p.Pod }
 
+// Template makes the pod the one a workload's controller would create from
+// tmpl: its labels, annotations and spec (e.g. to ask admission about a
+// Deployment's pods without a controller to create them).
+func (p *PodWrapper) Template(tmpl corev1.PodTemplateSpec) *PodWrapper {
+	for k, v := range tmpl.Labels {
+		p.Pod.Labels[k] = v
+	}
+	p.Annotations = tmpl.Annotations
+	p.Spec = *tmpl.Spec.DeepCopy()
+	return p
+}
+
 // Labels adds labels, such as a workload's selector.
 func (p *PodWrapper) Labels(l map[string]string) *PodWrapper {
 	for k, v := range l {

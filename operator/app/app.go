@@ -84,7 +84,7 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 		d.Clock = clock.RealClock{}
 	}
 	// The one request New makes: whether the server runs API Priority and
-	// Fairness decides the client-side rate limit (see CONTRIBUTING).
+	// Fairness decides the client-side rate limit (docs/design/writes-and-memory.md).
 	cfg, limits := ClientLimits(context.Background(), cfg, o.KubeAPIQPS, o.KubeAPIBurst)
 	ctrl.Log.WithName("setup").Info("Kubernetes API client limits", "limits", limits)
 	cfg, opts, err := ManagerOptions(cfg, o, d.Clock)
@@ -102,8 +102,46 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := addRunnables(mgr, o, d, drain); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// addRunnables adds to mgr the controllers, the namespace scope, the
+// metrics, the webhooks, the health checks and the storage migration.
+func addRunnables(mgr manager.Manager, o *config.Options, d Deps, drain *webhooks.Drain) error {
 	gate := newGate(o, d.Clock)
-	resync, err := controllers.Setup(mgr, controllers.Options{
+	resync, err := controllers.Setup(mgr, controllerOptions(o, d, gate))
+	if err != nil {
+		return fmt.Errorf("setting up controllers: %w", err)
+	}
+	if err := addScope(mgr, o, d.Clock, gate, resync); err != nil {
+		return err
+	}
+	if err := addMetrics(mgr, o, gate); err != nil {
+		return err
+	}
+	if o.Webhook.Enabled {
+		if err := setupWebhooks(mgr, o, d, gate, drain); err != nil {
+			return fmt.Errorf("setting up webhooks: %w", err)
+		}
+	}
+	ready, err := addHealthChecks(mgr, o, drain)
+	if err != nil {
+		return err
+	}
+	if o.MigrateStorage {
+		if err := addStorageMigration(mgr, d.Clock, ready); err != nil {
+			return fmt.Errorf("adding the storage migration: %w", err)
+		}
+	}
+	return nil
+}
+
+// controllerOptions configure the controllers from the operator's options.
+func controllerOptions(o *config.Options, d Deps, gate *scope.Gate) controllers.Options {
+	return controllers.Options{
 		Workers: o.MaxConcurrentReconciles,
 		Render:  render.Options{NATSAddr: o.NATSAddr, EtcdAddr: o.EtcdAddr},
 		Build:   imageBuildOptions(o.ImageBuilder),
@@ -115,21 +153,12 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 		Model: controllers.ModelOptions{
 			HTTP: d.ModelHTTP, CheckInterval: o.ModelCheckInterval, UnloadTimeout: o.ModelUnloadTimeout,
 		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("setting up controllers: %w", err)
 	}
-	if err := addScope(mgr, o, d.Clock, gate, resync); err != nil {
-		return nil, err
-	}
-	if err := addMetrics(mgr, o, gate); err != nil {
-		return nil, err
-	}
-	if o.Webhook.Enabled {
-		if err := setupWebhooks(mgr, o, d, gate, drain); err != nil {
-			return nil, fmt.Errorf("setting up webhooks: %w", err)
-		}
-	}
+}
+
+// addHealthChecks adds the liveness and readiness checks, and returns the
+// readiness one.
+func addHealthChecks(mgr manager.Manager, o *config.Options, drain *webhooks.Drain) (healthz.Checker, error) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding health check: %w", err)
 	}
@@ -149,12 +178,7 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return nil, fmt.Errorf("adding ready check: %w", err)
 	}
-	if o.MigrateStorage {
-		if err := addStorageMigration(mgr, d.Clock, ready); err != nil {
-			return nil, fmt.Errorf("adding the storage migration: %w", err)
-		}
-	}
-	return mgr, nil
+	return ready, nil
 }
 
 // ManagerOptions derives the client configuration and manager options from
@@ -177,16 +201,13 @@ func ManagerOptions(cfg *rest.Config, o *config.Options, clk clock.PassiveClock)
 	// (CVE-2023-44487, CVE-2023-39325) and the servers gain nothing from it.
 	tlsOpts := []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 
-	metricsOpts := metricsServerOptions(o, tlsOpts, clk)
-
 	// The manager keeps pointers, so take copies rather than aliasing o.
 	leaseDuration := o.LeaderElection.LeaseDuration
 	renewDeadline := o.LeaderElection.RenewDeadline
 	retryPeriod := o.LeaderElection.RetryPeriod
-
 	opts := manager.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsOpts,
+		Metrics:                metricsServerOptions(o, tlsOpts, clk),
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
 		PprofBindAddress:       o.PprofBindAddress,
 		LeaderElection:         o.LeaderElection.Enabled,
@@ -211,28 +232,40 @@ func ManagerOptions(cfg *rest.Config, o *config.Options, clk clock.PassiveClock)
 		}
 		opts.LeaderElectionResourceLockInterface = lock
 	}
-	opts.Cache = controllers.CacheOptions()
+	opts.Cache = cacheOptions(o)
+	opts.WebhookServer = webhookServer(o, tlsOpts)
+	return cfg, opts, nil
+}
+
+// cacheOptions are the manager cache's: the controllers' (the children
+// table), within the namespace scope.
+func cacheOptions(o *config.Options) cache.Options {
+	opts := controllers.CacheOptions()
 	if o.RestrictNamespace != "" {
 		// Namespace-scoped RBAC cannot list cluster-wide, so the cache must
 		// not try to.
-		opts.Cache.DefaultNamespaces = map[string]cache.Config{o.RestrictNamespace: {}}
+		opts.DefaultNamespaces = map[string]cache.Config{o.RestrictNamespace: {}}
 	} else {
-		markerLeasesOnly(&opts.Cache)
+		markerLeasesOnly(&opts)
 	}
-	if o.Webhook.Enabled {
-		// controller-runtime starts this server only once something calls
-		// mgr.GetWebhookServer(); setupWebhooks does, and only when webhooks
-		// are enabled, so --enable-webhooks=false opens no port. The serving
-		// pair is read from the cert dir on each handshake whose files
-		// changed (certs.ServeFromDir), so renewals need no restart.
-		opts.WebhookServer = webhook.NewServer(webhook.Options{
-			Port:    o.Webhook.Port,
-			CertDir: o.Webhook.CertDir,
-			TLSOpts: append(append([]func(*tls.Config){}, tlsOpts...), certs.ServeFromDir(o.Webhook.CertDir)),
-		})
-	}
+	return opts
+}
 
-	return cfg, opts, nil
+// webhookServer serves the webhooks when they are enabled; nil otherwise.
+func webhookServer(o *config.Options, tlsOpts []func(*tls.Config)) webhook.Server {
+	if !o.Webhook.Enabled {
+		return nil
+	}
+	// controller-runtime starts this server only once something calls
+	// mgr.GetWebhookServer(); setupWebhooks does, and only when webhooks
+	// are enabled, so --enable-webhooks=false opens no port. The serving
+	// pair is read from the cert dir on each handshake whose files
+	// changed (certs.ServeFromDir), so renewals need no restart.
+	return webhook.NewServer(webhook.Options{
+		Port:    o.Webhook.Port,
+		CertDir: o.Webhook.CertDir,
+		TLSOpts: append(append([]func(*tls.Config){}, tlsOpts...), certs.ServeFromDir(o.Webhook.CertDir)),
+	})
 }
 
 // imageBuildOptions hands the image-builder environment to the build Jobs'

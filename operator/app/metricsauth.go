@@ -27,7 +27,7 @@ import (
 // that filter's cache lifetimes. That filter is not used because it brings
 // in the API server's own authentication stack (k8s.io/apiserver, CEL, gRPC,
 // OpenTelemetry): the binary was 80 MB instead of 51, and 16 MiB more of it
-// stayed resident, for two API calls. See CONTRIBUTING ("Observability").
+// stayed resident, for two API calls. See docs/design/observability.md.
 const (
 	// authnCacheTTL is how long a token's review is trusted.
 	authnCacheTTL = time.Minute

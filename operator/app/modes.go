@@ -33,56 +33,11 @@ func newGate(o *config.Options, c scope.Clock) *scope.Gate {
 // of a namespace-scoped operator, or the marker Lease tracker of a
 // cluster-wide one.
 func addScope(mgr manager.Manager, o *config.Options, c scope.Clock, gate *scope.Gate, resync *controllers.Resync) error {
-	log := mgr.GetLogger().WithName("scope")
 	var r manager.Runnable
 	if o.RestrictNamespace != "" {
-		holder := &scope.Holder{
-			Client:        mgr.GetClient(),
-			Reader:        mgr.GetAPIReader(),
-			Gate:          gate,
-			Namespace:     o.RestrictNamespace,
-			Identity:      o.OperatorVersion,
-			Duration:      o.NamespaceLease.Duration,
-			RenewInterval: o.NamespaceLease.RenewInterval,
-			// A cluster-wide operator that found no Lease here a moment
-			// before it was created may write for scope.ConfirmTTL more:
-			// the settle outlasts that whatever the renew interval.
-			Settle:   max(min(time.Second, o.NamespaceLease.RenewInterval/2), scope.MinSettle),
-			Clock:    c,
-			Acquired: resync.Namespace,
-			Log:      log,
-		}
-		if role := o.NamespaceLease.OwnerRole; role != "" {
-			reader, ns := mgr.GetAPIReader(), o.RestrictNamespace
-			holder.Owner = func(ctx context.Context) (*metav1.OwnerReference, error) {
-				owner := &rbacv1.Role{}
-				if err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: role}, owner); err != nil {
-					return nil, fmt.Errorf("reading Role %s/%s, the marker Lease's owner: %w", ns, role, err)
-				}
-				return &metav1.OwnerReference{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role",
-					Name: owner.Name, UID: owner.UID}, nil
-			}
-		}
-		r = holder
+		r = namespaceHolder(mgr, o, c, gate, resync)
 	} else {
-		tracker := &scope.Tracker{
-			Gate:   gate,
-			Cache:  mgr.GetCache(),
-			Clock:  c,
-			Reader: mgr.GetAPIReader(),
-			// The tracker runs on standby replicas too (their webhooks need
-			// it), but only a leader's controllers consume re-enqueued
-			// work; a replica elected later lists everything anyway.
-			Resume: func(ctx context.Context, ns string) {
-				select {
-				case <-mgr.Elected():
-					resync.Namespace(ctx, ns)
-				default:
-				}
-			},
-			Log: log,
-		}
-		r = startsWithCaches{Runnable: tracker, cache: mgr.GetCache()}
+		r = startsWithCaches{Runnable: namespaceTracker(mgr, c, gate, resync), cache: mgr.GetCache()}
 		// Until the marker Leases are known, this replica's webhooks would
 		// judge namespaces another operator owns: not ready yet.
 		if err := mgr.AddReadyzCheck("namespace-leases", func(*http.Request) error {
@@ -98,6 +53,60 @@ func addScope(mgr manager.Manager, o *config.Options, c scope.Clock, gate *scope
 		return fmt.Errorf("adding namespace scope: %w", err)
 	}
 	return nil
+}
+
+// namespaceHolder holds a namespace-scoped operator's marker Lease.
+func namespaceHolder(mgr manager.Manager, o *config.Options, c scope.Clock, gate *scope.Gate, resync *controllers.Resync) *scope.Holder {
+	holder := &scope.Holder{
+		Client:        mgr.GetClient(),
+		Reader:        mgr.GetAPIReader(),
+		Gate:          gate,
+		Namespace:     o.RestrictNamespace,
+		Identity:      o.OperatorVersion,
+		Duration:      o.NamespaceLease.Duration,
+		RenewInterval: o.NamespaceLease.RenewInterval,
+		// A cluster-wide operator that found no Lease here a moment
+		// before it was created may write for scope.ConfirmTTL more:
+		// the settle outlasts that whatever the renew interval.
+		Settle:   max(min(time.Second, o.NamespaceLease.RenewInterval/2), scope.MinSettle),
+		Clock:    c,
+		Acquired: resync.Namespace,
+		Log:      mgr.GetLogger().WithName("scope"),
+	}
+	if role := o.NamespaceLease.OwnerRole; role != "" {
+		reader, ns := mgr.GetAPIReader(), o.RestrictNamespace
+		holder.Owner = func(ctx context.Context) (*metav1.OwnerReference, error) {
+			owner := &rbacv1.Role{}
+			if err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: role}, owner); err != nil {
+				return nil, fmt.Errorf("reading Role %s/%s, the marker Lease's owner: %w", ns, role, err)
+			}
+			return &metav1.OwnerReference{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role",
+				Name: owner.Name, UID: owner.UID}, nil
+		}
+	}
+	return holder
+}
+
+// namespaceTracker follows, for a cluster-wide operator, the namespaces
+// namespace-scoped operators hold.
+func namespaceTracker(mgr manager.Manager, c scope.Clock, gate *scope.Gate, resync *controllers.Resync) *scope.Tracker {
+	return &scope.Tracker{
+		Gate:   gate,
+		Cache:  mgr.GetCache(),
+		Clock:  c,
+		Reader: mgr.GetAPIReader(),
+		// The tracker runs on standby replicas too (their webhooks need
+		// it), but only a leader's controllers consume re-enqueued
+		// work; a replica elected later lists everything anyway.
+		Resume: func(ctx context.Context, ns string) {
+			select {
+			case <-mgr.Elected():
+				resync.Namespace(ctx, ns)
+			default:
+			}
+		},
+		Log: mgr.GetLogger().WithName("scope"),
+	}
 }
 
 // startsWithCaches makes the manager start the marker Lease tracker with

@@ -119,31 +119,50 @@ func (a *Applier) Apply(ctx context.Context, desired, live client.Object) (Outco
 	}
 	key := recentKey(want)
 	if live != nil && live.GetAnnotations()[HashAnnotation] == hash {
-		a.fullChecks.Add(1)
-		have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
-		if err != nil {
+		if held, err := a.liveHolds(desired, live, want, key, check); held || err != nil {
 			return Unchanged, err
 		}
-		// Typed objects read through a client often carry no apiVersion and
-		// kind; live is of desired's kind by construction.
-		have["apiVersion"], have["kind"] = want["apiVersion"], want["kind"]
-		if Contains(have, want) {
-			a.forget(key) // the cache has caught up
-			a.verified.put(check, a.MaxVerified, a.now())
-			return Unchanged, runtime.DefaultUnstructuredConverter.FromUnstructured(have, desired)
-		}
-	} else if rw, ok := a.lookup(key); ok {
-		if rw.hash == hash && a.now().Sub(rw.at) < CacheLag {
-			// The cache lags behind our own write of this very configuration.
-			var stored map[string]any
-			// utiljson: whole numbers come back as int64, as the API
-			// server's answer had them, not float64.
-			if err := utiljson.Unmarshal(rw.stored, &stored); err != nil {
-				return Assumed, err
-			}
-			return Assumed, runtime.DefaultUnstructuredConverter.FromUnstructured(stored, desired)
-		}
+	} else if rw, ok := a.lookup(key); ok && rw.hash == hash && a.now().Sub(rw.at) < CacheLag {
+		// The cache lags behind our own write of this very configuration.
+		return Assumed, readBack(rw.stored, desired)
 	}
+	return a.write(ctx, desired, want, hash, key)
+}
+
+// liveHolds says whether live, which carries want's hash, holds every
+// field of want; then desired is set to live, and the cache has caught up
+// with any write of ours.
+func (a *Applier) liveHolds(desired, live client.Object, want map[string]any, key string, c check) (bool, error) {
+	a.fullChecks.Add(1)
+	have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
+	if err != nil {
+		return false, err
+	}
+	// Typed objects read through a client often carry no apiVersion and
+	// kind; live is of desired's kind by construction.
+	have["apiVersion"], have["kind"] = want["apiVersion"], want["kind"]
+	if !Contains(have, want) {
+		return false, nil
+	}
+	a.forget(key) // the cache has caught up
+	a.verified.put(c, a.MaxVerified, a.now())
+	return true, runtime.DefaultUnstructuredConverter.FromUnstructured(have, desired)
+}
+
+// readBack sets desired to the object our write stored.
+func readBack(stored []byte, desired client.Object) error {
+	var m map[string]any
+	// utiljson: whole numbers come back as int64, as the API server's
+	// answer had them, not float64.
+	if err := utiljson.Unmarshal(stored, &m); err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(m, desired)
+}
+
+// write server-side applies want with its hash, sets desired to the
+// answer, and remembers it until the cache shows it.
+func (a *Applier) write(ctx context.Context, desired client.Object, want map[string]any, hash, key string) (Outcome, error) {
 	u := &unstructured.Unstructured{Object: want}
 	annotations := u.GetAnnotations()
 	if annotations == nil {

@@ -113,36 +113,61 @@ func (a *authority) data() map[string][]byte {
 // trustedSince reports since when a CA (by fingerprint) has been in the CA
 // bundle of every webhook configuration; only then, after Grace, may it sign.
 func plan(a *authority, now time.Time, t Timing, hosts []string, trustedSince func(fp string) (time.Time, bool)) (changed bool, wake time.Time, err error) {
-	valid := func(c *x509.Certificate) bool { return now.Before(c.NotAfter) }
+	if changed, err = ensureCAs(a, now, t); err != nil {
+		return false, now, err
+	}
+	w := wakeAt{at: now.Add(t.CAValidity)}
+	changed = rotateCA(a, now, t, trustedSince, &w) || changed
+	changed = pruneBundle(a, now, &w) || changed
+	served, err := ensureServing(a, now, t, hosts)
+	if err != nil {
+		return false, now, err
+	}
+	w.soonest(a.serving.cert.NotAfter.Add(-t.CertRenewBefore()))
+	return changed || served, w.at, nil
+}
 
+// wakeAt is the soonest time a plan must be made again.
+type wakeAt struct{ at time.Time }
+
+func (w *wakeAt) soonest(at time.Time) {
+	if at.Before(w.at) {
+		w.at = at
+	}
+}
+
+// ensureCAs makes an active CA when there is no usable one, and the next
+// CA once the active one is due for renewal.
+func ensureCAs(a *authority, now time.Time, t Timing) (changed bool, err error) {
+	valid := func(c *x509.Certificate) bool { return now.Before(c.NotAfter) }
 	// No usable CA (first start, a lost or corrupt Secret): start over.
 	// Nothing trusts the old serving certificate's chain any more anyway.
 	if a.active == nil || !valid(a.active.cert) {
 		ca, err := newCA(now, t.CAValidity)
 		if err != nil {
-			return false, now, err
+			return false, err
 		}
 		a.active, a.next, a.serving = ca, nil, nil
 		a.bundle = append(slices.DeleteFunc(a.bundle, func(c *x509.Certificate) bool { return !valid(c) }), ca.cert)
 		changed = true
 	}
-	// The next CA is made well before the active one expires ...
+	// The next CA is made well before the active one expires, and signs
+	// once the API servers have had Grace to trust it (rotateCA).
 	if a.next == nil && !now.Before(a.active.cert.NotAfter.Add(-t.CARenewBefore())) {
 		ca, err := newCA(now, t.CAValidity)
 		if err != nil {
-			return false, now, err
+			return false, err
 		}
 		a.next = ca
 		a.bundle = append(a.bundle, ca.cert)
 		changed = true
 	}
-	wake = now.Add(t.CAValidity)
-	soonest := func(at time.Time) {
-		if at.Before(wake) {
-			wake = at
-		}
-	}
-	// ... and signs once the API servers have had Grace to trust it.
+	return changed, nil
+}
+
+// rotateCA makes the next CA the active one once the API servers have
+// trusted it for Grace, and says when to look again.
+func rotateCA(a *authority, now time.Time, t Timing, trustedSince func(fp string) (time.Time, bool), w *wakeAt) (changed bool) {
 	if a.next != nil {
 		since, ok := trustedSince(fingerprint(a.next.cert))
 		switch {
@@ -150,16 +175,22 @@ func plan(a *authority, now time.Time, t Timing, hosts []string, trustedSince fu
 			a.active, a.next, a.serving = a.next, nil, nil
 			changed = true
 		case ok:
-			soonest(since.Add(t.Grace()))
+			w.soonest(since.Add(t.Grace()))
 		default:
 			// Woken when the bundle is seen injected; check again anyway.
-			soonest(now.Add(t.Grace()))
+			w.soonest(now.Add(t.Grace()))
 		}
 	}
 	if a.next == nil {
-		soonest(a.active.cert.NotAfter.Add(-t.CARenewBefore()))
+		w.soonest(a.active.cert.NotAfter.Add(-t.CARenewBefore()))
 	}
-	// Expired CAs leave the bundle.
+	return changed
+}
+
+// pruneBundle drops expired CAs from the bundle, and wakes when the next
+// one expires.
+func pruneBundle(a *authority, now time.Time, w *wakeAt) (changed bool) {
+	valid := func(c *x509.Certificate) bool { return now.Before(c.NotAfter) }
 	kept := slices.DeleteFunc(slices.Clone(a.bundle), func(c *x509.Certificate) bool {
 		return !valid(c) && c != a.active.cert && (a.next == nil || c != a.next.cert)
 	})
@@ -168,20 +199,25 @@ func plan(a *authority, now time.Time, t Timing, hosts []string, trustedSince fu
 	}
 	for _, c := range a.bundle {
 		if valid(c) {
-			soonest(c.NotAfter)
+			w.soonest(c.NotAfter)
 		}
 	}
+	return changed
+}
 
+// ensureServing issues a serving certificate when there is none signed by
+// the active CA for hosts, or it is due for renewal.
+func ensureServing(a *authority, now time.Time, t Timing, hosts []string) (changed bool, err error) {
 	if a.serving == nil || a.serving.cert.CheckSignatureFrom(a.active.cert) != nil ||
 		!now.Before(a.serving.cert.NotAfter.Add(-t.CertRenewBefore())) || !sameHosts(a.serving.cert, hosts) {
 		s, err := newServing(a.active, hosts, now, t.CertValidity)
 		if err != nil {
-			return false, now, err
+			return false, err
 		}
-		a.serving, changed = s, true
+		a.serving = s
+		return true, nil
 	}
-	soonest(a.serving.cert.NotAfter.Add(-t.CertRenewBefore()))
-	return changed, wake, nil
+	return false, nil
 }
 
 func sameHosts(c *x509.Certificate, hosts []string) bool {

@@ -215,7 +215,6 @@ type ImageBuilderOptions struct {
 	BuildkitURL               string
 	BuildkitImage             string
 	DockerRegistryServer      string
-	DockerRegistryUsername    string
 	DockerRegistrySecure      bool
 	RepositoryName            string
 	EstargzEnabled            bool
@@ -335,13 +334,23 @@ type flagValues struct {
 }
 
 func newFlagSet(v *flagValues) *flag.FlagSet {
-	o := v.o
 	fs := flag.NewFlagSet("dynamo-operator", flag.ContinueOnError)
 	// Parse reports errors itself; the FlagSet must not print usage as a
 	// side effect (it would spam test output and duplicate main's message).
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	for _, add := range []func(*flag.FlagSet, *flagValues){
+		addWorkerAndScopeFlags, addLeaderElectionFlags, addServingFlags, addWebhookFlags, addControllerFlags,
+	} {
+		add(fs, v)
+	}
+	return fs
+}
 
+// addWorkerAndScopeFlags: the addresses given to Dynamo's workers, and the
+// namespace scope with its marker Lease.
+func addWorkerAndScopeFlags(fs *flag.FlagSet, v *flagValues) {
+	o := v.o
 	fs.StringVar(&o.NATSAddr, flagNATSAddr, "",
 		"NATS address given to Dynamo workers, as nats://host:port or host:port.")
 	fs.StringVar(&o.EtcdAddr, flagEtcdAddr, "",
@@ -355,6 +364,11 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 
 	fs.StringVar(&o.NamespaceLease.OwnerRole, flagNamespaceLeaseOwnerRole, "",
 		"Role in --"+flagRestrictNamespace+" the marker Lease is created owned by, so the garbage collector removes it with the install (the chart's).")
+}
+
+// addLeaderElectionFlags: leader election among the operator's replicas.
+func addLeaderElectionFlags(fs *flag.FlagSet, v *flagValues) {
+	o := v.o
 	fs.BoolVar(&o.LeaderElection.Enabled, flagLeaderElect, false,
 		"Enable leader election so only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElection.ID, flagLeaderElectionID, defaultLeaderElectionID,
@@ -369,7 +383,11 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		"Interval between leader election attempts.")
 	fs.BoolVar(&o.LeaderElection.CreateLease, flagLeaderElectionCreateLease, true,
 		"Create the leader election Lease when missing; false when the installer owns it (the chart).")
+}
 
+// addServingFlags: metrics, health probes, profiling and logs.
+func addServingFlags(fs *flag.FlagSet, v *flagValues) {
+	o := v.o
 	fs.StringVar(&o.MetricsBindAddress, flagMetricsBindAddress, ":8443",
 		`Metrics server address as host:port; "0" disables it.`)
 	fs.BoolVar(&o.MetricsSecure, flagMetricsSecure, true,
@@ -382,7 +400,12 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		`Health probe address as host:port; "0" disables it.`)
 	fs.StringVar(&o.PprofBindAddress, flagPprofBindAddress, "0",
 		`Go profiling (net/http/pprof) address as host:port, unauthenticated: bind it to loopback; "0" disables it.`)
+}
 
+// addWebhookFlags: the admission and conversion webhooks' server and
+// certificates.
+func addWebhookFlags(fs *flag.FlagSet, v *flagValues) {
+	o := v.o
 	fs.IntVar(&o.Webhook.Port, flagWebhookPort, 9443, "Port the webhook server listens on.")
 	fs.BoolVar(&o.Webhook.Enabled, flagEnableWebhooks, true, "Serve admission webhooks.")
 	fs.StringVar(&v.certMode, flagWebhookCertMode, string(WebhookCertModeAuto),
@@ -408,7 +431,12 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 		"Base64 PEM CA bundle the CRDs' conversion webhook trusts, applied with --"+flagApplyCRDs+" in the external cert mode.")
 	fs.DurationVar(&o.Webhook.Drain, flagWebhookDrain, 5*time.Second,
 		"After SIGTERM, keep answering admissions this long, closing each connection after its answer, before stopping (0: stop at once). Keep it below the pod's termination grace period.")
+}
 
+// addControllerFlags: the controllers, the API client and the one-shot
+// CRD tasks.
+func addControllerFlags(fs *flag.FlagSet, v *flagValues) {
+	o := v.o
 	fs.StringVar(&o.OperatorVersion, flagOperatorVersion, Version, "Operator version reported in logs and Leases.")
 	fs.IntVar(&o.MaxConcurrentReconciles, flagMaxConcurrentReconciles, 32,
 		"Maximum concurrent reconciles per controller.")
@@ -425,8 +453,60 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 	fs.BoolVar(&o.MigrateStorage, flagMigrateStorage, false,
 		"As leader, rewrite the objects of the CRDs built into this binary that are stored in a version other than the storage version, "+
 			"then trim each CRD's status.storedVersions to it (the release that installs the CRDs; cluster-wide only).")
-	return fs
 }
+
+// Setting is one flag or environment variable of the operator: what --help
+// prints and what docs/reference/flags.md is generated from.
+type Setting struct {
+	Name    string
+	Default string // a flag's default as --help shows it; empty for a variable (its help says)
+	Usage   string
+}
+
+// DefaultGCPercent is the operator's GOGC when the environment sets none, and
+// MemoryLimitRatio the share of the container's memory limit GOMEMLIMIT
+// becomes (operator/cmd/manager/memory.go says why).
+const (
+	DefaultGCPercent = 40
+	MemoryLimitRatio = 0.9
+)
+
+// environment lists every environment variable the operator reads, in the
+// order --help prints them.
+var environment = []Setting{
+	{Name: envLogLevel, Usage: "debug, info, warn, error or a verbosity number (default info): info is V(0) (what users must see), 1 adds each child written and why, 2 adds reconciles with nothing to do; debug is 1"},
+	{Name: envLogFormat, Usage: "json or console, when --" + flagLogFormat + " is not given (default json)"},
+	{Name: envSystemNamespace, Usage: "namespace of the Dynamo platform (default " + defaultSystemNamespace + ")"},
+	{Name: envPodNamespace, Usage: "namespace the operator runs in (set by the Deployment)"},
+	{Name: envImageBuilderNamespace, Usage: "namespace for image build jobs (default: each DynamoComponent's own namespace)"},
+	{Name: envImageBuildEngine, Usage: "buildkit or kaniko (default buildkit)"},
+	{Name: envBuildkitURL, Usage: "BuildKit daemon address, e.g. tcp://buildkitd:1234"},
+	{Name: envBuildkitImage, Usage: "BuildKit image for build jobs (default " + defaultBuildkitImageHelp + ")"},
+	{Name: envInternalImagesBuildkit, Usage: "BuildKit image for build jobs, Dynamo's name (wins over " + envBuildkitImage + ")"},
+	{Name: envDockerRegistryServer, Usage: "registry that built images are pushed to"},
+	{Name: envDockerRegistryUsername, Usage: "accepted as Dynamo's operator documents it, and ignored: build Jobs push with the credentials of the DynamoComponent's dockerConfigJsonSecretName"},
+	{Name: envDockerRegistrySecure, Usage: "use HTTPS for the registry (default true)"},
+	{Name: envImageRepositoryName, Usage: "repository for built images (default dynamo-components)"},
+	{Name: envDockerRegistryRepositoryName, Usage: "repository for built images, Dynamo's name (wins over " + envImageRepositoryName + ")"},
+	{Name: envEstargzEnabled, Usage: "build eStargz images (default false)"},
+	{Name: envAddNamespacePrefixToImageName, Usage: "prefix image names with the namespace (default false)"},
+	{Name: envAPIStoreEndpoint, Usage: "Dynamo API store URL"},
+	{Name: "GOGC", Usage: fmt.Sprintf("the Go garbage collector's target percentage (default %d when unset)", DefaultGCPercent)},
+	{Name: "GOMEMLIMIT", Usage: fmt.Sprintf("the Go runtime's soft memory limit (default %d%% of the container's memory limit)", int(MemoryLimitRatio*100))},
+	{Name: "AUTOMEMLIMIT", Usage: "off: leave GOMEMLIMIT unset instead of deriving it from the container's memory limit"},
+}
+
+// Flags returns every flag with its default and help, sorted by name.
+func Flags() []Setting {
+	var out []Setting
+	newFlagSet(&flagValues{o: &Options{}}).VisitAll(func(f *flag.Flag) {
+		out = append(out, Setting{Name: f.Name, Default: f.DefValue, Usage: f.Usage})
+	})
+	return out
+}
+
+// Environment returns every environment variable the operator reads.
+func Environment() []Setting { return append([]Setting(nil), environment...) }
 
 // Usage writes help text for all flags and environment variables to w.
 func Usage(w io.Writer) {
@@ -438,26 +518,8 @@ func Usage(w io.Writer) {
 	fs.PrintDefaults()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Environment:")
-	for _, e := range []struct{ name, help string }{
-		{envLogLevel, "debug, info, warn, error or a verbosity number (default info): info is V(0) (what users must see), 1 adds each child written and why, 2 adds reconciles with nothing to do; debug is 1"},
-		{envLogFormat, "json or console, when --" + flagLogFormat + " is not given (default json)"},
-		{envSystemNamespace, "namespace of the Dynamo platform (default " + defaultSystemNamespace + ")"},
-		{envPodNamespace, "namespace the operator runs in (set by the Deployment)"},
-		{envImageBuilderNamespace, "namespace for image build jobs (default: each DynamoComponent's own namespace)"},
-		{envImageBuildEngine, "buildkit or kaniko (default buildkit)"},
-		{envBuildkitURL, "BuildKit daemon address, e.g. tcp://buildkitd:1234"},
-		{envBuildkitImage, "BuildKit image for build jobs (default " + defaultBuildkitImageHelp + ")"},
-		{envInternalImagesBuildkit, "BuildKit image for build jobs, Dynamo's name (wins over " + envBuildkitImage + ")"},
-		{envDockerRegistryServer, "registry that built images are pushed to"},
-		{envDockerRegistryUsername, "registry user name"},
-		{envDockerRegistrySecure, "use HTTPS for the registry (default true)"},
-		{envImageRepositoryName, "repository for built images (default dynamo-components)"},
-		{envDockerRegistryRepositoryName, "repository for built images, Dynamo's name (wins over " + envImageRepositoryName + ")"},
-		{envEstargzEnabled, "build eStargz images (default false)"},
-		{envAddNamespacePrefixToImageName, "prefix image names with the namespace (default false)"},
-		{envAPIStoreEndpoint, "Dynamo API store URL"},
-	} {
-		fmt.Fprintf(w, "  %s\n    \t%s\n", e.name, e.help)
+	for _, e := range environment {
+		fmt.Fprintf(w, "  %s\n    \t%s\n", e.Name, e.Usage)
 	}
 }
 
@@ -506,6 +568,17 @@ func Parse(args []string, lookupEnv func(string) (string, bool)) (*Options, erro
 }
 
 func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problems) {
+	validateWorkerAndScopeFlags(o, p)
+	validateLeaderElectionFlags(o, explicit, p)
+	checkBindAddress(p, flagMetricsBindAddress, o.MetricsBindAddress)
+	checkBindAddress(p, flagHealthProbeBindAddress, o.HealthProbeBindAddress)
+	checkBindAddress(p, flagPprofBindAddress, o.PprofBindAddress)
+	validateWebhookFlags(o.Webhook, p)
+	validateControllerFlags(o, qps, p)
+}
+
+// validateWorkerAndScopeFlags: see addWorkerAndScopeFlags.
+func validateWorkerAndScopeFlags(o *Options, p *problems) {
 	checkServiceAddress(p, flagNATSAddr, o.NATSAddr, "nats://nats:4222")
 	checkServiceAddress(p, flagEtcdAddr, o.EtcdAddr, "http://etcd:2379")
 	// An empty value is accepted so charts can always pass the flag.
@@ -532,7 +605,10 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 		p.flag(flagNamespaceLeaseRenewInterval, "must be greater than 0 and at most 45%% of --%s (%s), got %s",
 			flagNamespaceLeaseDuration, d, ri)
 	}
+}
 
+// validateLeaderElectionFlags: see addLeaderElectionFlags.
+func validateLeaderElectionFlags(o *Options, explicit map[string]bool, p *problems) {
 	if explicit[flagLeaderElectionID] {
 		checkDNS1123Subdomain(p, "--"+flagLeaderElectionID, o.LeaderElection.ID)
 	}
@@ -555,12 +631,10 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 			"must be greater than 0 and less than --%s (%s) even with client-go's %gx retry jitter, got %s",
 			flagLeaderElectionRenewDeadline, le.RenewDeadline, leaderElectionJitterFactor, le.RetryPeriod)
 	}
+}
 
-	checkBindAddress(p, flagMetricsBindAddress, o.MetricsBindAddress)
-	checkBindAddress(p, flagHealthProbeBindAddress, o.HealthProbeBindAddress)
-	checkBindAddress(p, flagPprofBindAddress, o.PprofBindAddress)
-
-	w := o.Webhook
+// validateWebhookFlags: see addWebhookFlags.
+func validateWebhookFlags(w WebhookOptions, p *problems) {
 	if w.Port < 1 || w.Port > 65535 {
 		p.flag(flagWebhookPort, "must be between 1 and 65535, got %d", w.Port)
 	}
@@ -587,7 +661,11 @@ func validateFlags(o *Options, qps float64, explicit map[string]bool, p *problem
 	if w.URLHost != "" && !validHost(w.URLHost) {
 		p.flag(flagWebhookURLHost, "must be a hostname or IP address without scheme or port, got %q", w.URLHost)
 	}
+}
 
+// validateControllerFlags: see addControllerFlags. It sets o.KubeAPIQPS
+// from qps when valid.
+func validateControllerFlags(o *Options, qps float64, p *problems) {
 	if strings.TrimSpace(o.OperatorVersion) == "" {
 		p.flag(flagOperatorVersion, "must be non-empty")
 	} else if n := len([]rune(o.OperatorVersion)); n > maxOperatorVersionLength {
@@ -630,8 +708,12 @@ func parseEnv(o *Options, env func(string) (string, bool), p *problems) {
 		o.SystemNamespace = s
 		checkDNS1123Label(p, envSystemNamespace, s)
 	}
+	parseImageBuilderEnv(&o.ImageBuilder, env, p)
+}
 
-	ib := &o.ImageBuilder
+// parseImageBuilderEnv reads the image builder's settings, named as
+// Dynamo's operator names them.
+func parseImageBuilderEnv(ib *ImageBuilderOptions, env func(string) (string, bool), p *problems) {
 	ib.Engine = ImageBuildEngineBuildKit
 	if s, ok := env(envImageBuildEngine); ok {
 		switch e := ImageBuildEngine(strings.ToLower(s)); e {
@@ -652,7 +734,6 @@ func parseEnv(o *Options, env func(string) (string, bool), p *problems) {
 		ib.BuildkitImage = s // Dynamo's documented name
 	}
 	ib.DockerRegistryServer, _ = env(envDockerRegistryServer)
-	ib.DockerRegistryUsername, _ = env(envDockerRegistryUsername)
 	ib.DockerRegistrySecure = parseBoolEnv(env, p, envDockerRegistrySecure, true)
 	ib.RepositoryName = "dynamo-components"
 	for _, name := range []string{envImageRepositoryName, envDockerRegistryRepositoryName} {

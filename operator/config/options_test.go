@@ -337,7 +337,6 @@ func TestParseValid(t *testing.T) {
 					BuildkitURL:               "unix:///run/buildkit/buildkitd.sock",
 					BuildkitImage:             "moby/buildkit:v0.20.0",
 					DockerRegistryServer:      "nvcr.io/nvidia",
-					DockerRegistryUsername:    "$oauthtoken",
 					DockerRegistrySecure:      false,
 					RepositoryName:            "team/dynamo_components",
 					AddNamespacePrefixToImage: true,

@@ -21,8 +21,8 @@ import (
 // 2,000 copies of a component, a graph, a Deployment and a running pod,
 // decoded as the informers decode them (JSON for our kinds, protobuf for
 // the built-in ones), then trimmed by trimForCache. It reports bytes per
-// object decoded and cached, and the ratio of the two (CONTRIBUTING,
-// "Writes and memory at scale"):
+// object decoded and cached, and the ratio of the two
+// (docs/design/writes-and-memory.md):
 //
 //	go test -run '^$' -bench CachedObjectSize ./operator/controllers/
 func BenchmarkCachedObjectSize(b *testing.B) {

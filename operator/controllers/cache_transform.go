@@ -281,7 +281,7 @@ type packedField interface {
 // kinds are not packed: custom resources have no protobuf, and packing
 // components' and graphs' specs as JSON took 2-3 MiB off the RSS at 500
 // graphs for 3-4 s more of the operator's CPU, decoding them again on
-// every read (CONTRIBUTING, "Writes and memory at scale").
+// every read (docs/design/writes-and-memory.md).
 var packedFields = []func(obj any) packedField{
 	// A Deployment's spec, its pod template above all, is read only when
 	// its component is reconciled: to check for drift, adopt a workload and

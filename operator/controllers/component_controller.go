@@ -195,7 +195,7 @@ func (r *ComponentReconciler) refuseForeignWorkload(ctx context.Context, s *comp
 		// Rendering a Deployment beside another operator's workload would
 		// run the service twice on the same GPUs.
 		return stop(reconcile.Result{}, r.failWith(ctx, s.dcd, ReasonNotAdoptable, fmt.Errorf(
-			"its %s %s was created by another operator and cannot be adopted in place; see docs/migration.md",
+			"its %s %s was created by another operator and cannot be adopted in place; see docs/tasks/migration.md",
 			kind, s.dcd.Status.Service.ComponentName)))
 	}
 	s.graphPVCs, s.input = graphPVCs, workloadInput(s.dcd, graphPVCs)

@@ -78,63 +78,105 @@ func (r *DynamoComponentReconciler) Reconcile(ctx context.Context, req reconcile
 	return quietWhenTerminating(r.reconcile(ctx, req))
 }
 
+// buildState is what one reconcile of a DynamoComponent learns, step by
+// step.
+type buildState struct {
+	req reconcile.Request
+	dc  *v1alpha1.DynamoComponent
+	// job is the build Job of the current spec, image what it pushes;
+	// live is the stored Job (job itself once created).
+	job, live *batchv1.Job
+	image     string
+}
+
 func (r *DynamoComponentReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return runSteps(ctx, &buildState{req: req},
+		r.loadDynamoComponent,
+		r.renderBuildJob,
+		r.ensureBuildJob,
+		r.reportBuild,
+	)
+}
+
+// loadDynamoComponent reads the DynamoComponent, and ends the reconcile of
+// one gone, being deleted, or naming its image (nothing to build).
+func (r *DynamoComponentReconciler) loadDynamoComponent(ctx context.Context, s *buildState) (reconcile.Result, bool, error) {
 	dc := &v1alpha1.DynamoComponent{}
-	if err := r.Client.Get(ctx, req.NamespacedName, dc); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	if err := r.Client.Get(ctx, s.req.NamespacedName, dc); err != nil {
+		return stop(reconcile.Result{}, client.IgnoreNotFound(err))
 	}
 	if !dc.DeletionTimestamp.IsZero() {
 		// A Job in the component's namespace goes with it (owner
 		// reference); one in the builder namespace ends by its deadline.
-		return reconcile.Result{}, nil
+		return stop(reconcile.Result{}, nil)
 	}
 	if dc.Spec.Image != "" {
-		return reconcile.Result{}, r.setStatus(ctx, dc, dc.Spec.Image, metav1.ConditionTrue, ReasonImageGiven,
-			"spec.image is set; nothing is built")
+		return stop(reconcile.Result{}, r.setStatus(ctx, dc, dc.Spec.Image, metav1.ConditionTrue, ReasonImageGiven,
+			"spec.image is set; nothing is built"))
 	}
+	s.dc = dc
+	return proceed()
+}
 
-	job, err := render.BuildJob(dc, r.Build)
+// renderBuildJob renders the build Job of the current spec and deletes
+// those of earlier ones.
+func (r *DynamoComponentReconciler) renderBuildJob(ctx context.Context, s *buildState) (reconcile.Result, bool, error) {
+	job, err := render.BuildJob(s.dc, r.Build)
 	if err != nil {
-		return reconcile.Result{}, r.setStatus(ctx, dc, "", metav1.ConditionFalse, ReasonInvalidSpec, err.Error())
+		return stop(reconcile.Result{}, r.setStatus(ctx, s.dc, "", metav1.ConditionFalse, ReasonInvalidSpec, err.Error()))
 	}
-	image := job.Annotations[render.AnnotationBuiltImage]
-	if err := r.deleteStaleJobs(ctx, dc, job.Name); err != nil {
-		return reconcile.Result{}, err
+	if err := r.deleteStaleJobs(ctx, s.dc, job.Name); err != nil {
+		return stop(reconcile.Result{}, err)
 	}
+	s.job, s.image = job, job.Annotations[render.AnnotationBuiltImage]
+	return proceed()
+}
+
+// ensureBuildJob creates the build Job, unless it exists or its image was
+// built already.
+func (r *DynamoComponentReconciler) ensureBuildJob(ctx context.Context, s *buildState) (reconcile.Result, bool, error) {
+	dc, job := s.dc, s.job
 	live, err := getOptional(ctx, r.Client, client.ObjectKeyFromObject(job), &batchv1.Job{})
 	if err != nil {
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
-	if live == nil {
-		if built(dc, image) {
-			// The Job that built it is gone (deleted, or cleaned up):
-			// the image stays built.
-			logNothingToDo(ctx, dc)
-			return reconcile.Result{}, nil
-		}
-		if job.Namespace == dc.Namespace {
-			if err := controllerutil.SetControllerReference(dc, job, r.Client.Scheme()); err != nil {
-				return reconcile.Result{}, err
-			}
-		}
-		if err := r.Client.Create(ctx, job, client.FieldOwner(FieldOwner)); client.IgnoreAlreadyExists(err) != nil {
-			if isUserError(err) {
-				return reconcile.Result{}, r.setStatus(ctx, dc, "", metav1.ConditionFalse, ReasonInvalidSpec,
-					fmt.Sprintf("the build Job was refused: %v", err))
-			}
-			return reconcile.Result{}, fmt.Errorf("creating build Job %s: %w", job.Name, err)
-		}
-		ctrl.LoggerFrom(ctx).V(1).Info("build Job created: the component has no image yet",
-			"dynamoComponent", klog.KObj(dc), "job", klog.KObj(job), "image", image)
-		r.Recorder.Eventf(dc, nil, corev1.EventTypeNormal, "Created", "Create", "Created Job/%s to build %s", job.Name, image)
-		live = job
+	if live != nil {
+		s.live = live
+		return proceed()
 	}
-	status, reason, message := buildOutcome(dc, live, image)
+	if built(dc, s.image) {
+		// The Job that built it is gone (deleted, or cleaned up):
+		// the image stays built.
+		logNothingToDo(ctx, dc)
+		return stop(reconcile.Result{}, nil)
+	}
+	if job.Namespace == dc.Namespace {
+		if err := controllerutil.SetControllerReference(dc, job, r.Client.Scheme()); err != nil {
+			return stop(reconcile.Result{}, err)
+		}
+	}
+	if err := r.Client.Create(ctx, job, client.FieldOwner(FieldOwner)); client.IgnoreAlreadyExists(err) != nil {
+		if isUserError(err) {
+			return stop(reconcile.Result{}, r.setStatus(ctx, dc, "", metav1.ConditionFalse, ReasonInvalidSpec,
+				fmt.Sprintf("the build Job was refused: %v", err)))
+		}
+		return stop(reconcile.Result{}, fmt.Errorf("creating build Job %s: %w", job.Name, err))
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("build Job created: the component has no image yet",
+		"dynamoComponent", klog.KObj(dc), "job", klog.KObj(job), "image", s.image)
+	r.Recorder.Eventf(dc, nil, corev1.EventTypeNormal, "Created", "Create", "Created Job/%s to build %s", job.Name, s.image)
+	s.live = job
+	return proceed()
+}
+
+// reportBuild writes the build's outcome, and the image once it is built.
+func (r *DynamoComponentReconciler) reportBuild(ctx context.Context, s *buildState) (reconcile.Result, bool, error) {
+	status, reason, message := buildOutcome(s.dc, s.live, s.image)
 	img := ""
 	if status == metav1.ConditionTrue {
-		img = image
+		img = s.image
 	}
-	return reconcile.Result{}, r.setStatus(ctx, dc, img, status, reason, message)
+	return stop(reconcile.Result{}, r.setStatus(ctx, s.dc, img, status, reason, message))
 }
 
 // built reports whether dc's status says image is built for its current

@@ -125,44 +125,74 @@ func (r *ModelReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	return quietWhenTerminating(r.reconcile(ctx, req))
 }
 
+// modelState is what one reconcile of a model learns, step by step.
+type modelState struct {
+	req reconcile.Request
+	m   *v1alpha1.DynamoModel
+	// lora: the model is a LoRA adapter the workers load.
+	lora bool
+}
+
 func (r *ModelReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return runSteps(ctx, &modelState{req: req},
+		r.loadModel,
+		r.keepUnloadFinalizer,
+		r.loadAdapters,
+	)
+}
+
+// loadModel reads the model, forgets one gone, and unloads a deleted one.
+func (r *ModelReconciler) loadModel(ctx context.Context, s *modelState) (reconcile.Result, bool, error) {
 	m := &v1alpha1.DynamoModel{}
-	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
+	if err := r.Client.Get(ctx, s.req.NamespacedName, m); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			r.forget(req.NamespacedName)
+			r.forget(s.req.NamespacedName)
 		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return stop(reconcile.Result{}, client.IgnoreNotFound(err))
 	}
-	lora := m.Spec.ModelType == v1alpha1.ModelTypeLoRA
 	if !m.DeletionTimestamp.IsZero() {
-		return r.unload(ctx, m)
+		return stop(r.unload(ctx, m))
 	}
-	if lora && !controllerutil.ContainsFinalizer(m, ModelFinalizer) {
+	s.m, s.lora = m, m.Spec.ModelType == v1alpha1.ModelTypeLoRA
+	return proceed()
+}
+
+// keepUnloadFinalizer makes a LoRA model carry the finalizer its unload
+// needs, and another type not.
+func (r *ModelReconciler) keepUnloadFinalizer(ctx context.Context, s *modelState) (reconcile.Result, bool, error) {
+	m := s.m
+	if s.lora && !controllerutil.ContainsFinalizer(m, ModelFinalizer) {
 		patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(m, ModelFinalizer)
 		if err := r.Client.Patch(ctx, m, patch, client.FieldOwner(FieldOwner)); err != nil {
-			return reconcile.Result{}, err
+			return stop(reconcile.Result{}, err)
 		}
 		ctrl.LoggerFrom(ctx).V(levelChild).Info("finalizer added: the adapter is unloaded from every worker before the model goes",
 			"model", klog.KObj(m))
 	}
-	if !lora && controllerutil.ContainsFinalizer(m, ModelFinalizer) {
+	if !s.lora && controllerutil.ContainsFinalizer(m, ModelFinalizer) {
 		// The type changed from lora: nothing to unload on deletion (the
 		// adapter stays until the workers restart; the user changed the type).
 		patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.RemoveFinalizer(m, ModelFinalizer)
 		if err := r.Client.Patch(ctx, m, patch, client.FieldOwner(FieldOwner)); err != nil {
-			return reconcile.Result{}, err
+			return stop(reconcile.Result{}, err)
 		}
 	}
+	return proceed()
+}
 
+// loadAdapters loads a LoRA model's adapter on the serving pods where it is
+// due, and writes the model's status.
+func (r *ModelReconciler) loadAdapters(ctx context.Context, s *modelState) (reconcile.Result, bool, error) {
+	m := s.m
 	pods, err := r.servingPods(ctx, m)
 	if err != nil {
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
-	states := r.statesOf(req.NamespacedName, pods)
+	states := r.statesOf(s.req.NamespacedName, pods)
 	var requeue time.Duration
-	if lora {
+	if s.lora {
 		requeue = r.loadWhereDue(ctx, m, pods, states)
 	}
 	now := r.Clock.Now()
@@ -171,10 +201,10 @@ func (r *ModelReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		m.Status = modelStatus(m, pods, states, metav1.NewTime(now))
 	})
 	if err != nil {
-		return reconcile.Result{}, err
+		return stop(reconcile.Result{}, err)
 	}
 	r.reportChanges(ctx, m, before, wrote)
-	return reconcile.Result{RequeueAfter: requeue}, nil
+	return stop(reconcile.Result{RequeueAfter: requeue}, nil)
 }
 
 // servingPods lists the model's endpoints from the cache.

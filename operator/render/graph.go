@@ -37,85 +37,93 @@ func ModelServiceName(componentName string) string {
 func Components(dgd *v1alpha1.DynamoGraphDeployment) ([]*v1alpha1.DynamoComponentDeployment, error) {
 	servicesPath := field.NewPath("spec", "services")
 	var errs field.ErrorList
-
-	// Spec labels are the explicit request to label children, so they win
-	// over the graph's own metadata labels.
-	labels := propagated(dgd.Labels, dgd.Spec.Labels)
-	annotations := propagated(dgd.Annotations, dgd.Spec.Annotations)
-
-	workerHash := WorkerHash(dgd)
 	out := make([]*v1alpha1.DynamoComponentDeployment, 0, len(dgd.Spec.Services))
 	serviceOf := map[string]string{} // component name -> service key
 	for _, serviceName := range slices.Sorted(maps.Keys(dgd.Spec.Services)) {
 		service := dgd.Spec.Services[serviceName]
-		path := servicesPath.Child(serviceName)
-		if service == nil {
-			errs = append(errs, field.Required(path, "the service needs a spec"))
-			continue
-		}
 		name := ComponentName(dgd.Name, serviceName)
-		// The component name is also its Service's name, which must be a
-		// DNS-1035 label; that is the strictest of its children's rules.
-		if msgs := validation.IsDNS1035Label(name); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(path, name,
-				"the component name <graph>-<lowercased service> is also its Service's name: "+strings.Join(msgs, "; ")))
-			continue
-		}
-		// Lowercasing can map two services to one name, and one component
-		// would silently replace the other.
-		if other, taken := serviceOf[name]; taken {
-			errs = append(errs, field.Invalid(path, name, "has the same component name as service "+other))
+		if err := checkComponentName(service, name, serviceOf, servicesPath.Child(serviceName)); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		serviceOf[name] = serviceName
-		if service.ModelRef != nil {
-			if msgs := validation.IsDNS1035Label(ModelServiceName(name)); len(msgs) > 0 {
-				errs = append(errs, field.Invalid(path.Child("modelRef"), ModelServiceName(name),
-					"the model Service name <graph>-<lowercased service>-model is invalid: "+strings.Join(msgs, "; ")))
-				continue
-			}
-		}
-
-		spec := service.DeepCopy()
-		if spec.ServiceName == "" {
-			spec.ServiceName = serviceName
-		}
-		if spec.Replicas == nil {
-			spec.Replicas = ptr.To[int32](1)
-		}
-		spec.Envs = MergeEnv(dgd.Spec.Envs, service.Envs)
-
-		dcdLabels := merged(labels, map[string]string{
-			LabelGraphName: dgd.Name,
-			LabelComponent: name,
-			LabelManagedBy: ManagedByValue,
-		})
-		if isWorker(spec.ComponentType) {
-			dcdLabels[LabelWorkerHash] = workerHash
-		}
-		out = append(out, &v1alpha1.DynamoComponentDeployment{
-			TypeMeta: metav1.TypeMeta{
-				APIVersion: v1alpha1.GroupVersion.String(),
-				Kind:       "DynamoComponentDeployment",
-			},
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        name,
-				Namespace:   dgd.Namespace,
-				Labels:      dcdLabels,
-				Annotations: merged(annotations),
-			},
-			Spec: v1alpha1.DynamoComponentDeploymentSpec{
-				DynamoComponent:                     dgd.Spec.DynamoComponent,
-				BackendFramework:                    dgd.Spec.BackendFramework,
-				DynamoComponentDeploymentSharedSpec: *spec,
-			},
-		})
+		out = append(out, component(dgd, serviceName, name, service))
 	}
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// checkComponentName says what keeps the service at path from running as
+// the component name: no spec, a name no Service can have, or one another
+// service's component has already (serviceOf).
+func checkComponentName(service *v1alpha1.DynamoComponentDeploymentSharedSpec, name string,
+	serviceOf map[string]string, path *field.Path) *field.Error {
+	if service == nil {
+		return field.Required(path, "the service needs a spec")
+	}
+	// The component name is also its Service's name, which must be a
+	// DNS-1035 label; that is the strictest of its children's rules.
+	if msgs := validation.IsDNS1035Label(name); len(msgs) > 0 {
+		return field.Invalid(path, name,
+			"the component name <graph>-<lowercased service> is also its Service's name: "+strings.Join(msgs, "; "))
+	}
+	// Lowercasing can map two services to one name, and one component
+	// would silently replace the other.
+	if other, taken := serviceOf[name]; taken {
+		return field.Invalid(path, name, "has the same component name as service "+other)
+	}
+	if service.ModelRef != nil {
+		if msgs := validation.IsDNS1035Label(ModelServiceName(name)); len(msgs) > 0 {
+			return field.Invalid(path.Child("modelRef"), ModelServiceName(name),
+				"the model Service name <graph>-<lowercased service>-model is invalid: "+strings.Join(msgs, "; "))
+		}
+	}
+	return nil
+}
+
+// component is the component of dgd, named name, that runs its service
+// serviceName.
+func component(dgd *v1alpha1.DynamoGraphDeployment, serviceName, name string,
+	service *v1alpha1.DynamoComponentDeploymentSharedSpec) *v1alpha1.DynamoComponentDeployment {
+	spec := service.DeepCopy()
+	if spec.ServiceName == "" {
+		spec.ServiceName = serviceName
+	}
+	if spec.Replicas == nil {
+		spec.Replicas = ptr.To[int32](1)
+	}
+	spec.Envs = MergeEnv(dgd.Spec.Envs, service.Envs)
+
+	// Spec labels are the explicit request to label children, so they win
+	// over the graph's own metadata labels.
+	dcdLabels := merged(propagated(dgd.Labels, dgd.Spec.Labels), map[string]string{
+		LabelGraphName: dgd.Name,
+		LabelComponent: name,
+		LabelManagedBy: ManagedByValue,
+	})
+	if isWorker(spec.ComponentType) {
+		dcdLabels[LabelWorkerHash] = WorkerHash(dgd)
+	}
+	return &v1alpha1.DynamoComponentDeployment{
+		TypeMeta: metav1.TypeMeta{
+			APIVersion: v1alpha1.GroupVersion.String(),
+			Kind:       "DynamoComponentDeployment",
+		},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Namespace:   dgd.Namespace,
+			Labels:      dcdLabels,
+			Annotations: merged(propagated(dgd.Annotations, dgd.Spec.Annotations)),
+		},
+		Spec: v1alpha1.DynamoComponentDeploymentSpec{
+			DynamoComponent:                     dgd.Spec.DynamoComponent,
+			BackendFramework:                    dgd.Spec.BackendFramework,
+			DynamoComponentDeploymentSharedSpec: *spec,
+		},
+	}
 }
 
 // WorkerHash is a digest of everything that shapes the pods of a graph's

@@ -18,7 +18,7 @@ import (
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
-// Image builds of DynamoComponents (the older build flow of seed 004): the
+// Image builds of DynamoComponents (Dynamo's older build flow): the
 // artifact name:version is downloaded from Dynamo's API store into the
 // build context and built by kaniko or BuildKit, then pushed to the
 // registry. The operator only renders the Job; its outcome, read from the

@@ -105,17 +105,7 @@ func LeaderWorkerSet(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alph
 			return nil, field.ErrorList{err}.ToAggregate()
 		}
 	}
-	leader, worker := *template.DeepCopy(), *template.DeepCopy()
-	leader.Labels[LabelMultinodeRole], worker.Labels[LabelMultinodeRole] = RoleLeader, RoleWorker
-	l.leader(&leader.Spec, findContainer(leader.Spec.Containers, MainContainerName), g)
-	wmain := findContainer(worker.Spec.Containers, MainContainerName)
-	// A worker serves nothing of its own: the leader's engine drives it, and
-	// the runtime's probes on the system port would never answer.
-	wmain.StartupProbe, wmain.LivenessProbe, wmain.ReadinessProbe = nil, nil, nil
-	l.worker(&worker.Spec, wmain, g)
-	spreadGroup(&leader.Spec, dcd)
-	spreadGroup(&worker.Spec, dcd)
-
+	leader, worker := groupTemplates(template, l, g)
 	replicas := int32(1)
 	if r := dcd.Spec.Replicas; r != nil {
 		replicas = *r
@@ -128,40 +118,61 @@ func LeaderWorkerSet(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alph
 			Labels:      workloadLabels(dcd),
 			Annotations: workloadAnnotations(dcd),
 		},
-		Spec: lwsv1.LeaderWorkerSetSpec{
-			Replicas: ptr.To(replicas),
-			// Every pod of a group starts at once; the launchers wait for
-			// each other (DNS, the leader's port), so no pod idles on GPUs
-			// waiting for its leader to be Ready first.
-			StartupPolicy: lwsv1.LeaderCreatedStartupPolicy,
-			// A headless Service per group, <component>-<group>, which the
-			// pods' DNS names (LWS_LEADER_ADDRESS) live under. With the
-			// default (Shared) LeaderWorkerSet names its one headless
-			// Service after itself, <component>: the component's own
-			// Service, which the controller that makes first takes, so
-			// either the operator's apply fails on a Service another
-			// controller owns or the pods' subdomain is a ClusterIP
-			// Service, under which no pod has a DNS name.
-			NetworkConfig: &lwsv1.NetworkConfig{SubdomainPolicy: ptr.To(lwsv1.SubdomainUniquePerReplica)},
-			// As for Deployments (rolloutStrategy): a group is replaced only
-			// by a new one that is ready, one group at a time.
-			RolloutStrategy: lwsv1.RolloutStrategy{
-				Type: lwsv1.RollingUpdateStrategyType,
-				RollingUpdateConfiguration: &lwsv1.RollingUpdateConfiguration{
-					MaxUnavailable: intstr.FromInt32(0),
-					MaxSurge:       intstr.FromInt32(GroupSurge),
-				},
-			},
-			LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{
-				Size:           ptr.To(g.nodes),
-				LeaderTemplate: &leader,
-				WorkerTemplate: worker,
-				// An engine cannot lose a rank and live: a pod that fails
-				// restarts its whole group.
-				RestartPolicy: lwsv1.RecreateGroupOnPodRestart,
+		Spec: leaderWorkerSetSpec(replicas, g.nodes, leader, worker),
+	}, nil
+}
+
+// groupTemplates are a group's leader and worker pod templates: the
+// component's template, with each role's label and the launcher's flags.
+func groupTemplates(template corev1.PodTemplateSpec, l *launcher, g group) (leader, worker corev1.PodTemplateSpec) {
+	leader, worker = *template.DeepCopy(), *template.DeepCopy()
+	leader.Labels[LabelMultinodeRole], worker.Labels[LabelMultinodeRole] = RoleLeader, RoleWorker
+	l.leader(&leader.Spec, findContainer(leader.Spec.Containers, MainContainerName), g)
+	wmain := findContainer(worker.Spec.Containers, MainContainerName)
+	// A worker serves nothing of its own: the leader's engine drives it, and
+	// the runtime's probes on the system port would never answer.
+	wmain.StartupProbe, wmain.LivenessProbe, wmain.ReadinessProbe = nil, nil, nil
+	l.worker(&worker.Spec, wmain, g)
+	spreadGroup(&leader.Spec, g.dcd)
+	spreadGroup(&worker.Spec, g.dcd)
+	return leader, worker
+}
+
+// leaderWorkerSetSpec runs replicas groups of nodes pods each.
+func leaderWorkerSetSpec(replicas, nodes int32, leader, worker corev1.PodTemplateSpec) lwsv1.LeaderWorkerSetSpec {
+	return lwsv1.LeaderWorkerSetSpec{
+		Replicas: ptr.To(replicas),
+		// Every pod of a group starts at once; the launchers wait for
+		// each other (DNS, the leader's port), so no pod idles on GPUs
+		// waiting for its leader to be Ready first.
+		StartupPolicy: lwsv1.LeaderCreatedStartupPolicy,
+		// A headless Service per group, <component>-<group>, which the
+		// pods' DNS names (LWS_LEADER_ADDRESS) live under. With the
+		// default (Shared) LeaderWorkerSet names its one headless
+		// Service after itself, <component>: the component's own
+		// Service, which the controller that makes first takes, so
+		// either the operator's apply fails on a Service another
+		// controller owns or the pods' subdomain is a ClusterIP
+		// Service, under which no pod has a DNS name.
+		NetworkConfig: &lwsv1.NetworkConfig{SubdomainPolicy: ptr.To(lwsv1.SubdomainUniquePerReplica)},
+		// As for Deployments (rolloutStrategy): a group is replaced only
+		// by a new one that is ready, one group at a time.
+		RolloutStrategy: lwsv1.RolloutStrategy{
+			Type: lwsv1.RollingUpdateStrategyType,
+			RollingUpdateConfiguration: &lwsv1.RollingUpdateConfiguration{
+				MaxUnavailable: intstr.FromInt32(0),
+				MaxSurge:       intstr.FromInt32(GroupSurge),
 			},
 		},
-	}, nil
+		LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{
+			Size:           ptr.To(nodes),
+			LeaderTemplate: &leader,
+			WorkerTemplate: worker,
+			// An engine cannot lose a rank and live: a pod that fails
+			// restarts its whole group.
+			RestartPolicy: lwsv1.RecreateGroupOnPodRestart,
+		},
+	}
 }
 
 // GroupSurge is how many groups a rollout adds above the replicas

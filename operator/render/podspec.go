@@ -267,71 +267,72 @@ func gpuCount(item *v1alpha1.ResourceItem, path *field.Path) (count int64, set b
 // older per-service pvc.
 func podStorage(spec *v1alpha1.DynamoComponentDeploymentSharedSpec, graphPVCs []v1alpha1.GraphPVC,
 	path *field.Path) ([]corev1.Volume, []corev1.VolumeMount, field.ErrorList) {
-	var (
-		volumes []corev1.Volume
-		mounts  []corev1.VolumeMount
-		errs    field.ErrorList
-	)
-	addVolume := func(v corev1.Volume) {
-		for _, have := range volumes {
-			if have.Name == v.Name {
-				return
-			}
-		}
-		volumes = append(volumes, v)
-	}
-	addMount := func(m corev1.VolumeMount) {
-		for _, have := range mounts {
-			if reflect.DeepEqual(have, m) {
-				return
-			}
-		}
-		mounts = append(mounts, m)
-	}
-	claimVolume := func(claim string) corev1.Volume {
-		return corev1.Volume{Name: claim, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
-		}}
-	}
-
+	var st podVolumes
 	if shm := spec.SharedMemory; shm == nil || !shm.Disabled {
 		size := defaultSharedMemorySize.DeepCopy()
 		if shm != nil && shm.Size != nil {
 			size = shm.Size.DeepCopy()
 		}
-		addVolume(corev1.Volume{Name: sharedMemoryVolumeName, VolumeSource: corev1.VolumeSource{
+		st.add(corev1.Volume{Name: sharedMemoryVolumeName, VolumeSource: corev1.VolumeSource{
 			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &size},
-		}})
-		addMount(corev1.VolumeMount{Name: sharedMemoryVolumeName, MountPath: sharedMemoryMountPath})
+		}}, corev1.VolumeMount{Name: sharedMemoryVolumeName, MountPath: sharedMemoryMountPath})
 	}
+	errs := st.addGraphClaims(spec.VolumeMounts, graphPVCs, path.Child("volumeMounts"))
+	if pvc := spec.PVC; pvc != nil && pvc.Name != nil && *pvc.Name != "" {
+		mountPath := pvcMountRoot + *pvc.Name
+		if pvc.MountPath != nil && *pvc.MountPath != "" {
+			mountPath = *pvc.MountPath
+		}
+		st.add(claimVolume(*pvc.Name), corev1.VolumeMount{Name: *pvc.Name, MountPath: mountPath})
+	}
+	return st.volumes, st.mounts, errs
+}
 
+// podVolumes gathers a pod's volumes and its main container's mounts, each
+// once.
+type podVolumes struct {
+	volumes []corev1.Volume
+	mounts  []corev1.VolumeMount
+}
+
+// add adds volume v, unless one of its name is there, and mount m, unless
+// it is there.
+func (st *podVolumes) add(v corev1.Volume, m corev1.VolumeMount) {
+	if !slices.ContainsFunc(st.volumes, func(have corev1.Volume) bool { return have.Name == v.Name }) {
+		st.volumes = append(st.volumes, v)
+	}
+	if !slices.ContainsFunc(st.mounts, func(have corev1.VolumeMount) bool { return reflect.DeepEqual(have, m) }) {
+		st.mounts = append(st.mounts, m)
+	}
+}
+
+// addGraphClaims mounts the graph's claims the service's volumeMounts name;
+// the errors name those the graph's spec.pvcs lack.
+func (st *podVolumes) addGraphClaims(volumeMounts []v1alpha1.VolumeMount, graphPVCs []v1alpha1.GraphPVC, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	known := make(map[string]bool, len(graphPVCs))
 	for _, p := range graphPVCs {
 		known[p.Name] = true
 	}
-	for i, vm := range spec.VolumeMounts {
+	for i, vm := range volumeMounts {
 		if !known[vm.Name] {
-			errs = append(errs, field.Invalid(path.Child("volumeMounts").Index(i).Child("name"), vm.Name,
-				"not found in the graph's spec.pvcs"))
+			errs = append(errs, field.Invalid(path.Index(i).Child("name"), vm.Name, "not found in the graph's spec.pvcs"))
 			continue
 		}
 		mountPath := vm.MountPoint
 		if mountPath == "" {
 			mountPath = pvcMountRoot + vm.Name
 		}
-		addVolume(claimVolume(vm.Name))
-		addMount(corev1.VolumeMount{Name: vm.Name, MountPath: mountPath})
+		st.add(claimVolume(vm.Name), corev1.VolumeMount{Name: vm.Name, MountPath: mountPath})
 	}
+	return errs
+}
 
-	if pvc := spec.PVC; pvc != nil && pvc.Name != nil && *pvc.Name != "" {
-		mountPath := pvcMountRoot + *pvc.Name
-		if pvc.MountPath != nil && *pvc.MountPath != "" {
-			mountPath = *pvc.MountPath
-		}
-		addVolume(claimVolume(*pvc.Name))
-		addMount(corev1.VolumeMount{Name: *pvc.Name, MountPath: mountPath})
-	}
-	return volumes, mounts, errs
+// claimVolume is a volume of the claim of that name.
+func claimVolume(claim string) corev1.Volume {
+	return corev1.Volume{Name: claim, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
+	}}
 }
 
 // sidecarContainer runs a frontend next to the main container. It shares the

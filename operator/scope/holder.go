@@ -136,41 +136,56 @@ func (h *Holder) write(ctx context.Context, now metav1.MicroTime) error {
 		l := h.lease.DeepCopy()
 		l.Spec.RenewTime = &now
 		l.Spec.LeaseDurationSeconds = &seconds
-		if err := h.Client.Update(ctx, l); err != nil {
-			return err
-		}
-		h.lease = l
-		return nil
+		return h.update(ctx, l)
 	}
-
 	l := &coordinationv1.Lease{}
 	err := h.Reader.Get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: LeaseName}, l)
 	if apierrors.IsNotFound(err) {
-		l = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: LeaseName},
-			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity:       ptr.To(h.Identity),
-				LeaseDurationSeconds: &seconds,
-				AcquireTime:          &now,
-				RenewTime:            &now,
-			},
-		}
-		if h.Owner != nil {
-			owner, err := h.Owner(ctx)
-			if err != nil {
-				return err
-			}
-			l.OwnerReferences = []metav1.OwnerReference{*owner}
-		}
-		if err := h.Client.Create(ctx, l); err != nil {
-			return err
-		}
-		h.lease = l
-		return nil
+		return h.create(ctx, now, seconds)
 	}
 	if err != nil {
 		return err
 	}
+	return h.take(ctx, l, now, seconds)
+}
+
+// update writes l, the Lease we hold, and remembers it.
+func (h *Holder) update(ctx context.Context, l *coordinationv1.Lease) error {
+	if err := h.Client.Update(ctx, l); err != nil {
+		return err
+	}
+	h.lease = l
+	return nil
+}
+
+// create creates the Lease, held by us since now.
+func (h *Holder) create(ctx context.Context, now metav1.MicroTime, seconds int32) error {
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: LeaseName},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To(h.Identity),
+			LeaseDurationSeconds: &seconds,
+			AcquireTime:          &now,
+			RenewTime:            &now,
+		},
+	}
+	if h.Owner != nil {
+		owner, err := h.Owner(ctx)
+		if err != nil {
+			return err
+		}
+		l.OwnerReferences = []metav1.OwnerReference{*owner}
+	}
+	if err := h.Client.Create(ctx, l); err != nil {
+		return err
+	}
+	h.lease = l
+	return nil
+}
+
+// take acquires or renews the stored Lease l, unless another operator
+// holds it live (blockedError).
+func (h *Holder) take(ctx context.Context, l *coordinationv1.Lease, now metav1.MicroTime, seconds int32) error {
 	expiry, expires := LeaseExpiry(l)
 	live := !expires || h.Clock.Now().Before(expiry)
 	cur := holder(l)
@@ -197,11 +212,7 @@ func (h *Holder) write(ctx context.Context, now metav1.MicroTime) error {
 	l.Spec.HolderIdentity = ptr.To(h.Identity)
 	l.Spec.LeaseDurationSeconds = &seconds
 	l.Spec.RenewTime = &now
-	if err := h.Client.Update(ctx, l); err != nil {
-		return err
-	}
-	h.lease = l
-	return nil
+	return h.update(ctx, l)
 }
 
 // deleteIfOurs deletes the Lease as it is now if this operator still holds

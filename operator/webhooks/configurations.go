@@ -69,32 +69,13 @@ func NamespaceSelector(restrictNamespace string) *metav1.LabelSelector {
 // Configurations returns the desired webhook configurations without a CA
 // bundle; the certificate mode decides who sets it.
 func Configurations(o ConfigurationOptions) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
-	clientConfig := func(path string) admissionregistrationv1.WebhookClientConfig {
-		if o.URL != "" {
-			return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(o.URL + path)}
-		}
-		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
-			Namespace: o.ServiceNamespace, Name: o.ServiceName, Path: ptr.To(path), Port: ptr.To[int32](443),
-		}}
-	}
-	rules := func(resource string) []admissionregistrationv1.RuleWithOperations {
-		return []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-			Rule: admissionregistrationv1.Rule{
-				APIGroups:   []string{v1alpha1.GroupVersion.Group},
-				APIVersions: []string{v1alpha1.GroupVersion.Version},
-				Resources:   []string{resource},
-				Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
-			},
-		}}
-	}
 	labels := map[string]string{"app.kubernetes.io/name": "dynamo-operator", "app.kubernetes.io/managed-by": "dynamo-operator"}
 	selector := NamespaceSelector(o.RestrictNamespace)
 	validating := func(name, resource, path string) admissionregistrationv1.ValidatingWebhook {
 		return admissionregistrationv1.ValidatingWebhook{
 			Name:                    name,
-			ClientConfig:            clientConfig(path),
-			Rules:                   rules(resource),
+			ClientConfig:            o.clientConfig(path),
+			Rules:                   writeRules(resource),
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			AdmissionReviewVersions: []string{"v1"},
@@ -117,17 +98,42 @@ func Configurations(o ConfigurationOptions) (*admissionregistrationv1.Validating
 		ObjectMeta: metav1.ObjectMeta{Name: MutatingConfigurationName(o.RestrictNamespace), Labels: labels},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:                    "default.dynamographdeployments.nvidia.com",
-			ClientConfig:            clientConfig(PathMutateGraph),
-			Rules:                   rules("dynamographdeployments"),
+			ClientConfig:            o.clientConfig(PathMutateGraph),
+			Rules:                   writeRules("dynamographdeployments"),
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			AdmissionReviewVersions: []string{"v1"},
 			NamespaceSelector:       selector,
 			TimeoutSeconds:          ptr.To[int32](10),
 			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
-		}, podGroupWebhook(clientConfig(PathMutatePod), selector)},
+		}, podGroupWebhook(o.clientConfig(PathMutatePod), selector)},
 	}
 	return v, m
+}
+
+// clientConfig reaches the webhook server at path: by URL when o names
+// one, else through its Service.
+func (o ConfigurationOptions) clientConfig(path string) admissionregistrationv1.WebhookClientConfig {
+	if o.URL != "" {
+		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(o.URL + path)}
+	}
+	return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+		Namespace: o.ServiceNamespace, Name: o.ServiceName, Path: ptr.To(path), Port: ptr.To[int32](443),
+	}}
+}
+
+// writeRules send the creates and updates of resource of nvidia.com's
+// served version to a webhook.
+func writeRules(resource string) []admissionregistrationv1.RuleWithOperations {
+	return []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule: admissionregistrationv1.Rule{
+			APIGroups:   []string{v1alpha1.GroupVersion.Group},
+			APIVersions: []string{v1alpha1.GroupVersion.Version},
+			Resources:   []string{resource},
+			Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
+		},
+	}}
 }
 
 // podGroupWebhook names a multinode group's pods' gang PodGroup

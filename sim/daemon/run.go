@@ -362,7 +362,7 @@ type opPlan struct{ name, namespace string }
 
 // planOperators turns a mode into operators: cluster-wide, namespace:<ns>
 // (namespace-scoped), or hybrid:<ns> (a cluster-wide operator and a
-// namespace-scoped one in ns, SPEC section 3).
+// namespace-scoped one in ns; docs/concepts/install-modes.md).
 func planOperators(mode string) ([]opPlan, error) {
 	switch {
 	case mode == "" || mode == "cluster-wide":

@@ -17,7 +17,7 @@ import (
 )
 
 // NamespaceLeaseName is the marker lease of a namespace-scoped operator
-// (SPEC section 3).
+// (docs/concepts/install-modes.md).
 const NamespaceLeaseName = "dynamo-operator-namespace-scope"
 
 // crashLoop marks a Running pod's containers as crash-looping, as a kubelet

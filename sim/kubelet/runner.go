@@ -679,11 +679,22 @@ func hostname(pod *corev1.Pod) string {
 	return h
 }
 
+// imageUser is the user (and group) of the images the simulator stands in
+// for: the operator's (tools/image, the Dockerfile) runs as distroless's
+// nonroot user.
+const imageUser int64 = 65532
+
 // runAs is the user and group the container runs as: its securityContext,
-// else the pod's.
+// else the pod's. With neither naming a user, a kubelet runs the image's
+// user, and with runAsNonRoot it checks that user is not root: the
+// simulator has programs rather than images, so it runs such a container
+// as imageUser (the chart names no user, so that OpenShift can assign one);
+// otherwise as itself.
 func runAs(pod *corev1.Pod, c *corev1.Container) (uid, gid *int64) {
+	nonRoot := false
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		uid, gid = psc.RunAsUser, psc.RunAsGroup
+		nonRoot = psc.RunAsNonRoot != nil && *psc.RunAsNonRoot
 	}
 	if sc := c.SecurityContext; sc != nil {
 		if sc.RunAsUser != nil {
@@ -692,6 +703,17 @@ func runAs(pod *corev1.Pod, c *corev1.Container) (uid, gid *int64) {
 		if sc.RunAsGroup != nil {
 			gid = sc.RunAsGroup
 		}
+		if sc.RunAsNonRoot != nil {
+			nonRoot = *sc.RunAsNonRoot
+		}
+	}
+	if uid == nil && nonRoot {
+		uid = ptrInt64(imageUser)
+		if gid == nil {
+			gid = ptrInt64(imageUser)
+		}
 	}
 	return uid, gid
 }
+
+func ptrInt64(i int64) *int64 { return &i }

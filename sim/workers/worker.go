@@ -1,7 +1,7 @@
 // Package workers runs fake Dynamo workers: for each Running pod of a Dynamo
 // component, what Dynamo's runtime would serve, read from the pod's env as
 // the runtime reads it: the system server (health checks and the LoRA API
-// the DynamoModel controller calls, SPEC section 6) on <podIP>:
+// the DynamoModel controller calls) on <podIP>:
 // $DYN_SYSTEM_PORT when DYN_SYSTEM_ENABLED=true or DYN_SYSTEM_PORT is set, and for frontends the
 // HTTP server's /health and /live on $DYN_HTTP_PORT (default 8000). /live
 // answers at once; /health is 503 until a simulated model load completes.

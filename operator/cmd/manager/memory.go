@@ -11,6 +11,8 @@ import (
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
+
+	"github.com/dynamoctl/dynamo-operator/operator/config"
 )
 
 // defaultGCPercent is the operator's GOGC when the environment sets none.
@@ -20,14 +22,15 @@ import (
 // graphs (make bench) it was 55 MiB of a 170 MiB RSS. Prometheus ships
 // GOGC=75 for the same reason. 40 rather than 50: what is live after a
 // burst of graphs is their cache, and each tenth off the headroom is 4 MB
-// of heap goal at 500 graphs for a few per cent more collector CPU; see
-// CONTRIBUTING ("Writes and memory at scale") for the figures.
-const defaultGCPercent = 40
+// of heap goal at 500 graphs for a few per cent more collector CPU (figures
+// in docs/dev/performance.md). It lives in config, whose help text and
+// generated reference name it.
+const defaultGCPercent = config.DefaultGCPercent
 
 // memoryLimitRatio is the share of the container's memory limit the Go
 // runtime aims to stay under (automemlimit's default): the rest is for
 // what the runtime does not count, such as the binary's mapped pages.
-const memoryLimitRatio = 0.9
+const memoryLimitRatio = config.MemoryLimitRatio
 
 // tuneMemory sets the garbage collector's defaults for a long-running
 // operator, leaving alone what the environment already chose: GOGC, unless

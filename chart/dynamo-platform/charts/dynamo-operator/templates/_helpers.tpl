@@ -18,6 +18,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ include "dynamo-operator.version" . | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | quote }}
+{{- with omit (.Values.commonLabels | default dict) "app.kubernetes.io/name" "app.kubernetes.io/instance" "app.kubernetes.io/version" "app.kubernetes.io/managed-by" "helm.sh/chart" }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{- define "dynamo-operator.selectorLabels" -}}
@@ -30,8 +33,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default .Chart.AppVersion .Values.controllerManager.manager.image.tag -}}
 {{- end -}}
 
+{{/*
+The image reference: repository@digest when a digest is given (the tag,
+or appVersion, still names the operator version), else repository:tag.
+*/}}
 {{- define "dynamo-operator.image" -}}
-{{- printf "%s:%s" .Values.controllerManager.manager.image.repository (include "dynamo-operator.version" .) -}}
+{{- $img := .Values.controllerManager.manager.image -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $img.repository (include "dynamo-operator.version" .) -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "dynamo-operator.namespaceScoped" -}}
@@ -43,6 +55,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default .Release.Namespace .Values.namespaceRestriction.targetNamespace -}}
 {{- end -}}
 
+{{/* The operator's ServiceAccount: the chart's (full name unless named), or an existing one by name. */}}
 {{- define "dynamo-operator.serviceAccountName" -}}
 {{- default (include "dynamo-operator.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
@@ -132,17 +145,47 @@ mode its operator is the one to inject the CA.
 {{- if and (include "dynamo-operator.installCRDs" .) .Values.webhook.enabled (eq (include "dynamo-operator.certMode" .) "auto") }}true{{ end -}}
 {{- end -}}
 
-{{/* The container securityContext of the restricted Pod Security Standard. */}}
-{{- define "dynamo-operator.containerSecurityContext" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-capabilities:
-  drop: ["ALL"]
-seccompProfile:
-  type: RuntimeDefault
+{{/*
+Whether the chart renders a PodDisruptionBudget: auto means when more than
+one replica runs (with one, minAvailable 1 would block every node drain).
+*/}}
+{{- define "dynamo-operator.pdbEnabled" -}}
+{{- $v := .Values.controllerManager.podDisruptionBudget.enabled -}}
+{{- if eq (toString $v) "auto" -}}
+{{- if gt (int .Values.controllerManager.replicas) 1 }}true{{ end -}}
+{{- else if $v }}true{{ end -}}
+{{- end -}}
+
+{{/*
+The pod's affinity: the affinity value, plus, unless it names a
+podAntiAffinity of its own, the preferred anti-affinity by hostname
+(podAntiAffinity: preferred), so replicas land on different nodes where
+they can and a node's loss takes one replica, not all.
+*/}}
+{{- define "dynamo-operator.affinity" -}}
+{{- $m := .Values.controllerManager -}}
+{{- $affinity := deepCopy ($m.affinity | default dict) -}}
+{{- if and (eq $m.podAntiAffinity "preferred") (not (hasKey $affinity "podAntiAffinity")) -}}
+{{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" (include "dynamo-operator.selectorLabels" . | fromYaml)) -}}
+{{- $_ := set $affinity "podAntiAffinity" (dict "preferredDuringSchedulingIgnoredDuringExecution" (list (dict "weight" 100 "podAffinityTerm" $term))) -}}
+{{- end -}}
+{{- with $affinity }}{{ toYaml . }}{{ end -}}
+{{- end -}}
+
+{{/*
+The topology spread constraints, each selecting this release's operator
+pods unless it has a labelSelector of its own.
+*/}}
+{{- define "dynamo-operator.topologySpreadConstraints" -}}
+{{- $out := list -}}
+{{- range .Values.controllerManager.topologySpreadConstraints -}}
+{{- $c := deepCopy . -}}
+{{- if not (hasKey $c "labelSelector") -}}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" (include "dynamo-operator.selectorLabels" $ | fromYaml)) -}}
+{{- end -}}
+{{- $out = append $out $c -}}
+{{- end -}}
+{{- with $out }}{{ toYaml . }}{{ end -}}
 {{- end -}}
 
 {{/*
@@ -163,7 +206,6 @@ win: a Deployment's env cannot name one variable twice).
     "INTERNAL_IMAGES_BUILDKIT" $ib.buildkitImage
     "API_STORE_ENDPOINT" $ib.apiStoreEndpoint
     "DOCKER_REGISTRY_SERVER" $reg.server
-    "DOCKER_REGISTRY_USERNAME" $reg.username
     "DOCKER_REGISTRY_DYNAMO_COMPONENTS_REPOSITORY_NAME" $reg.repositoryName }}
 {{- if and $value (not (has $name $userEnv)) }}
 - name: {{ $name }}

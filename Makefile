@@ -114,8 +114,9 @@ verify-generate: generate ## Fail when regenerating changes the checked-in deepc
 	fi
 
 .PHONY: golden
-golden: ## Rewrite operator/render/testdata/*.golden.yaml and testdata/buildjobs/ from the current rendering; review the diff.
+golden: ## Rewrite operator/render/testdata/*.golden.yaml and testdata/buildjobs/ from the current rendering, and sim/nodes/testdata/*/output.yaml from the simulator's KWOK stages; review the diff.
 	$(GOTEST) ./operator/render -run 'TestGolden(BuildJobs)?$$' -update
+	$(GOTEST) ./sim/nodes -run 'TestStageGolden$$' -update
 
 .PHONY: argocd-health
 argocd-health: ## Rewrite chart/gitops/argocd/argocd-cm.yaml, the Argo CD health checks' ConfigMap patch, from chart/gitops/argocd/health.lua.
@@ -143,7 +144,7 @@ verify-align: ## Fail when a tool module could share more compiled dependencies 
 
 .PHONY: verify-golden
 verify-golden: golden ## Fail when the golden files do not match the rendering (or were not committed).
-	@changed=$$(git status --porcelain -- operator/render/testdata); \
+	@changed=$$(git status --porcelain -- operator/render/testdata sim/nodes/testdata); \
 	if [ -n "$$changed" ]; then \
 	  echo "golden files are out of date; run 'make golden', review and commit:"; echo "$$changed"; exit 1; \
 	fi
@@ -170,6 +171,7 @@ lint: ## gofmt and go vet, for the main module and the tools module.
 	$(GO) vet $(RACE) ./...
 	cd tools && $(GO) vet $(RACE) ./...
 	cd tools/image && $(GO) vet $(RACE) ./...
+	cd tools/kind && $(GO) vet $(RACE) ./...
 
 .PHONY: test
 test: lint chart-lint verify-generate verify-golden verify-align verify-docs ## Everything CI runs: lint, chart lint, generated-code and golden drift, every Go test with -race, brief fuzzing.
@@ -184,6 +186,7 @@ test-go: k8s-bins $(HELM) ## Every Go test: unit, envtest and the feature files 
 	HELM=$(HELM) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) -timeout 20m ./...
 	cd tools && $(GOTEST) ./...
 	cd tools/image && $(GOTEST) ./...
+	cd tools/kind && $(GOTEST) ./...
 
 # Each fuzz target of the webhook validators and of the v1beta1 conversion
 # runs FUZZTIME; CI keeps it short, a longer local run is FUZZTIME=5m make fuzz.
@@ -246,6 +249,68 @@ sim-down: ## Stop the simulator started by make sim.
 .PHONY: run
 run: k8s-bins build ## Start a local control plane (etcd, kube-apiserver, CRDs) and the operator against it.
 	$(GO) run ./internal/devcluster --operator $(BIN)/dynamo-operator --dir $(CACHE)/run
+
+##@ kind
+
+# A kind cluster on this machine's Docker: real kubelets, containerd,
+# kube-proxy and CNI in containers (tools/kind/README.md). The node image is
+# built here without a registry and cached in .cache/kind by its inputs;
+# KIND_NODE_IMAGE=kindest/node:<tag> uses a stock image instead (a machine
+# that reaches its registry), then nothing is built.
+KIND_DIR        := $(CACHE)/kind
+KIND            := $(KIND_DIR)/bin/kind
+KIND_CLUSTER    := $(KIND_DIR)/bin/cluster
+KIND_NAME       ?= dynamo
+KIND_KUBECONFIG ?= $(KIND_DIR)/$(KIND_NAME).kubeconfig
+KIND_NODE_IMAGE ?=
+ETCD_TAG        := $(shell awk '$$1 == "require" && $$2 == "go.etcd.io/etcd/server/v3" {print $$3}' tools/etcd/go.mod)
+
+$(KIND) $(KIND_CLUSTER) &: tools/kind/go.mod tools/kind/go.sum $(wildcard tools/kind/cluster/*.go)
+	cd tools/kind && $(GOBUILD) -o $(KIND_DIR)/bin/ sigs.k8s.io/kind ./cluster
+
+.PHONY: docker
+docker: ## Install docker.io if missing and start dockerd with the capability-filtering runtime (idempotent).
+	tools/kind/docker.sh
+
+.PHONY: docker-down
+docker-down: ## Stop the dockerd that make docker started (and its containerd).
+	@if [ -f $(KIND_DIR)/dockerd.pid ] && kill $$(cat $(KIND_DIR)/dockerd.pid) 2>/dev/null; then \
+	  echo "stopping dockerd"; while kill -0 $$(cat $(KIND_DIR)/dockerd.pid) 2>/dev/null; do sleep 0.5; done; \
+	else echo "no dockerd started by make docker"; fi
+	@rm -f $(KIND_DIR)/dockerd.pid
+
+.PHONY: kind-image
+kind-image: docker ## Build kind's node image (or load it from .cache/kind): Debian, containerd, the pinned Kubernetes, no registry.
+	@tools/kind/node-image.sh >/dev/null
+
+.PHONY: kind
+kind: docker $(KIND) $(KIND_CLUSTER) ## A kind cluster named KIND_NAME (1 control plane, 2 workers) on the node image of make kind-image, or KIND_NODE_IMAGE.
+	@if $(KIND) get clusters 2>/dev/null | grep -qx '$(KIND_NAME)'; then \
+	  echo "kind cluster $(KIND_NAME) exists (make kind-down deletes it)"; \
+	  $(KIND) export kubeconfig --name $(KIND_NAME) --kubeconfig $(KIND_KUBECONFIG) 2>/dev/null; \
+	else \
+	  image='$(KIND_NODE_IMAGE)'; etcd=; \
+	  if [ -z "$$image" ]; then image=$$(tools/kind/node-image.sh); etcd=--etcd-tag=$(ETCD_TAG); fi; \
+	  $(KIND_CLUSTER) create --name $(KIND_NAME) --image "$$image" --kubeconfig $(KIND_KUBECONFIG) $$etcd; \
+	fi
+	@KUBECONFIG=$(KIND_KUBECONFIG) kubectl get nodes -o wide 2>/dev/null || true
+	@echo
+	@echo "kubeconfig: $(KIND_KUBECONFIG)"
+	@echo "  export KUBECONFIG=$(KIND_KUBECONFIG)"
+	@echo "  make kind-down deletes the cluster; make docker-down stops dockerd"
+
+.PHONY: kind-operator
+kind-operator: kind image $(HELM) ## The operator on the kind cluster: make image loaded into its nodes, the chart installed with helm (release dynamo-platform in dynamo-system).
+	$(KIND) load image-archive $(BIN)/dynamo-operator-$(APP_VERSION).tar --name $(KIND_NAME)
+	$(HELM) upgrade --install dynamo-platform chart/dynamo-platform --namespace dynamo-system --create-namespace \
+	  --kubeconfig $(KIND_KUBECONFIG) --wait --timeout 5m
+	KUBECONFIG=$(KIND_KUBECONFIG) kubectl get pods --namespace dynamo-system -o wide
+
+.PHONY: kind-down
+kind-down: ## Delete the kind cluster KIND_NAME.
+	@if [ -x $(KIND_CLUSTER) ] && docker info >/dev/null 2>&1; then \
+	  $(KIND_CLUSTER) delete --name $(KIND_NAME) --kubeconfig $(KIND_KUBECONFIG); \
+	else echo "no Docker engine or no cluster tool: nothing to delete"; fi
 
 ##@ Measure
 

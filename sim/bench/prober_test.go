@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
-	"github.com/dynamoctl/dynamo-operator/sim/cluster"
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/sim/kubelet"
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
 	"github.com/dynamoctl/dynamo-operator/sim/probes"
@@ -43,26 +43,11 @@ func cpu() time.Duration {
 // running, minus the same window with it stopped. It asserts nothing about
 // time. make bench-prober runs it.
 func BenchmarkProber(b *testing.B) {
-	bin, err := cluster.BinDir()
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), *probeTimeout+5*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Config{Dir: b.TempDir(), BinDir: bin})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Stop()
-	if err := nodes.StartKWOK(ctx, nodes.KWOKOptions{Kubeconfig: c.AdminKubeconfig(), PodReadyDelay: 100 * time.Millisecond, LeaseDuration: 40 * time.Second}); err != nil {
-		b.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(c.AdminConfig())
 	// Fake pods ask for no GPU: 110 pods per node.
 	pool := nodes.Pool{Name: "cpu", Count: (*probedPods + 99) / 100, GPUs: 1, Product: "NVIDIA-L40S", MemoryMiB: 46068}
-	if err := nodes.CreatePools(ctx, cs, []nodes.Pool{pool}); err != nil {
-		b.Fatal(err)
-	}
+	_, cs := nodes.StartTestCluster(ctx, b, nodes.KWOKOptions{PodReadyDelay: 100 * time.Millisecond, LeaseDuration: 40 * time.Second}, pool)
 	if err := nodes.WarmIPPool(ctx, cs, pool.NodeName(0)); err != nil {
 		b.Fatal(err)
 	}
@@ -103,15 +88,13 @@ func BenchmarkProber(b *testing.B) {
 	if _, err := cs.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	for deadline := time.Now().Add(*probeTimeout); ; time.Sleep(time.Second) {
+	await.New(b).Eventually(func() (int32, error) {
 		d, err := cs.AppsV1().Deployments("default").Get(ctx, "probed", metav1.GetOptions{})
-		if err == nil && d.Status.ReadyReplicas == int32(*probedPods) {
-			break
+		if err != nil {
+			return 0, err
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d probed pods not Ready within %s (ready: %d)", *probedPods, *probeTimeout, d.Status.ReadyReplicas)
-		}
-	}
+		return d.Status.ReadyReplicas, nil
+	}).WithTimeout(*probeTimeout).WithPolling(time.Second).Should(gomega.Equal(int32(*probedPods)), "probed pods Ready")
 	fmt.Printf("%d probed pods Ready after %.1fs (probes run: %d)\n", *probedPods, time.Since(start).Seconds(), pm.ProbesRun())
 
 	probes0, cpu0 := pm.ProbesRun(), cpu()

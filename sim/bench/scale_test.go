@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
 )
@@ -138,9 +139,8 @@ func createDeployments(ctx context.Context, cs kubernetes.Interface, prefix stri
 }
 
 func poll(ctx context.Context, what string, check func() (bool, string, error)) error {
-	deadline := time.Now().Add(*scaleBudget)
 	last := ""
-	for {
+	return await.Until(ctx, what, func() error {
 		ok, progress, err := check()
 		if err == nil && ok {
 			return nil
@@ -149,15 +149,8 @@ func poll(ctx context.Context, what string, check func() (bool, string, error)) 
 			fmt.Printf("  %s: %s\n", what, progress)
 			last = progress
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: not within %s: %s (%v)", what, *scaleBudget, progress, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
+		return fmt.Errorf("%s (%v)", progress, err)
+	}, await.Within(*scaleBudget), await.Every(time.Second))
 }
 
 func waitAvailable(ctx context.Context, cs kubernetes.Interface, want int32) error {

@@ -1,32 +1,18 @@
 package cluster
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/dynamoctl/dynamo-operator/internal/audit"
 )
 
-// auditEvent is the part of an audit log line OperatorWrites reads.
-type auditEvent struct {
-	Stage      string `json:"stage"`
-	Verb       string `json:"verb"`
-	RequestURI string `json:"requestURI"`
-	User       struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef struct {
-		Namespace string `json:"namespace"`
-	} `json:"objectRef"`
-	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
-	ResponseStatus struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-}
+// auditPolicy records the operators' writes only: enough to tell whether a
+// reconcile with nothing to do wrote anything, and cheap at scale (the
+// nodes', kubelets' and controllers' writes would fill the log).
+var auditPolicy = audit.Policy(OperatorUser, LocalOperatorUser, ChartOperatorUser)
 
 // Write is one write recorded in the audit log.
 type Write struct {
@@ -58,25 +44,18 @@ func OperatorWrites(auditLog string) ([]string, error) {
 }
 
 // WritesBy lists user's writes recorded in the API server's audit log,
-// oldest first.
+// oldest first. A missing log means no writes yet.
 func WritesBy(auditLog, user string) ([]Write, error) {
-	f, err := os.Open(auditLog)
+	events, err := audit.Read(auditLog)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = f.Close() }()
 	var out []Write
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<24)
-	for sc.Scan() {
-		var ev auditEvent
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue // the API server may be writing this line right now
-		}
-		if ev.Stage != "ResponseComplete" || ev.User.Username != user {
+	for _, ev := range events {
+		if ev.User.Username != user {
 			continue
 		}
 		m := verbMethods[ev.Verb]
@@ -85,5 +64,5 @@ func WritesBy(auditLog, user string) ([]Write, error) {
 		}
 		out = append(out, Write{Line: m + " " + ev.RequestURI, Namespace: ev.ObjectRef.Namespace, At: ev.StageTimestamp.Time, Code: ev.ResponseStatus.Code})
 	}
-	return out, sc.Err()
+	return out, nil
 }

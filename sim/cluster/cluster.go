@@ -17,8 +17,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 )
 
 // Ports inside the namespace.
@@ -322,18 +325,6 @@ leaderElection:
   leaderElect: false
 `
 
-// auditPolicy records the operator's writes only: enough to tell whether a
-// reconcile with nothing to do wrote anything, and cheap at scale.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: Metadata
-  users: ["` + OperatorUser + `", "` + LocalOperatorUser + `", "` + ChartOperatorUser + `"]
-  verbs: ["create", "update", "patch", "delete", "deletecollection"]
-- level: None
-`
-
 func (c *Cluster) waitAPIServer(ctx context.Context) error {
 	rt, err := rest.TransportFor(c.admin)
 	if err != nil {
@@ -351,25 +342,26 @@ func (c *Cluster) waitHealthy(ctx context.Context, name string, port int) error 
 	return c.poll(ctx, name, func() bool { return get(ctx, hc, url) })
 }
 
+// poll waits up to a minute for ok, and stops at once when the process
+// name exits.
 func (c *Cluster) poll(ctx context.Context, name string, ok func() bool) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for !ok() {
-		c.mu.Lock()
-		p := c.procs[name]
-		c.mu.Unlock()
-		if err := p.ExitError(); err != nil {
-			return err
+	c.mu.Lock()
+	p := c.procs[name]
+	c.mu.Unlock()
+	var exited error
+	err := await.Until(ctx, name+" healthy", func() error {
+		if ok() {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not healthy within 60s; see %s", name, p.Log)
+		if exited = p.ExitError(); exited != nil {
+			return gomega.StopTrying("exited")
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+		return fmt.Errorf("not healthy yet; see %s", p.Log)
+	}, await.Within(60*time.Second), await.Every(50*time.Millisecond))
+	if exited != nil {
+		return exited
 	}
-	return nil
+	return err
 }
 
 func get(ctx context.Context, hc *http.Client, url string) bool {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 )
 
 // crdWait is how long a CRD install waits to be served (envtest's default,
@@ -113,17 +116,8 @@ func TestLeaderWorkerSetController(t *testing.T) {
 		"engine-0": "0", "engine-0-1": "1", "engine-0-2": "2",
 		"engine-1": "0", "engine-1-1": "1", "engine-1-2": "2",
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		err := checkLWSPods(ctx, cl, want)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	await.New(t).Eventually(func() error { return checkLWSPods(ctx, cl, want) }).
+		WithTimeout(90*time.Second).Should(gomega.Succeed(), "the groups' pods")
 	t.Logf("all 6 pods of 2 groups created %s after the controller served", time.Since(start).Round(time.Millisecond))
 }
 

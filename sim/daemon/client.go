@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/onsi/gomega"
+
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/sim/faults"
 	"github.com/dynamoctl/dynamo-operator/sim/workers"
 )
@@ -102,29 +105,38 @@ func (c *Client) Workers(ctx context.Context) (map[string]string, error) {
 }
 
 // WaitReady polls until the daemon is ready or failed, calling progress
-// with each new step.
+// with each new step, until ctx's deadline (Rollout without one).
 func (c *Client) WaitReady(ctx context.Context, progress func(State)) (State, error) {
-	last := ""
-	for {
-		s, err := c.Status(ctx)
-		if err == nil {
-			if s.Step != last || s.Phase != PhaseStarting {
-				progress(s)
-				last = s.Step
-			}
-			switch s.Phase {
-			case PhaseReady:
-				return s, nil
-			case PhaseFailed, PhaseStopping:
-				return s, fmt.Errorf("the simulator failed: %s", s.Error)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return s, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	within := await.Rollout
+	if deadline, ok := ctx.Deadline(); ok {
+		within = time.Until(deadline)
 	}
+	last := ""
+	var s State
+	var failed error
+	err := await.Until(ctx, "the simulator ready", func() error {
+		st, err := c.Status(ctx)
+		if err != nil {
+			return err
+		}
+		s = st
+		if s.Step != last || s.Phase != PhaseStarting {
+			progress(s)
+			last = s.Step
+		}
+		switch s.Phase {
+		case PhaseReady:
+			return nil
+		case PhaseFailed, PhaseStopping:
+			failed = fmt.Errorf("the simulator failed: %s", s.Error)
+			return gomega.StopTrying(failed.Error())
+		}
+		return fmt.Errorf("%s: %s", s.Phase, s.Step)
+	}, await.Within(within), await.Every(100*time.Millisecond))
+	if failed != nil {
+		return s, failed
+	}
+	return s, err
 }
 
 // StartOperator runs another operator process in the simulator.

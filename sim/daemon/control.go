@@ -8,80 +8,81 @@ import (
 	"time"
 
 	"github.com/dynamoctl/dynamo-operator/sim/faults"
+	"github.com/dynamoctl/dynamo-operator/sim/workers"
 )
 
 // routes is the control API on the Unix socket.
 func (d *Daemon) routes(ctx context.Context) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, d.snapshot()) })
-	mux.HandleFunc("GET /workers/calls", func(w http.ResponseWriter, _ *http.Request) {
-		if d.workers == nil {
-			writeJSON(w, 200, []any{})
-			return
-		}
-		writeJSON(w, 200, d.workers.Recorder.Calls())
-	})
-	mux.HandleFunc("GET /workers/loras", func(w http.ResponseWriter, _ *http.Request) {
-		if d.workers == nil {
-			writeJSON(w, 200, map[string][]string{})
-			return
-		}
-		writeJSON(w, 200, d.workers.LoRAs())
-	})
-	mux.HandleFunc("GET /workers", func(w http.ResponseWriter, _ *http.Request) {
-		if d.workers == nil {
-			writeJSON(w, 200, map[string]string{})
-			return
-		}
-		writeJSON(w, 200, d.workers.Serving())
-	})
-	mux.HandleFunc("POST /operators", func(w http.ResponseWriter, r *http.Request) {
-		var req OperatorRequest
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Name == "" {
-			writeJSON(w, 400, map[string]string{"error": fmt.Sprintf("request needs a name (%v)", err)})
-			return
-		}
-		op, err := d.startOperator(ctx, req.Name, req.Namespace, req.Args)
-		if err != nil {
-			writeJSON(w, 500, map[string]string{"error": err.Error()})
-			return
-		}
-		pid, _, _, log := op.status()
-		writeJSON(w, 200, map[string]string{"result": fmt.Sprintf("operator %s started (pid %d, log %s)", req.Name, pid, log)})
-	})
-	mux.HandleFunc("POST /operators/stop", func(w http.ResponseWriter, r *http.Request) {
-		var req OperatorRequest
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			writeJSON(w, 400, map[string]string{"error": err.Error()})
-			return
-		}
-		op, err := d.operator(req.Name)
-		if err != nil {
-			writeJSON(w, 404, map[string]string{"error": err.Error()})
-			return
-		}
-		op.stop(req.Kill)
-		writeJSON(w, 200, map[string]string{"result": "operator " + op.name + " stopped; fault operator-restart --operator " + op.name + " starts it again"})
-	})
-	mux.HandleFunc("POST /fault", func(w http.ResponseWriter, r *http.Request) {
-		var req faults.Request
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			writeJSON(w, 400, map[string]string{"error": "request: " + err.Error()})
-			return
-		}
-		if d.snapshot().Phase != PhaseReady {
-			writeJSON(w, 409, map[string]string{"error": "the simulator is not ready"})
-			return
-		}
-		msg, err := faults.Inject(r.Context(), d.faultEnv(ctx), req)
-		if err != nil {
-			writeJSON(w, 500, map[string]string{"error": err.Error()})
-			return
-		}
-		fmt.Fprintf(d.log, "dynamo-sim: fault %s: %s\n", req.Kind, msg)
-		writeJSON(w, 200, map[string]string{"result": msg})
-	})
+	mux.HandleFunc("GET /workers/calls", d.fromWorkers([]any{}, func(m *workers.Manager) any { return m.Recorder.Calls() }))
+	mux.HandleFunc("GET /workers/loras", d.fromWorkers(map[string][]string{}, func(m *workers.Manager) any { return m.LoRAs() }))
+	mux.HandleFunc("GET /workers", d.fromWorkers(map[string]string{}, func(m *workers.Manager) any { return m.Serving() }))
+	mux.HandleFunc("POST /operators", func(w http.ResponseWriter, r *http.Request) { d.serveStartOperator(ctx, w, r) })
+	mux.HandleFunc("POST /operators/stop", d.serveStopOperator)
+	mux.HandleFunc("POST /fault", func(w http.ResponseWriter, r *http.Request) { d.serveFault(ctx, w, r) })
 	return mux
+}
+
+// fromWorkers answers with what get reads from the fake workers, or with
+// empty before they run.
+func (d *Daemon) fromWorkers(empty any, get func(*workers.Manager) any) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		if d.workers == nil {
+			writeJSON(w, 200, empty)
+			return
+		}
+		writeJSON(w, 200, get(d.workers))
+	}
+}
+
+func (d *Daemon) serveStartOperator(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+	var req OperatorRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Name == "" {
+		writeJSON(w, 400, map[string]string{"error": fmt.Sprintf("request needs a name (%v)", err)})
+		return
+	}
+	op, err := d.startOperator(ctx, req.Name, req.Namespace, req.Args)
+	if err != nil {
+		writeJSON(w, 500, map[string]string{"error": err.Error()})
+		return
+	}
+	pid, _, _, log := op.status()
+	writeJSON(w, 200, map[string]string{"result": fmt.Sprintf("operator %s started (pid %d, log %s)", req.Name, pid, log)})
+}
+
+func (d *Daemon) serveStopOperator(w http.ResponseWriter, r *http.Request) {
+	var req OperatorRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeJSON(w, 400, map[string]string{"error": err.Error()})
+		return
+	}
+	op, err := d.operator(req.Name)
+	if err != nil {
+		writeJSON(w, 404, map[string]string{"error": err.Error()})
+		return
+	}
+	op.stop(req.Kill)
+	writeJSON(w, 200, map[string]string{"result": "operator " + op.name + " stopped; fault operator-restart --operator " + op.name + " starts it again"})
+}
+
+func (d *Daemon) serveFault(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+	var req faults.Request
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeJSON(w, 400, map[string]string{"error": "request: " + err.Error()})
+		return
+	}
+	if d.snapshot().Phase != PhaseReady {
+		writeJSON(w, 409, map[string]string{"error": "the simulator is not ready"})
+		return
+	}
+	msg, err := faults.Inject(r.Context(), d.faultEnv(ctx), req)
+	if err != nil {
+		writeJSON(w, 500, map[string]string{"error": err.Error()})
+		return
+	}
+	fmt.Fprintf(d.log, "dynamo-sim: fault %s: %s\n", req.Kind, msg)
+	writeJSON(w, 200, map[string]string{"result": msg})
 }
 
 // opHandle gives faults an operator process.

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/kubelet"
@@ -162,67 +164,19 @@ func (d *Daemon) step(s string) {
 	d.setState(func(st *State) { st.Step = s })
 }
 
+// start brings the simulator up, in order: the control plane, the nodes,
+// the CRDs and LeaderWorkerSet, the nodes Ready, then the operators.
 func (d *Daemon) start(ctx context.Context) error {
-	d.step("setting up the network namespace")
-	if err := cluster.SetupNetwork(); err != nil {
-		return err
-	}
-	c, err := cluster.Start(ctx, cluster.Config{Dir: d.o.Dir, BinDir: d.o.BinDir, HostPort: d.o.HostPort, Progress: d.step})
+	c, err := d.startControlPlane(ctx)
 	if err != nil {
 		return err
 	}
-	d.cluster = c
-	d.setState(func(s *State) { s.ClusterHealthy = time.Since(s.StartedAt) })
-	if d.o.HostListener != nil {
-		go forward(ctx, d.o.HostListener, "127.0.0.1:"+strconv.Itoa(cluster.APIServerPort))
-	}
-	d.client = kubernetes.NewForConfigOrDie(c.AdminConfig())
-
-	d.step("starting KWOK and creating GPU nodes")
-	if err := nodes.StartKWOK(ctx, nodes.KWOKOptions{
-		Kubeconfig: c.AdminKubeconfig(), PodReadyDelay: d.o.PodReadyDelay, LeaseDuration: 20 * time.Second, Clock: d.clock, Log: d.log,
-	}); err != nil {
-		return err
-	}
-	if err := nodes.CreatePools(ctx, d.client, d.o.Pools); err != nil {
-		return err
-	}
-	if err := storage.Run(ctx, d.client, func(f string, a ...any) { fmt.Fprintf(d.log, "dynamo-sim: "+f+"\n", a...) }); err != nil {
-		return err
-	}
 	logf := func(f string, a ...any) { fmt.Fprintf(d.log, "dynamo-sim: "+f+"\n", a...) }
-	d.workers = workers.NewManager(workers.NewRecorder(d.clock))
-	d.workers.Log = logf
-	d.workers.ModelLoadDelay = d.o.ModelLoadDelay
-	if err := d.workers.Run(ctx, d.client); err != nil {
+	if err := d.startNodes(ctx, c, logf); err != nil {
 		return err
 	}
-	// The kubelet's checks before a Dynamo pod's containers start (image
-	// pull, volumes, env sources); KWOK starts the pod once they pass.
-	d.admit = &kubelet.Admitter{Client: d.client, Clock: d.clock, Log: logf}
-	if err := d.admit.Run(ctx); err != nil {
+	if err := d.installAPIs(ctx, c, logf); err != nil {
 		return err
-	}
-	if err := d.startKubelet(ctx, logf); err != nil {
-		return err
-	}
-
-	if d.o.CRDDir != "" {
-		d.step("installing CRDs from " + d.o.CRDDir)
-		if err := installCRDs(ctx, c, d.o.CRDDir); err != nil {
-			return fmt.Errorf("installing CRDs: %w", err)
-		}
-	}
-	if d.o.LWS != "" {
-		if _, err := os.Stat(d.o.LWS); err == nil {
-			d.step("installing LeaderWorkerSet's CRDs and starting its controller")
-			if err := d.startLWS(ctx, c); err != nil {
-				return err
-			}
-		} else {
-			d.step("the LeaderWorkerSet controller is being built: it starts once built")
-			go d.startLWSWhenBuilt(ctx, c, logf)
-		}
 	}
 	if err := d.ensureNamespace(ctx, d.o.SystemNamespace); err != nil {
 		return err
@@ -238,26 +192,105 @@ func (d *Daemon) start(ctx context.Context) error {
 		}
 	}
 	if d.o.Operator != "" && !d.o.NoOperatorProcess {
-		plans, err := planOperators(d.o.Mode)
+		return d.startOperators(ctx)
+	}
+	return nil
+}
+
+// startControlPlane sets up the network namespace, starts the control
+// plane and forwards the host listener to its API server.
+func (d *Daemon) startControlPlane(ctx context.Context) (*cluster.Cluster, error) {
+	d.step("setting up the network namespace")
+	if err := cluster.SetupNetwork(); err != nil {
+		return nil, err
+	}
+	c, err := cluster.Start(ctx, cluster.Config{Dir: d.o.Dir, BinDir: d.o.BinDir, HostPort: d.o.HostPort, Progress: d.step})
+	if err != nil {
+		return nil, err
+	}
+	d.cluster = c
+	d.setState(func(s *State) { s.ClusterHealthy = time.Since(s.StartedAt) })
+	if d.o.HostListener != nil {
+		go forward(ctx, d.o.HostListener, "127.0.0.1:"+strconv.Itoa(cluster.APIServerPort))
+	}
+	d.client = kubernetes.NewForConfigOrDie(c.AdminConfig())
+	return c, nil
+}
+
+// startNodes starts what plays the nodes: KWOK and its GPU nodes, the
+// volume provisioner, the fake workers, the kubelet's admission checks and
+// the kubelet that runs process pods.
+func (d *Daemon) startNodes(ctx context.Context, c *cluster.Cluster, logf func(string, ...any)) error {
+	d.step("starting KWOK and creating GPU nodes")
+	if err := nodes.StartKWOK(ctx, nodes.KWOKOptions{
+		Kubeconfig: c.AdminKubeconfig(), PodReadyDelay: d.o.PodReadyDelay, LeaseDuration: 20 * time.Second, Clock: d.clock, Log: d.log,
+	}); err != nil {
+		return err
+	}
+	if err := nodes.CreatePools(ctx, d.client, d.o.Pools); err != nil {
+		return err
+	}
+	if err := storage.Run(ctx, d.client, logf); err != nil {
+		return err
+	}
+	d.workers = workers.NewManager(workers.NewRecorder(d.clock))
+	d.workers.Log = logf
+	d.workers.ModelLoadDelay = d.o.ModelLoadDelay
+	if err := d.workers.Run(ctx, d.client); err != nil {
+		return err
+	}
+	// The kubelet's checks before a Dynamo pod's containers start (image
+	// pull, volumes, env sources); KWOK starts the pod once they pass.
+	d.admit = &kubelet.Admitter{Client: d.client, Clock: d.clock, Log: logf}
+	if err := d.admit.Run(ctx); err != nil {
+		return err
+	}
+	return d.startKubelet(ctx, logf)
+}
+
+// installAPIs installs the CRDs and LeaderWorkerSet (its CRDs and
+// controller, now or once built).
+func (d *Daemon) installAPIs(ctx context.Context, c *cluster.Cluster, logf func(string, ...any)) error {
+	if d.o.CRDDir != "" {
+		d.step("installing CRDs from " + d.o.CRDDir)
+		if err := installCRDs(ctx, c, d.o.CRDDir); err != nil {
+			return fmt.Errorf("installing CRDs: %w", err)
+		}
+	}
+	if d.o.LWS == "" {
+		return nil
+	}
+	if _, err := os.Stat(d.o.LWS); err != nil {
+		d.step("the LeaderWorkerSet controller is being built: it starts once built")
+		go d.startLWSWhenBuilt(ctx, c, logf)
+		return nil
+	}
+	d.step("installing LeaderWorkerSet's CRDs and starting its controller")
+	return d.startLWS(ctx, c)
+}
+
+// startOperators starts the operators the mode runs and waits until each
+// is ready.
+func (d *Daemon) startOperators(ctx context.Context) error {
+	plans, err := planOperators(d.o.Mode)
+	if err != nil {
+		return err
+	}
+	d.step("starting the operator (" + d.o.Mode + ")")
+	var ops []*operatorProc
+	for _, p := range plans {
+		op, err := d.startOperator(ctx, p.name, p.namespace, d.o.OperatorArgs)
 		if err != nil {
 			return err
 		}
-		d.step("starting the operator (" + d.o.Mode + ")")
-		var ops []*operatorProc
-		for _, p := range plans {
-			op, err := d.startOperator(ctx, p.name, p.namespace, d.o.OperatorArgs)
-			if err != nil {
-				return err
-			}
-			ops = append(ops, op)
-		}
-		// Ready means the webhooks answer: a manifest applied right after
-		// up is judged, not refused by a webhook still starting.
-		d.step("waiting for the operator to be ready")
-		for _, op := range ops {
-			if err := waitReadyz(ctx, op.args); err != nil {
-				return fmt.Errorf("operator %s: %w (log: %s)", op.name, err, op.logDir)
-			}
+		ops = append(ops, op)
+	}
+	// Ready means the webhooks answer: a manifest applied right after
+	// up is judged, not refused by a webhook still starting.
+	d.step("waiting for the operator to be ready")
+	for _, op := range ops {
+		if err := waitReadyz(ctx, op.args); err != nil {
+			return fmt.Errorf("operator %s: %w (log: %s)", op.name, err, op.logDir)
 		}
 	}
 	return nil
@@ -332,29 +365,21 @@ func waitReadyz(ctx context.Context, args []string) error {
 	if addr == "" || addr == "0" {
 		return nil // no probe to ask
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	var last error
-	for time.Now().Before(deadline) {
+	return await.Until(ctx, "the operator's /readyz", func() error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+		if err != nil {
+			return gomega.StopTrying("a bad address").Wrap(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("/readyz answered %s", resp.Status)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz answered %s", resp.Status)
 		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("not ready within 2 minutes: %v", last)
+		return nil
+	}, await.Within(2*time.Minute))
 }
 
 // opPlan is one operator a mode runs.
@@ -472,32 +497,25 @@ func (d *Daemon) waitNodesReady(ctx context.Context) error {
 	for _, p := range d.o.Pools {
 		want += p.Count
 	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
+	return await.Until(ctx, "the nodes Ready", func() error {
 		list, err := d.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err == nil {
-			ready := 0
-			for _, n := range list.Items {
-				for _, c := range n.Status.Conditions {
-					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-						ready++
-					}
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for _, n := range list.Items {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					ready++
 				}
 			}
-			d.setState(func(s *State) { s.Step = fmt.Sprintf("waiting for the nodes to be Ready (%d/%d)", ready, want) })
-			if ready >= want {
-				return nil
-			}
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("nodes not Ready within 5 minutes (last error: %v)", err)
+		d.setState(func(s *State) { s.Step = fmt.Sprintf("waiting for the nodes to be Ready (%d/%d)", ready, want) })
+		if ready < want {
+			return fmt.Errorf("%d of %d nodes Ready", ready, want)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return nil
+	}, await.Within(5*time.Minute))
 }
 
 // watchFailures reports a control plane component that died.

@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
 )
@@ -43,40 +44,22 @@ func TestUnknownFault(t *testing.T) {
 // against a running control plane with KWOK nodes, and checks what the
 // cluster makes of them.
 func TestFaultsOnARealCluster(t *testing.T) {
-	bin, err := cluster.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Config{Dir: t.TempDir(), BinDir: bin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	if err := nodes.StartKWOK(ctx, nodes.KWOKOptions{Kubeconfig: c.AdminKubeconfig(), LeaseDuration: 8 * time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(c.AdminConfig())
-	if err := nodes.CreatePools(ctx, cs, []nodes.Pool{{Name: "g", Count: 3, GPUs: 8, Product: "H100", MemoryMiB: 80000}}); err != nil {
-		t.Fatal(err)
-	}
+	_, cs := nodes.StartTestCluster(ctx, t, nodes.KWOKOptions{LeaseDuration: 8 * time.Second},
+		nodes.Pool{Name: "g", Count: 3, GPUs: 8, Product: "H100", MemoryMiB: 80000})
 	// Faults act on nodes that run: before they are Ready, KWOK's
 	// node-initialize stage still writes their status.
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	g := await.New(t)
+	g.Eventually(func() int {
 		ready := 0
 		for _, name := range []string{"g-0", "g-1", "g-2"} {
 			if n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil && hasCondition(n, corev1.NodeReady, corev1.ConditionTrue) {
 				ready++
 			}
 		}
-		if ready == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 3 nodes Ready", ready)
-		}
-	}
+		return ready
+	}).WithTimeout(60*time.Second).Should(gomega.Equal(3), "nodes Ready")
 	env := Env{Client: cs, Clock: clock.RealClock{}}
 
 	t.Run("gpu-failure", func(t *testing.T) {
@@ -130,18 +113,16 @@ func TestFaultsOnARealCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The node lifecycle controller's grace period is 20 s.
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		g := await.New(t)
+		g.Eventually(func() ([]corev1.NodeCondition, error) {
 			n, err := cs.CoreV1().Nodes().Get(ctx, "g-2", metav1.GetOptions{})
 			if err != nil {
-				t.Fatal(err)
+				return nil, gomega.StopTrying("reading g-2").Wrap(err)
 			}
-			if hasCondition(n, corev1.NodeReady, corev1.ConditionUnknown) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("g-2 did not become NotReady after its heartbeats stopped: %+v", n.Status.Conditions)
-			}
-		}
+			return n.Status.Conditions, nil
+		}).WithTimeout(60*time.Second).Should(gomega.ContainElement(gomega.And(
+			gomega.HaveField("Type", corev1.NodeReady), gomega.HaveField("Status", corev1.ConditionUnknown))),
+			"g-2 NotReady after its heartbeats stopped")
 		n, err := cs.CoreV1().Nodes().Get(ctx, "g-0", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)

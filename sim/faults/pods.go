@@ -25,40 +25,18 @@ const NamespaceLeaseName = "dynamo-operator-namespace-scope"
 // to Running, so it leaves this status alone; the pod stays broken until
 // it is deleted (its ReplicaSet then replaces it).
 func crashLoop(ctx context.Context, env Env, rng *rand.Rand, r Request) (string, error) {
-	ns, name, err := crashTarget(ctx, env, rng, r)
-	if err != nil {
-		return "", err
-	}
-	pod, err := env.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	now := metav1.NewTime(env.Clock.Now())
-	var statuses []corev1.ContainerStatus
-	for _, cs := range pod.Status.ContainerStatuses {
-		cs.Ready = false
-		cs.Started = new(bool)
+	ns, name, err := containersExited(ctx, env, rng, r, "crash-loop", nil, func(cs *corev1.ContainerStatus, pod *corev1.Pod, now metav1.Time) {
 		cs.RestartCount += 5
 		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 			ExitCode: 1, Reason: "Error", StartedAt: now, FinishedAt: now,
 		}}
 		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
 			Reason:  "CrashLoopBackOff",
-			Message: fmt.Sprintf("back-off 5m0s restarting failed container=%s pod=%s", cs.Name, name),
+			Message: fmt.Sprintf("back-off 5m0s restarting failed container=%s pod=%s", cs.Name, pod.Name),
 		}}
-		statuses = append(statuses, cs)
-	}
-	conds := []corev1.PodCondition{
-		{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: now,
-			Message: "containers with unready status: [" + containerNames(pod) + "]"},
-		{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: now},
-	}
-	body, err := json.Marshal(map[string]any{"status": map[string]any{"containerStatuses": statuses, "conditions": conds}})
+	})
 	if err != nil {
 		return "", err
-	}
-	if _, err := env.Client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
-		return "", fmt.Errorf("crash-loop of %s/%s: %w", ns, name, err)
 	}
 	if env.SetWorkerDown != nil {
 		env.SetWorkerDown(ns+"/"+name, true)
@@ -72,28 +50,49 @@ func crashLoop(ctx context.Context, env Env, rng *rand.Rand, r Request) (string,
 // pod is Ready again once its model has loaded; the fake worker starts
 // afresh without the adapters it had.
 func workerRestart(ctx context.Context, env Env, rng *rand.Rand, r Request) (string, error) {
-	ns, name, err := crashTarget(ctx, env, rng, r)
-	if err != nil {
-		return "", err
+	var restart func(string)
+	if env.RestartWorker != nil {
+		// The fake worker starts afresh with the new run.
+		restart = func(pod string) { env.RestartWorker(pod) }
 	}
-	pod, err := env.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	now := metav1.NewTime(env.Clock.Now())
-	var statuses []corev1.ContainerStatus
-	for _, cs := range pod.Status.ContainerStatuses {
+	ns, name, err := containersExited(ctx, env, rng, r, "worker-restart", restart, func(cs *corev1.ContainerStatus, _ *corev1.Pod, now metav1.Time) {
 		started := now
 		if cs.State.Running != nil {
 			started = cs.State.Running.StartedAt
 		}
-		cs.Ready = false
-		cs.Started = new(bool)
 		cs.RestartCount++
 		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 			ExitCode: 1, Reason: "Error", StartedAt: started, FinishedAt: now,
 		}}
 		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
+	})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("pod %s/%s restarted its containers (not Ready until its probes pass)", ns, name), nil
+}
+
+// containersExited writes the status a kubelet writes once the containers'
+// processes of the pod r names (or one crashTarget picks) have exited:
+// each container not ready nor started, as exited leaves it, and the pod
+// not Ready. before, if set, is called with namespace/name ahead of the
+// write.
+func containersExited(ctx context.Context, env Env, rng *rand.Rand, r Request, fault string, before func(string),
+	exited func(cs *corev1.ContainerStatus, pod *corev1.Pod, now metav1.Time)) (string, string, error) {
+	ns, name, err := crashTarget(ctx, env, rng, r)
+	if err != nil {
+		return "", "", err
+	}
+	pod, err := env.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", "", err
+	}
+	now := metav1.NewTime(env.Clock.Now())
+	var statuses []corev1.ContainerStatus
+	for _, cs := range pod.Status.ContainerStatuses {
+		cs.Ready = false
+		cs.Started = new(bool)
+		exited(&cs, pod, now)
 		statuses = append(statuses, cs)
 	}
 	conds := []corev1.PodCondition{
@@ -103,15 +102,15 @@ func workerRestart(ctx context.Context, env Env, rng *rand.Rand, r Request) (str
 	}
 	body, err := json.Marshal(map[string]any{"status": map[string]any{"containerStatuses": statuses, "conditions": conds}})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	if env.RestartWorker != nil {
-		env.RestartWorker(ns + "/" + name)
+	if before != nil {
+		before(ns + "/" + name)
 	}
 	if _, err := env.Client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
-		return "", fmt.Errorf("worker-restart of %s/%s: %w", ns, name, err)
+		return "", "", fmt.Errorf("%s of %s/%s: %w", fault, ns, name, err)
 	}
-	return fmt.Sprintf("pod %s/%s restarted its containers (not Ready until its probes pass)", ns, name), nil
+	return ns, name, nil
 }
 
 func crashTarget(ctx context.Context, env Env, rng *rand.Rand, r Request) (string, string, error) {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -274,17 +274,38 @@ func (a *Admitter) mountEvent(ctx context.Context, pod *corev1.Pod, volume, msg 
 // configError is the kubelet's error building container c's env from
 // Secrets and ConfigMaps that do not exist (or lack the key), "" if none.
 func (a *Admitter) configError(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (string, error) {
-	type ref struct {
-		kind, name, key string
-		optional        *bool
+	for _, r := range envSourceRefs(c) {
+		if isTrue(r.optional) {
+			continue
+		}
+		keys, missing, err := a.sourceKeys(ctx, pod.Namespace, r)
+		if missing != "" || err != nil {
+			return missing, err
+		}
+		if r.key != "" && !slices.Contains(keys, r.key) {
+			kind := map[string]string{"secret": "Secret", "configmap": "ConfigMap"}[r.kind]
+			return fmt.Sprintf("couldn't find key %s in %s %s/%s", r.key, kind, pod.Namespace, r.name), nil
+		}
 	}
-	var refs []ref
+	return "", nil
+}
+
+// envSourceRef is a Secret or ConfigMap a container's environment reads,
+// whole (no key) or one key of it.
+type envSourceRef struct {
+	kind, name, key string
+	optional        *bool
+}
+
+// envSourceRefs lists the Secrets and ConfigMaps c's envFrom and env read.
+func envSourceRefs(c *corev1.Container) []envSourceRef {
+	var refs []envSourceRef
 	for _, from := range c.EnvFrom {
 		switch {
 		case from.SecretRef != nil:
-			refs = append(refs, ref{"secret", from.SecretRef.Name, "", from.SecretRef.Optional})
+			refs = append(refs, envSourceRef{"secret", from.SecretRef.Name, "", from.SecretRef.Optional})
 		case from.ConfigMapRef != nil:
-			refs = append(refs, ref{"configmap", from.ConfigMapRef.Name, "", from.ConfigMapRef.Optional})
+			refs = append(refs, envSourceRef{"configmap", from.ConfigMapRef.Name, "", from.ConfigMapRef.Optional})
 		}
 	}
 	for _, e := range c.Env {
@@ -292,50 +313,43 @@ func (a *Admitter) configError(ctx context.Context, pod *corev1.Pod, c *corev1.C
 		case e.ValueFrom == nil:
 		case e.ValueFrom.SecretKeyRef != nil:
 			r := e.ValueFrom.SecretKeyRef
-			refs = append(refs, ref{"secret", r.Name, r.Key, r.Optional})
+			refs = append(refs, envSourceRef{"secret", r.Name, r.Key, r.Optional})
 		case e.ValueFrom.ConfigMapKeyRef != nil:
 			r := e.ValueFrom.ConfigMapKeyRef
-			refs = append(refs, ref{"configmap", r.Name, r.Key, r.Optional})
+			refs = append(refs, envSourceRef{"configmap", r.Name, r.Key, r.Optional})
 		}
 	}
-	for _, r := range refs {
-		if isTrue(r.optional) {
-			continue
+	return refs
+}
+
+// sourceKeys reads the keys of r's Secret or ConfigMap in namespace; when
+// it does not exist, missing says so as the kubelet does.
+func (a *Admitter) sourceKeys(ctx context.Context, namespace string, r envSourceRef) (keys []string, missing string, err error) {
+	if r.kind == "secret" {
+		s, err := a.Client.CoreV1().Secrets(namespace).Get(ctx, r.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Sprintf("secret %q not found", r.name), nil
+		} else if err != nil {
+			return nil, "", err
 		}
-		var keys []string
-		if r.kind == "secret" {
-			s, err := a.Client.CoreV1().Secrets(pod.Namespace).Get(ctx, r.name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return fmt.Sprintf("secret %q not found", r.name), nil
-			} else if err != nil {
-				return "", err
-			}
-			for k := range s.Data {
-				keys = append(keys, k)
-			}
-			for k := range s.StringData {
-				keys = append(keys, k)
-			}
-		} else {
-			cm, err := a.Client.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, r.name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return fmt.Sprintf("configmap %q not found", r.name), nil
-			} else if err != nil {
-				return "", err
-			}
-			for k := range cm.Data {
-				keys = append(keys, k)
-			}
+		for k := range s.Data {
+			keys = append(keys, k)
 		}
-		sort.Strings(keys)
-		if r.key != "" {
-			if i := sort.SearchStrings(keys, r.key); i == len(keys) || keys[i] != r.key {
-				kind := map[string]string{"secret": "Secret", "configmap": "ConfigMap"}[r.kind]
-				return fmt.Sprintf("couldn't find key %s in %s %s/%s", r.key, kind, pod.Namespace, r.name), nil
-			}
+		for k := range s.StringData {
+			keys = append(keys, k)
 		}
+		return keys, "", nil
 	}
-	return "", nil
+	cm, err := a.Client.CoreV1().ConfigMaps(namespace).Get(ctx, r.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Sprintf("configmap %q not found", r.name), nil
+	} else if err != nil {
+		return nil, "", err
+	}
+	for k := range cm.Data {
+		keys = append(keys, k)
+	}
+	return keys, "", nil
 }
 
 // hold writes the pod's status as a kubelet does for a pod whose

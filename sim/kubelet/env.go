@@ -43,30 +43,9 @@ func ResolveEnv(ctx context.Context, objs Objects, pod *corev1.Pod, c *corev1.Co
 		set(e.Name, e.Value)
 	}
 	for i, from := range c.EnvFrom {
-		field := fmt.Sprintf("spec.containers[%s].envFrom[%d]", c.Name, i)
-		var data map[string]string
-		switch {
-		case from.ConfigMapRef != nil:
-			cm, err := objs.ConfigMap(ctx, pod.Namespace, from.ConfigMapRef.Name)
-			if err != nil {
-				if apierrors.IsNotFound(err) && isTrue(from.ConfigMapRef.Optional) {
-					continue
-				}
-				return nil, fmt.Errorf("%s.configMapRef: configmap %q: %w", field, from.ConfigMapRef.Name, err)
-			}
-			data = cm.Data
-		case from.SecretRef != nil:
-			s, err := objs.Secret(ctx, pod.Namespace, from.SecretRef.Name)
-			if err != nil {
-				if apierrors.IsNotFound(err) && isTrue(from.SecretRef.Optional) {
-					continue
-				}
-				return nil, fmt.Errorf("%s.secretRef: secret %q: %w", field, from.SecretRef.Name, err)
-			}
-			data = map[string]string{}
-			for k, v := range s.Data {
-				data[k] = string(v)
-			}
+		data, err := envFromData(ctx, objs, pod.Namespace, from)
+		if err != nil {
+			return nil, fmt.Errorf("spec.containers[%s].envFrom[%d].%w", c.Name, i, err)
 		}
 		keys := make([]string, 0, len(data))
 		for k := range data {
@@ -98,6 +77,36 @@ func ResolveEnv(ctx context.Context, objs Objects, pod *corev1.Pod, c *corev1.Co
 		out = append(out, k+"="+vals[k])
 	}
 	return out, nil
+}
+
+// envFromData is the data of an envFrom source: nothing for an optional
+// source that is missing.
+func envFromData(ctx context.Context, objs Objects, namespace string, from corev1.EnvFromSource) (map[string]string, error) {
+	switch {
+	case from.ConfigMapRef != nil:
+		cm, err := objs.ConfigMap(ctx, namespace, from.ConfigMapRef.Name)
+		if err != nil {
+			if apierrors.IsNotFound(err) && isTrue(from.ConfigMapRef.Optional) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("configMapRef: configmap %q: %w", from.ConfigMapRef.Name, err)
+		}
+		return cm.Data, nil
+	case from.SecretRef != nil:
+		s, err := objs.Secret(ctx, namespace, from.SecretRef.Name)
+		if err != nil {
+			if apierrors.IsNotFound(err) && isTrue(from.SecretRef.Optional) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("secretRef: secret %q: %w", from.SecretRef.Name, err)
+		}
+		data := map[string]string{}
+		for k, v := range s.Data {
+			data[k] = string(v)
+		}
+		return data, nil
+	}
+	return nil, nil
 }
 
 // valueFrom resolves one env source; ok is false for an optional source

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
@@ -176,23 +178,20 @@ func (s *sim) operatorPod(ns, name string) *corev1.Pod {
 	}
 }
 
+// waitFor waits up to timeout for ok to say done; the last error ok
+// returned is reported if it never does.
 func waitFor(t *testing.T, what string, timeout time.Duration, ok func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
+	await.New(t).Eventually(func() error {
 		done, err := ok()
 		if done {
-			return
+			return nil
 		}
 		if err != nil {
-			last = err
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s (last error: %v)", what, timeout, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return await.ErrNotYet
+	}).WithTimeout(timeout).Should(gomega.Succeed(), what)
 }
 
 func podReady(p *corev1.Pod) bool {

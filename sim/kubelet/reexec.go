@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 )
 
 // The runner starts its own executable again (the re-exec pattern, as
@@ -58,16 +61,14 @@ func runSandbox() int {
 		fmt.Fprintln(os.Stderr, "sandbox spec:", err)
 		return 2
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := net.InterfaceByName("eth0"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintln(os.Stderr, "sandbox: eth0 never appeared")
-			return 1
-		}
-		time.Sleep(10 * time.Millisecond)
+	// The simulator moves the pod's end of the veth pair in once this
+	// process runs.
+	if err := await.Until(context.Background(), "eth0 in the sandbox", func() error {
+		_, err := net.InterfaceByName("eth0")
+		return err
+	}, await.Within(30*time.Second), await.Every(10*time.Millisecond)); err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox:", err)
+		return 1
 	}
 	for _, args := range [][]string{
 		{"link", "set", "lo", "up"},

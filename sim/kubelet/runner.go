@@ -352,24 +352,39 @@ func (p *podRun) run(ctx context.Context) {
 		_ = sb.Wait()
 	}()
 
-	// Volumes first: a container starts only with all of them (missing
-	// Secrets are retried, as a kubelet waits in ContainerCreating).
+	if !p.syncVolumes(ctx) {
+		return
+	}
+	go p.resyncVolumes(ctx)
+	if !p.runInitContainers(ctx, netns, logFile) {
+		return
+	}
+	p.runContainers(ctx, netns, logFile)
+}
+
+// syncVolumes sets up the pod's volumes before any container starts: a
+// container starts only with all of them (missing Secrets are retried, as
+// a kubelet waits in ContainerCreating). It is false when ctx ended first.
+func (p *podRun) syncVolumes(ctx context.Context) bool {
 	for {
-		if err = p.vols.sync(ctx); err == nil {
-			break
+		err := p.vols.sync(ctx)
+		if err == nil {
+			return true
 		}
-		log("kubelet: %s: %v; retrying", p.key(), err)
+		p.r.Log("kubelet: %s: %v; retrying", p.key(), err)
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(2 * time.Second):
 		}
 	}
-	go p.resyncVolumes(ctx)
+}
 
-	// Init containers of mapped images run to completion first, in order
-	// (retried with back-off on failure); others are KWOK's (Completed at
-	// once). Sidecar init containers (restartPolicy Always) are not run.
+// runInitContainers runs the init containers of mapped images to
+// completion first, in order (retried with back-off on failure); others
+// are KWOK's (Completed at once). Sidecar init containers (restartPolicy
+// Always) are not run. It is false when the pod stops first.
+func (p *podRun) runInitContainers(ctx context.Context, netns string, logFile *os.File) bool {
 	for i := range p.pod.Spec.InitContainers {
 		c := &p.pod.Spec.InitContainers[i]
 		bin := p.r.Match(c.Image)
@@ -378,9 +393,15 @@ func (p *podRun) run(ctx context.Context) {
 		}
 		cr := &containerRun{p: p, c: c, bin: bin, netns: netns, log: logFile, init: true}
 		if !cr.supervise(ctx) {
-			return
+			return false
 		}
 	}
+	return true
+}
+
+// runContainers runs the containers of mapped images, each supervised,
+// until the pod stops.
+func (p *podRun) runContainers(ctx context.Context, netns string, logFile *os.File) {
 	var wg sync.WaitGroup
 	for i := range p.pod.Spec.Containers {
 		c := &p.pod.Spec.Containers[i]
@@ -489,44 +510,14 @@ func (cr *containerRun) supervise(ctx context.Context) bool {
 // with the pod's grace period.
 func (cr *containerRun) runOnce(ctx context.Context) (*corev1.ContainerStateTerminated, error) {
 	p := cr.p
-	base := []corev1.EnvVar{
-		{Name: "KUBERNETES_SERVICE_HOST", Value: p.r.APIServerHost},
-		{Name: "KUBERNETES_SERVICE_PORT", Value: strconv.Itoa(p.r.APIServerPort)},
-		{Name: "KUBERNETES_SERVICE_PORT_HTTPS", Value: strconv.Itoa(p.r.APIServerPort)},
-		{Name: "KUBERNETES_PORT", Value: fmt.Sprintf("tcp://%s:%d", p.r.APIServerHost, p.r.APIServerPort)},
-		{Name: "HOSTNAME", Value: p.pod.Name},
-	}
 	started := metav1.NewTime(p.r.clock.Now())
-	env, err := ResolveEnv(ctx, p.r.objects, p.pod, cr.c, base)
+	env, err := ResolveEnv(ctx, p.r.objects, p.pod, cr.c, cr.baseEnv())
 	if err != nil {
 		return &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "CreateContainerConfigError", Message: err.Error(), StartedAt: started, FinishedAt: started}, err
 	}
-	vals := EnvMap(env)
-	args := make([]string, 0, len(cr.c.Command)+len(cr.c.Args))
-	path := cr.bin
-	if len(cr.c.Command) > 0 {
-		// The image's entrypoint is the mapped program; any other command
-		// path is taken as a path on this machine.
-		if cmd0 := Expand(cr.c.Command[0], vals); filepath.Base(cmd0) != filepath.Base(cr.bin) && !strings.HasPrefix(cmd0, "/dynamo-operator") {
-			path = cmd0
-		}
-		for _, a := range cr.c.Command[1:] {
-			args = append(args, Expand(a, vals))
-		}
-	}
-	for _, a := range cr.c.Args {
-		args = append(args, Expand(a, vals))
-	}
-	var mounts []mountAt
-	for _, vm := range cr.c.VolumeMounts {
-		src := p.vols.Path(vm.Name)
-		if vm.SubPath != "" {
-			src = filepath.Join(src, filepath.Clean("/"+vm.SubPath))
-		}
-		mounts = append(mounts, mountAt{Source: src, Target: vm.MountPath, ReadOnly: vm.ReadOnly})
-	}
+	path, args := cr.commandLine(EnvMap(env))
 	uid, gid := runAs(p.pod, cr.c)
-	spec, err := json.Marshal(containerSpec{NetNS: cr.netns, Mounts: mounts, Dir: cr.c.WorkingDir, Path: path, Args: append([]string{path}, args...), Env: env, UID: uid, GID: gid, Hostname: hostname(p.pod)})
+	spec, err := json.Marshal(containerSpec{NetNS: cr.netns, Mounts: cr.mounts(), Dir: cr.c.WorkingDir, Path: path, Args: append([]string{path}, args...), Env: env, UID: uid, GID: gid, Hostname: hostname(p.pod)})
 	if err != nil {
 		return nil, err
 	}
@@ -551,11 +542,69 @@ func (cr *containerRun) runOnce(ctx context.Context) (*corev1.ContainerStateTerm
 		st.Started = ptrBool(cr.c.StartupProbe == nil)
 		st.Ready = cr.c.StartupProbe == nil && cr.c.ReadinessProbe == nil
 	})
+	werr := cr.wait(ctx, cmd)
+	cr.mu.Lock()
+	cr.cmd = nil
+	cr.mu.Unlock()
+	code, reason := exitOf(werr)
+	return &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, StartedAt: started, FinishedAt: metav1.NewTime(p.r.clock.Now()), ContainerID: "sim://" + strconv.Itoa(cmd.Process.Pid)}, nil
+}
+
+// baseEnv is what a kubelet sets in every container: the API server's
+// Service and the hostname.
+func (cr *containerRun) baseEnv() []corev1.EnvVar {
+	p := cr.p
+	return []corev1.EnvVar{
+		{Name: "KUBERNETES_SERVICE_HOST", Value: p.r.APIServerHost},
+		{Name: "KUBERNETES_SERVICE_PORT", Value: strconv.Itoa(p.r.APIServerPort)},
+		{Name: "KUBERNETES_SERVICE_PORT_HTTPS", Value: strconv.Itoa(p.r.APIServerPort)},
+		{Name: "KUBERNETES_PORT", Value: fmt.Sprintf("tcp://%s:%d", p.r.APIServerHost, p.r.APIServerPort)},
+		{Name: "HOSTNAME", Value: p.pod.Name},
+	}
+}
+
+// commandLine is the program the container runs and its arguments, with
+// $(VAR) references expanded from vals.
+func (cr *containerRun) commandLine(vals map[string]string) (path string, args []string) {
+	args = make([]string, 0, len(cr.c.Command)+len(cr.c.Args))
+	path = cr.bin
+	if len(cr.c.Command) > 0 {
+		// The image's entrypoint is the mapped program; any other command
+		// path is taken as a path on this machine.
+		if cmd0 := Expand(cr.c.Command[0], vals); filepath.Base(cmd0) != filepath.Base(cr.bin) && !strings.HasPrefix(cmd0, "/dynamo-operator") {
+			path = cmd0
+		}
+		for _, a := range cr.c.Command[1:] {
+			args = append(args, Expand(a, vals))
+		}
+	}
+	for _, a := range cr.c.Args {
+		args = append(args, Expand(a, vals))
+	}
+	return path, args
+}
+
+// mounts are the container's volume mounts on the pod's volume directories.
+func (cr *containerRun) mounts() []mountAt {
+	var mounts []mountAt
+	for _, vm := range cr.c.VolumeMounts {
+		src := cr.p.vols.Path(vm.Name)
+		if vm.SubPath != "" {
+			src = filepath.Join(src, filepath.Clean("/"+vm.SubPath))
+		}
+		mounts = append(mounts, mountAt{Source: src, Target: vm.MountPath, ReadOnly: vm.ReadOnly})
+	}
+	return mounts
+}
+
+// wait waits for the container's process to exit; when ctx ends first it
+// terminates it within the pod's grace period.
+func (cr *containerRun) wait(ctx context.Context, cmd *exec.Cmd) error {
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
-	var werr error
 	select {
-	case werr = <-waited:
+	case err := <-waited:
+		return err
 	case <-ctx.Done():
 		cr.p.mu.Lock()
 		grace, set := cr.p.grace, cr.p.graceSet
@@ -565,11 +614,13 @@ func (cr *containerRun) runOnce(ctx context.Context) (*corev1.ContainerStateTerm
 			// most 5 s.
 			grace = min(gracePeriod(cr.p.pod), 5*time.Second)
 		}
-		werr = terminate(cmd, grace, waited)
+		return terminate(cmd, grace, waited)
 	}
-	cr.mu.Lock()
-	cr.cmd = nil
-	cr.mu.Unlock()
+}
+
+// exitOf is a container's exit code (128+signal when killed by one) and
+// reason, from how its process ended.
+func exitOf(werr error) (int32, string) {
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(werr, &ee) {
@@ -578,11 +629,10 @@ func (cr *containerRun) runOnce(ctx context.Context) (*corev1.ContainerStateTerm
 			code = 128 + int(ws.Signal())
 		}
 	}
-	reason := "Completed"
 	if code != 0 {
-		reason = "Error"
+		return int32(code), "Error"
 	}
-	return &corev1.ContainerStateTerminated{ExitCode: int32(code), Reason: reason, StartedAt: started, FinishedAt: metav1.NewTime(p.r.clock.Now()), ContainerID: "sim://" + strconv.Itoa(cmd.Process.Pid)}, nil
+	return 0, "Completed"
 }
 
 // kill stops the running process (SIGTERM, SIGKILL after grace); the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -66,6 +67,15 @@ func startSandbox(ctx context.Context, self, podIP string, log *os.File) (*exec.
 			return fail(fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(o))))
 		}
 	}
+	if err := sandboxReady(ctx, out); err != nil {
+		return fail(err)
+	}
+	return cmd, "/proc/" + pid + "/ns/net", nil
+}
+
+// sandboxReady waits for the sandbox process to say on out that it has
+// configured its network namespace.
+func sandboxReady(ctx context.Context, out io.Reader) error {
 	ready := make(chan error, 1)
 	go func() {
 		line, err := bufio.NewReader(out).ReadString('\n')
@@ -77,14 +87,14 @@ func startSandbox(ctx context.Context, self, podIP string, log *os.File) (*exec.
 	select {
 	case err := <-ready:
 		if err != nil {
-			return fail(fmt.Errorf("configuring the pod's network namespace: %w", err))
+			return fmt.Errorf("configuring the pod's network namespace: %w", err)
 		}
+		return nil
 	case <-time.After(30 * time.Second):
-		return fail(fmt.Errorf("the pod's network namespace was not configured within 30s"))
+		return fmt.Errorf("the pod's network namespace was not configured within 30s")
 	case <-ctx.Done():
-		return fail(ctx.Err())
+		return ctx.Err()
 	}
-	return cmd, "/proc/" + pid + "/ns/net", nil
 }
 
 // routeSource is the source address of the simulator's packets to pods:

@@ -4,18 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
-	nodefast "sigs.k8s.io/kwok/kustomize/stage/node/fast"
-	nodeheartbeat "sigs.k8s.io/kwok/kustomize/stage/node/heartbeat-with-lease"
-	podfast "sigs.k8s.io/kwok/kustomize/stage/pod/fast"
-	"sigs.k8s.io/kwok/pkg/apis/internalversion"
 	"sigs.k8s.io/kwok/pkg/client/clientset/versioned"
-	kwokconfig "sigs.k8s.io/kwok/pkg/config"
 	"sigs.k8s.io/kwok/pkg/kwok/controllers"
 	kwoklog "sigs.k8s.io/kwok/pkg/log"
 	kwokclient "sigs.k8s.io/kwok/pkg/utils/client"
@@ -41,43 +35,6 @@ type KWOKOptions struct {
 	Log io.Writer
 }
 
-// Stages returns KWOK's default node and pod stages (shipped in the kwok
-// module), its pod-ready stage replaced by one that leaves probed pods'
-// readiness to the prober and delayed by podReadyDelay (in two: a Dynamo
-// component's pod starts only once admitted, see AdmittedAnnotation), its
-// pod-complete stage by ones that end Jobs' pods as their AnnotationJobOutcome
-// says, plus the simulator's pod-ready-again stage.
-func Stages(podReadyDelay time.Duration) (map[internalversion.StageResourceRef][]*internalversion.Stage, error) {
-	out := map[internalversion.StageResourceRef][]*internalversion.Stage{}
-	for _, doc := range []string{
-		nodefast.DefaultNodeInit,
-		nodeheartbeat.DefaultNodeHeartbeatWithLease,
-		podReadyStage("pod-ready", `
-    - key: '.metadata.labels["`+dynamoComponentLabel+`"]'
-      operator: 'DoesNotExist'`),
-		podReadyStage("pod-ready-admitted", `
-    - key: '.metadata.labels["`+dynamoComponentLabel+`"]'
-      operator: 'Exists'
-    - key: '.metadata.annotations["`+AdmittedAnnotation+`"]'
-      operator: 'Exists'`),
-		jobPodComplete,
-		jobPodFail,
-		podfast.DefaultPodDelete,
-		podReadyAgain,
-	} {
-		st, err := kwokconfig.UnmarshalWithType[*internalversion.Stage](doc)
-		if err != nil {
-			return nil, fmt.Errorf("parsing a KWOK default stage: %w", err)
-		}
-		if strings.HasPrefix(st.Name, "pod-ready") && st.Name != "pod-ready-again" && podReadyDelay > 0 {
-			ms := podReadyDelay.Milliseconds()
-			st.Spec.Delay = &internalversion.StageDelay{DurationMilliseconds: &ms}
-		}
-		out[st.Spec.ResourceRef] = append(out[st.Spec.ResourceRef], st)
-	}
-	return out, nil
-}
-
 // StartKWOK runs the KWOK controller in this process until ctx ends. It
 // manages the nodes labelled type=kwok. Its pod IP pool lives in memory;
 // on start KWOK marks the addresses of pods that already run as used, so a
@@ -97,54 +54,22 @@ func StartKWOK(ctx context.Context, o KWOKOptions) error {
 	if err != nil {
 		return err
 	}
-	cs, err := kwokclient.NewClientset("", o.Kubeconfig)
+	cfg, err := kwokClients(o.Kubeconfig)
 	if err != nil {
 		return err
 	}
-	restConfig, err := cs.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("KWOK client: %w", err)
-	}
-	dyn, err := cs.ToDynamicClient()
-	if err != nil {
-		return err
-	}
-	mapper, err := cs.ToRESTMapper()
-	if err != nil {
-		return err
-	}
-	restClient, err := rest.RESTClientFor(restConfig)
-	if err != nil {
-		return err
-	}
-	typed, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		return err
-	}
-	typedKwok, err := versioned.NewForConfig(restConfig)
-	if err != nil {
-		return err
-	}
-	ctr, err := controllers.NewController(controllers.Config{
-		Clock:                        o.Clock,
-		DynamicClient:                dyn,
-		RESTClient:                   restClient,
-		RESTMapper:                   mapper,
-		ImpersonatingDynamicClient:   cs.ToImpersonatingDynamicClient(),
-		ImpersonatingTypedClient:     cs.ToImpersonatingTypedClient(),
-		TypedClient:                  typed,
-		TypedKwokClient:              typedKwok,
-		ManageNodesWithLabelSelector: LabelManaged + "=" + ManagedValue,
-		CIDR:                         podCIDR,
-		NodeIP:                       nodeIP,
-		LocalStages:                  stages,
-		NodeLeaseDurationSeconds:     uint(o.LeaseDuration / time.Second),
-		ID:                           ControllerID,
-		PodPlayStageParallelism:      16,
-		NodePlayStageParallelism:     16,
-		NodeLeaseParallelism:         16,
-		PodsOnNodeSyncParallelism:    16,
-	})
+	cfg.Clock = o.Clock
+	cfg.ManageNodesWithLabelSelector = LabelManaged + "=" + ManagedValue
+	cfg.CIDR = podCIDR
+	cfg.NodeIP = nodeIP
+	cfg.LocalStages = stages
+	cfg.NodeLeaseDurationSeconds = uint(o.LeaseDuration / time.Second)
+	cfg.ID = ControllerID
+	cfg.PodPlayStageParallelism = 16
+	cfg.NodePlayStageParallelism = 16
+	cfg.NodeLeaseParallelism = 16
+	cfg.PodsOnNodeSyncParallelism = 16
+	ctr, err := controllers.NewController(cfg)
 	if err != nil {
 		return fmt.Errorf("creating the KWOK controller: %w", err)
 	}
@@ -152,4 +77,46 @@ func StartKWOK(ctx context.Context, o KWOKOptions) error {
 		return fmt.Errorf("starting the KWOK controller: %w", err)
 	}
 	return nil
+}
+
+// kwokClients is a KWOK controller configuration with the clients it
+// needs, all reaching the API server through kubeconfig.
+func kwokClients(kubeconfig string) (controllers.Config, error) {
+	cs, err := kwokclient.NewClientset("", kubeconfig)
+	if err != nil {
+		return controllers.Config{}, err
+	}
+	restConfig, err := cs.ToRESTConfig()
+	if err != nil {
+		return controllers.Config{}, fmt.Errorf("KWOK client: %w", err)
+	}
+	dyn, err := cs.ToDynamicClient()
+	if err != nil {
+		return controllers.Config{}, err
+	}
+	mapper, err := cs.ToRESTMapper()
+	if err != nil {
+		return controllers.Config{}, err
+	}
+	restClient, err := rest.RESTClientFor(restConfig)
+	if err != nil {
+		return controllers.Config{}, err
+	}
+	typed, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return controllers.Config{}, err
+	}
+	typedKwok, err := versioned.NewForConfig(restConfig)
+	if err != nil {
+		return controllers.Config{}, err
+	}
+	return controllers.Config{
+		DynamicClient:              dyn,
+		RESTClient:                 restClient,
+		RESTMapper:                 mapper,
+		ImpersonatingDynamicClient: cs.ToImpersonatingDynamicClient(),
+		ImpersonatingTypedClient:   cs.ToImpersonatingTypedClient(),
+		TypedClient:                typed,
+		TypedKwokClient:            typedKwok,
+	}, nil
 }

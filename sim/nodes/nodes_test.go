@@ -2,20 +2,22 @@ package nodes
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 )
 
@@ -26,28 +28,11 @@ func TestMain(m *testing.M) { os.Exit(cluster.TestMainInNamespace(m)) }
 // fit Pending with the scheduler's reason, and the placed ones become
 // Running and Ready with addresses from the pod CIDR.
 func TestGPUPodsScheduleAndRun(t *testing.T) {
-	bin, err := cluster.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	launch := time.Now()
-	c, err := cluster.Start(ctx, cluster.Config{Dir: t.TempDir(), BinDir: bin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	kctx, stopKWOK := context.WithCancel(ctx)
-	defer stopKWOK()
-	if err := StartKWOK(kctx, KWOKOptions{Kubeconfig: c.AdminKubeconfig(), PodReadyDelay: 200 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(c.AdminConfig())
 	pool := Pool{Name: "gpu", Count: 2, GPUs: 2, Product: "NVIDIA-H100-80GB-HBM3", MemoryMiB: 81559}
-	if err := CreatePools(ctx, cs, []Pool{pool}); err != nil {
-		t.Fatal(err)
-	}
+	_, cs := StartTestCluster(ctx, t, KWOKOptions{PodReadyDelay: 200 * time.Millisecond}, pool)
 	if err := WarmIPPool(ctx, cs, pool.NodeName(0)); err != nil {
 		t.Fatal(err)
 	}
@@ -72,10 +57,11 @@ func TestGPUPodsScheduleAndRun(t *testing.T) {
 	}
 	_, cidr, _ := net.ParseCIDR(cluster.PodCIDR)
 	var running, pending []corev1.Pod
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	g := await.New(t)
+	g.Eventually(func() (string, error) {
 		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=gpu"})
 		if err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		running, pending = nil, nil
 		for _, p := range pods.Items {
@@ -86,13 +72,8 @@ func TestGPUPodsScheduleAndRun(t *testing.T) {
 				pending = append(pending, p)
 			}
 		}
-		if len(running) == 4 && len(pending) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("want 4 pods Running and Ready and 1 unschedulable; got %d and %d", len(running), len(pending))
-		}
-	}
+		return fmt.Sprintf("%d Running and Ready, %d unschedulable", len(running), len(pending)), nil
+	}).WithTimeout(60 * time.Second).Should(gomega.Equal("4 Running and Ready, 1 unschedulable"))
 	t.Logf("4 GPU pods Ready %s after launch", time.Since(launch).Round(time.Millisecond))
 	perNode := map[string]int{}
 	ips := map[string]string{}
@@ -122,18 +103,13 @@ func TestGPUPodsScheduleAndRun(t *testing.T) {
 	if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "gpu-0", metav1.GetOptions{}); err != nil {
 		t.Errorf("node gpu-0 has no lease: %v", err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	g.Eventually(func() (int32, error) {
 		d, err := cs.AppsV1().Deployments("default").Get(ctx, "gpu", metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return 0, err
 		}
-		if d.Status.AvailableReplicas == 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Deployment reports %d available, want 4", d.Status.AvailableReplicas)
-		}
-	}
+		return d.Status.AvailableReplicas, nil
+	}).Should(gomega.Equal(int32(4)), "the Deployment's available replicas")
 }
 
 func podReady(p *corev1.Pod) bool {
@@ -166,25 +142,9 @@ func nodeReady(n *corev1.Node) bool {
 // TestPodReadyAgain: pods the node lifecycle controller marked unready
 // (their node was late) become Ready again, as a kubelet would report them.
 func TestPodReadyAgain(t *testing.T) {
-	bin, err := cluster.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Config{Dir: t.TempDir(), BinDir: bin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	if err := StartKWOK(ctx, KWOKOptions{Kubeconfig: c.AdminKubeconfig()}); err != nil {
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(c.AdminConfig())
-	pool := Pool{Name: "n", Count: 1}
-	if err := CreatePools(ctx, cs, []Pool{pool}); err != nil {
-		t.Fatal(err)
-	}
+	_, cs := StartTestCluster(ctx, t, KWOKOptions{}, Pool{Name: "n", Count: 1})
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
 		Spec:       corev1.PodSpec{NodeName: "n-0", Containers: []corev1.Container{{Name: "main", Image: "x"}}},
@@ -195,19 +155,18 @@ func TestPodReadyAgain(t *testing.T) {
 	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitReady := func(want corev1.ConditionStatus) {
+	g := await.New(t)
+	waitReady := func() {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		g.Eventually(func() (string, error) {
 			p, err := cs.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
-			if err == nil && (podReady(p) == (want == corev1.ConditionTrue)) && p.Status.Phase == corev1.PodRunning {
-				return
+			if err != nil {
+				return "", err
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("pod never Ready=%s: %v", want, err)
-			}
-		}
+			return fmt.Sprintf("%s, Ready %v", p.Status.Phase, podReady(p)), nil
+		}).Should(gomega.Equal("Running, Ready true"), "the pod")
 	}
-	waitReady(corev1.ConditionTrue)
+	waitReady()
 	// What the node lifecycle controller writes for a node gone NotReady.
 	patch := `{"status":{"conditions":[{"type":"Ready","status":"False","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
 	marked, err := cs.CoreV1().Pods("default").Patch(ctx, "p", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
@@ -217,5 +176,5 @@ func TestPodReadyAgain(t *testing.T) {
 	if podReady(marked) {
 		t.Fatal("the patch did not mark the pod unready")
 	}
-	waitReady(corev1.ConditionTrue)
+	waitReady()
 }

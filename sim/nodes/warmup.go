@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 )
 
 // WarmIPPool runs one pod to Running on node and deletes it again. KWOK
@@ -34,20 +36,14 @@ func WarmIPPool(ctx context.Context, cs kubernetes.Interface, node string) error
 	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the IP pool warm-up pod: %w", err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	if err := await.Until(ctx, "the IP pool warm-up pod's address", func() error {
 		p, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
-		if err == nil && p.Status.PodIP != "" {
-			break
+		if err == nil && p.Status.PodIP == "" {
+			err = await.ErrNotYet
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the IP pool warm-up pod got no address within a minute (last error: %v)", err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+		return err
+	}, await.Within(time.Minute), await.Every(50*time.Millisecond)); err != nil {
+		return err
 	}
 	return pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 }
@@ -57,19 +53,8 @@ func WarmIPPool(ctx context.Context, cs kubernetes.Interface, node string) error
 // on a fresh cluster the controller manager creates them a moment later.
 func WaitDefaultServiceAccount(ctx context.Context, cs kubernetes.Interface, namespace string) error {
 	sas := cs.CoreV1().ServiceAccounts(namespace)
-	deadline := time.Now().Add(time.Minute)
-	for {
+	return await.Until(ctx, "the default ServiceAccount of "+namespace, func() error {
 		_, err := sas.Get(ctx, "default", metav1.GetOptions{})
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the default ServiceAccount of %s did not appear within a minute: %w", namespace, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return err
+	}, await.Within(time.Minute), await.Every(100*time.Millisecond))
 }

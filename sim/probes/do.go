@@ -32,41 +32,7 @@ func Run(ctx context.Context, podIP string, c *corev1.Container, p *corev1.Probe
 	defer cancel()
 	switch {
 	case p.HTTPGet != nil:
-		g := p.HTTPGet
-		port, err := resolvePort(g.Port, c)
-		if err != nil {
-			return false, err.Error()
-		}
-		host := podIP
-		if g.Host != "" {
-			host = g.Host
-		}
-		scheme := "http"
-		if g.Scheme == corev1.URISchemeHTTPS {
-			scheme = "https"
-		}
-		path := g.Path
-		if path == "" || path[0] != '/' {
-			path = "/" + path
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+net.JoinHostPort(host, strconv.Itoa(port))+path, nil)
-		if err != nil {
-			return false, err.Error()
-		}
-		req.Header.Set("User-Agent", "kube-probe/dynamo-sim")
-		for _, h := range g.HTTPHeaders {
-			req.Header.Add(h.Name, h.Value)
-		}
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			return false, err.Error()
-		}
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
-		_ = resp.Body.Close()
-		if resp.StatusCode >= 200 && resp.StatusCode < 400 {
-			return true, ""
-		}
-		return false, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)
+		return httpGet(ctx, podIP, c, p.HTTPGet)
 	case p.TCPSocket != nil || p.GRPC != nil:
 		var port int
 		var err error
@@ -89,6 +55,44 @@ func Run(ctx context.Context, podIP string, c *corev1.Container, p *corev1.Probe
 		// Exec: there is no container to run a command in.
 		return true, ""
 	}
+}
+
+// httpGet is an HTTP probe: success is a status from 200 to 399.
+func httpGet(ctx context.Context, podIP string, c *corev1.Container, g *corev1.HTTPGetAction) (bool, string) {
+	port, err := resolvePort(g.Port, c)
+	if err != nil {
+		return false, err.Error()
+	}
+	host := podIP
+	if g.Host != "" {
+		host = g.Host
+	}
+	scheme := "http"
+	if g.Scheme == corev1.URISchemeHTTPS {
+		scheme = "https"
+	}
+	path := g.Path
+	if path == "" || path[0] != '/' {
+		path = "/" + path
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+net.JoinHostPort(host, strconv.Itoa(port))+path, nil)
+	if err != nil {
+		return false, err.Error()
+	}
+	req.Header.Set("User-Agent", "kube-probe/dynamo-sim")
+	for _, h := range g.HTTPHeaders {
+		req.Header.Add(h.Name, h.Value)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return false, err.Error()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
+	_ = resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode < 400 {
+		return true, ""
+	}
+	return false, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)
 }
 
 // resolvePort turns a number or a container port name into a number.

@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 )
 
@@ -81,16 +83,10 @@ func TestWorkerServesOnPodAddress(t *testing.T) {
 	}
 	hc := &http.Client{Timeout: 2 * time.Second}
 	var resp *http.Response
-	var err error
-	for range 50 {
-		if resp, err = hc.Get("http://10.244.7.9:9090/live"); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	await.New(t).Eventually(func() (err error) {
+		resp, err = hc.Get("http://10.244.7.9:9090/live")
+		return err
+	}).WithPolling(20*time.Millisecond).Should(gomega.Succeed(), "the worker answering")
 	_ = resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Errorf("/live: %d", resp.StatusCode)
@@ -130,13 +126,8 @@ func TestWorkerBindIsRetried(t *testing.T) {
 		t.Fatalf("serving at %q while the address is held", got)
 	}
 	_ = blocker.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for m.Serving()["ns/q"] == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("the worker was not started again within 5s of its address being free")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	await.New(t).Eventually(func() string { return m.Serving()["ns/q"] }).WithTimeout(5*time.Second).
+		ShouldNot(gomega.BeEmpty(), "the worker started again once its address is free")
 	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + addr + "/live")
 	if err != nil {
 		t.Fatal(err)

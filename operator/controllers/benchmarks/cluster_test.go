@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/dynamoctl/dynamo-operator/internal/audit"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/kubelet"
@@ -160,7 +161,7 @@ func (c *benchCluster) AuditEvents() ([]testenv.AuditEvent, error) {
 	if c.env != nil {
 		return c.env.AuditEvents()
 	}
-	return testenv.ReadAuditLog(c.auditLog)
+	return audit.Read(c.auditLog)
 }
 
 func (c *benchCluster) CreateNamespace(ctx context.Context, prefix string) (string, error) {

@@ -20,6 +20,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/sim/daemon"
 	"github.com/dynamoctl/dynamo-operator/sim/prereq"
@@ -185,7 +186,8 @@ func cmdWait(args []string) error {
 // condition's whole message (the progress lines shorten it).
 func waitReady(ctx context.Context, c client.Client, dir, ns, name string, start time.Time) error {
 	last, message := "", ""
-	for {
+	deadline, _ := ctx.Deadline()
+	err := await.Until(ctx, "dgd/"+name+" Ready", func() error {
 		var d v1alpha1.DynamoGraphDeployment
 		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d)
 		line := ""
@@ -213,12 +215,12 @@ func waitReady(ctx context.Context, c client.Client, dir, ns, name string, start
 			fmt.Printf("  [%5.1fs] dgd/%s: %s\n", time.Since(start).Seconds(), name, line)
 			last = line
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("dgd/%s not Ready (last: %s; Ready: %s)", name, last, message)
-		case <-time.After(250 * time.Millisecond):
-		}
+		return errors.New(line)
+	}, await.Within(time.Until(deadline)), await.Every(250*time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("dgd/%s not Ready (last: %s; Ready: %s)", name, last, message)
 	}
+	return nil
 }
 
 // createPrerequisites creates the Secrets and ConfigMaps objs refer to and

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/sim/daemon"
 	"github.com/dynamoctl/dynamo-operator/sim/faults"
 )
@@ -87,21 +90,16 @@ func TestUpApplyFaultDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := daemon.NewClient(dir)
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	await.New(t).Eventually(func() (string, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		serving, err := cl.Workers(ctx)
 		if err != nil {
-			t.Fatal(err)
+			return "", err
 		}
-		if dep.Status.AvailableReplicas == 3 && len(serving) == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 3 replicas available, %d fake workers serving", dep.Status.AvailableReplicas, len(serving))
-		}
-	}
+		return fmt.Sprintf("%d of 3 replicas available, %d fake workers serving", dep.Status.AvailableReplicas, len(serving)), nil
+	}).WithTimeout(60 * time.Second).Should(gomega.Equal("3 of 3 replicas available, 3 fake workers serving"))
 	msg, err := cl.Fault(ctx, faults.Request{Kind: "gpu-failure", Node: "g-0", Count: 2})
 	if err != nil {
 		t.Fatal(err)

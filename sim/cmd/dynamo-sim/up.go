@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/daemon"
 	"github.com/dynamoctl/dynamo-operator/sim/kubelet"
@@ -123,6 +124,8 @@ func (f *upFlags) resolveBinDir() (string, error) {
 	return filepath.Dir(matches[len(matches)-1]), nil
 }
 
+// cmdUp checks its flags, starts the daemon in a network namespace of its
+// own and waits until it says it is ready (or failed).
 func cmdUp(args []string) error {
 	f := newUpFlags("up")
 	if err := f.fs.Parse(args); err != nil {
@@ -135,13 +138,79 @@ func cmdUp(args []string) error {
 	if pid := daemon.ReadPid(dir); pid != 0 && alive(pid) {
 		return fmt.Errorf("a simulator already runs from %s (pid %d); run dynamo-sim down first", dir, pid)
 	}
-	// Check everything a user can get wrong before starting anything.
-	if _, err := f.resolvePools(); err != nil {
+	buildLWS, err := f.check()
+	if err != nil {
 		return err
+	}
+	if err := resetStateDir(dir, false); err != nil {
+		return err
+	}
+	if buildLWS {
+		if err := startLWSBuild(dir, *f.lwsBuild); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	cmd, err := startDaemon(dir, *f.port, args)
+	if err != nil {
+		return err
+	}
+	// Reap the daemon if it dies while up still waits; up's exit then
+	// leaves it to init.
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, *f.timeout)
+	defer cancelT()
+	fmt.Printf("dynamo-sim: starting in %s (daemon pid %d, log %s)\n", dir, cmd.Process.Pid, daemon.LogPath(dir))
+	if err := waitUp(ctx, dir, cmd.Process.Pid, start, exited); err != nil {
+		return err
+	}
+	if *f.install == "helm" {
+		return helmInstall(ctx, dir, *f.helm, *f.chart, *f.version)
+	}
+	return nil
+}
+
+// check checks everything a user can get wrong before up starts anything,
+// and says whether LeaderWorkerSet's controller is still to be built.
+func (f *upFlags) check() (buildLWS bool, err error) {
+	if _, err := f.resolvePools(); err != nil {
+		return false, err
 	}
 	if _, err := f.resolveRunImages(); err != nil {
-		return err
+		return false, err
 	}
+	if err := f.checkInstall(); err != nil {
+		return false, err
+	}
+	if _, err := f.resolveBinDir(); err != nil {
+		return false, err
+	}
+	if *f.lws != "" {
+		if _, err := os.Stat(*f.lws); err != nil {
+			if *f.lwsBuild == "" {
+				return false, fmt.Errorf("LeaderWorkerSet: %w (run make lws, or pass --lws='' to run none)", err)
+			}
+			// Its cold build takes minutes: the simulator starts without it
+			// rather than making every first up wait for it.
+			buildLWS = true
+		} else if _, err := os.Stat(*f.lwsCRDs); err != nil {
+			return false, fmt.Errorf("LeaderWorkerSet: %w (run make lws, or pass --lws='' to run none)", err)
+		}
+	}
+	if *f.operator != "" {
+		if _, err := os.Stat(*f.operator); err != nil {
+			return false, fmt.Errorf("operator binary: %w (run make build, or pass --operator='' to run none)", err)
+		}
+	}
+	return buildLWS, nil
+}
+
+// checkInstall checks --install and what it needs.
+func (f *upFlags) checkInstall() error {
 	switch *f.install {
 	case "process":
 	case "helm":
@@ -156,81 +225,55 @@ func cmdUp(args []string) error {
 	default:
 		return fmt.Errorf("--install %q: use process or helm", *f.install)
 	}
-	if _, err := f.resolveBinDir(); err != nil {
-		return err
-	}
-	buildLWS := false
-	if *f.lws != "" {
-		if _, err := os.Stat(*f.lws); err != nil {
-			if *f.lwsBuild == "" {
-				return fmt.Errorf("LeaderWorkerSet: %w (run make lws, or pass --lws='' to run none)", err)
-			}
-			// Its cold build takes minutes: the simulator starts without it
-			// rather than making every first up wait for it.
-			buildLWS = true
-		} else if _, err := os.Stat(*f.lwsCRDs); err != nil {
-			return fmt.Errorf("LeaderWorkerSet: %w (run make lws, or pass --lws='' to run none)", err)
-		}
-	}
-	if *f.operator != "" {
-		if _, err := os.Stat(*f.operator); err != nil {
-			return fmt.Errorf("operator binary: %w (run make build, or pass --operator='' to run none)", err)
-		}
-	}
-	if err := resetStateDir(dir, false); err != nil {
-		return err
-	}
-	if buildLWS {
-		if err := startLWSBuild(dir, *f.lwsBuild); err != nil {
-			return err
-		}
-	}
+	return nil
+}
+
+// startDaemon starts this executable as the daemon (dynamo-sim daemon
+// args) in a new network namespace, its output in the daemon log, and
+// records its pid.
+func startDaemon(dir string, hostPort int, args []string) (*exec.Cmd, error) {
 	// The listener is made here, on the host's loopback, and handed to the
 	// daemon: it keeps the host's namespace when the daemon leaves it.
-	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(*f.port))
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(hostPort))
 	if err != nil {
-		return fmt.Errorf("host port for the API server: %w", err)
+		return nil, fmt.Errorf("host port for the API server: %w", err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	lnFile, err := ln.(*net.TCPListener).File()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	_ = ln.Close()
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dargs := append([]string{"daemon", "--host-port=" + strconv.Itoa(port), "--listen-fd=3"}, args...)
 	dargs = append(dargs, "--state-dir="+dir)
 	logFile, err := os.Create(daemon.LogPath(dir))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd := exec.Command(self, dargs...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.ExtraFiles = []*os.File{lnFile}
 	cmd.SysProcAttr = cluster.NamespaceAttr()
-	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the simulator daemon: %w", err)
+		return nil, fmt.Errorf("starting the simulator daemon: %w", err)
 	}
 	_ = lnFile.Close()
 	_ = logFile.Close()
 	if err := os.WriteFile(daemon.PidPath(dir), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
-		return err
+		return nil, err
 	}
-	// Reap the daemon if it dies while up still waits; up's exit then
-	// leaves it to init.
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	return cmd, nil
+}
 
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, *f.timeout)
-	defer cancelT()
-	fmt.Printf("dynamo-sim: starting in %s (daemon pid %d, log %s)\n", dir, cmd.Process.Pid, daemon.LogPath(dir))
+// waitUp prints the daemon's steps until it is ready, and how to reach it;
+// when it fails or exits first, the end of its log, and it stops it.
+func waitUp(ctx context.Context, dir string, pid int, start time.Time, exited <-chan error) error {
 	waitCtx, stopWait := context.WithCancel(ctx)
+	defer stopWait()
 	go func() {
 		select {
 		case <-exited:
@@ -245,7 +288,7 @@ func cmdUp(args []string) error {
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dynamo-sim: the simulator did not come up; last lines of %s:\n%s\n", daemon.LogPath(dir), tail(daemon.LogPath(dir), 15))
-		_ = stopDaemon(dir, cmd.Process.Pid, 20*time.Second)
+		_ = stopDaemon(dir, pid, 20*time.Second)
 		return err
 	}
 	fmt.Printf("dynamo-sim: ready in %.1fs (control plane healthy after %.1fs)\n", time.Since(start).Seconds(), st.ClusterHealthy.Seconds())
@@ -253,9 +296,6 @@ func cmdUp(args []string) error {
 	fmt.Printf("  export KUBECONFIG=%s\n", st.Kubeconfig)
 	for _, op := range st.Operators {
 		fmt.Printf("  %s (%s) pid %d, log %s\n", op.Name, st.Mode, op.Pid, op.Log)
-	}
-	if *f.install == "helm" {
-		return helmInstall(ctx, dir, *f.helm, *f.chart, *f.version)
 	}
 	return nil
 }
@@ -324,20 +364,24 @@ func cmdDown(args []string) error {
 // Its children die with it (Pdeathsig), its namespace with the last of them.
 func stopDaemon(dir string, pid int, grace time.Duration) error {
 	_ = syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			time.Sleep(200 * time.Millisecond)
-			if alive(pid) {
-				return fmt.Errorf("daemon pid %d survives SIGKILL", pid)
-			}
-			break
+	if exited(pid, grace, 100*time.Millisecond) != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if exited(pid, 200*time.Millisecond, 50*time.Millisecond) != nil {
+			return fmt.Errorf("daemon pid %d survives SIGKILL", pid)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	_ = os.Remove(daemon.PidPath(dir))
 	return nil
+}
+
+// exited waits up to within for the daemon pid to be gone.
+func exited(pid int, within, every time.Duration) error {
+	return await.Until(context.Background(), fmt.Sprintf("daemon pid %d gone", pid), func() error {
+		if alive(pid) {
+			return await.ErrNotYet
+		}
+		return nil
+	}, await.Within(within), await.Every(every))
 }
 
 // alive reports whether pid runs and is a simulator daemon (a zombie does

@@ -97,12 +97,17 @@ func newClient(cfg *rest.Config) (client.Client, error) {
 // served waits until the API server's discovery of nvidia.com/v1alpha1
 // lists a resource that has.
 func (w *migrationWorld) served(ctx context.Context, has func(metav1.APIResource) bool, what string) error {
+	return w.servedIn(ctx, v1alpha1.GroupVersion.Version, has, what)
+}
+
+// servedIn is served for the nvidia.com version version.
+func (w *migrationWorld) servedIn(ctx context.Context, version string, has func(metav1.APIResource) bool, what string) error {
 	dc, err := discovery.NewDiscoveryClientForConfig(w.Config)
 	if err != nil {
 		return err
 	}
 	return w.eventually(ctx, "the API server to serve "+what, func() error {
-		list, err := dc.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.String())
+		list, err := dc.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.Group + "/" + version)
 		if err != nil {
 			return err
 		}
@@ -174,6 +179,16 @@ func (w *migrationWorld) leftovers(ctx context.Context, prefix string, f *migrat
 	}
 	if err := w.served(ctx, func(r metav1.APIResource) bool { return r.Name == "dynamographdeployments" }, "Dynamo's CRDs"); err != nil {
 		return err
+	}
+	// Fixtures written in another version (v1beta1) wait for it too, and
+	// for every kind of it: the client made next reads discovery once, and
+	// a version or kind served a moment later would map to nothing.
+	if v := w.nvidiaVersion; v != "" && v != v1alpha1.GroupVersion.Version {
+		for _, r := range []string{"dynamographdeployments", "dynamocomponentdeployments"} {
+			if err := w.servedIn(ctx, v, func(res metav1.APIResource) bool { return res.Name == r }, "Dynamo's CRDs in "+v+" ("+r+")"); err != nil {
+				return err
+			}
+		}
 	}
 	// A client made before the CRDs existed maps nvidia.com to nothing.
 	if w.c, err = newClient(w.Config); err != nil {

@@ -208,7 +208,7 @@ fuzz: ## Fuzz each webhook validator and conversion for FUZZTIME (default 10s): 
 
 .PHONY: features
 features: k8s-bins ## Only the feature files; GODOG_TAGS=@api or GODOG_PATHS=api.feature narrows them.
-	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/... -run TestFeatures -v
+	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/... -run TestFeatures -v -timeout 20m
 
 .PHONY: features-sim
 features-sim: k8s-bins sim-build $(HELM) $(LWS) ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, probes, the operator installed by helm.

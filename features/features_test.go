@@ -27,6 +27,10 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
+	// Only the operator's errors reach the test output. Set before the
+	// test environment starts its servers, whose first log lines would
+	// otherwise race with it.
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	os.Exit(testenv.Run(m, func(e *testenv.Env) { env = e }))
 }
 
@@ -88,8 +92,6 @@ func envtestTags(tags string) string {
 }
 
 func TestFeatures(t *testing.T) {
-	// Only the operator's errors reach the test output.
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

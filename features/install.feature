@@ -9,10 +9,10 @@ Feature: Installed the way production installs it: the Helm chart
   The suite itself runs on the release dynamo-platform in dynamo-system; a scenario that uninstalls it
   installs it again, and every other release a scenario installs is uninstalled when it ends.
 
-  Scenario: Uninstall leaves nothing behind but the CRDs, and the seeds' install brings the operator back
+  Scenario: Uninstall leaves nothing behind but the CRDs, and chart/README.md's install brings the operator back
     When I uninstall the release "dynamo-platform"
     Then nothing of the release "dynamo-platform" is left in the cluster but the CRDs
-    When I install the operator as the seeds say
+    When I install the operator as chart/README.md says
     Then the release "dynamo-platform" runs 1 Ready operator pod
     When I apply the file "../shared/compat/examples/backends/vllm/deploy/agg.yaml"
     Then it is accepted

@@ -16,7 +16,7 @@ Feature: Faults lose nothing
 
   Scenario: The operator killed at random moments while 100 graphs are created, and while they are deleted
     Given a simulated cluster with no operator
-    And I install the working tree cluster-wide as the seeds say
+    And I install the working tree cluster-wide as chart/README.md says
     And a small graph "reference" is Ready in the namespace "faults-reference" as the reference
     When I create 100 small graphs in the namespace "faults" while the operator is killed 3 times at random moments
     Then all 100 graphs in the namespace "faults" become Ready

@@ -13,7 +13,7 @@ Feature: Taking over a cluster Dynamo's operator ran, and running beside it
     And every workload Dynamo's operator made runs Ready pods
     And Dynamo's operator owns the claim "model-cache" by the graph "vllm-agg"
     And I note every pod, workload, claim and component there
-    When I helm install our chart as the seeds say
+    When I helm install our chart as chart/README.md says
     Then the API server serves our CRDs in place of Dynamo's
     And every graph there becomes Ready by our operator's status
     And our operator has written every graph's status and adopted every workload there
@@ -34,7 +34,7 @@ Feature: Taking over a cluster Dynamo's operator ran, and running beside it
     And the cluster Dynamo's current operator left, graphs and components stored in v1beta1: its CRDs, graphs, components and children in a namespace "team-b"
     And every workload Dynamo's operator made runs Ready pods
     And I note every pod, workload, claim and component there
-    When I helm install our chart as the seeds say
+    When I helm install our chart as chart/README.md says
     Then every graph there becomes Ready by our operator's status
     And our operator has written every graph's status and adopted every workload there
     And the graphs and components are stored in v1alpha1 alone: storedVersions is [v1alpha1]
@@ -49,7 +49,7 @@ Feature: Taking over a cluster Dynamo's operator ran, and running beside it
   # Our cluster-wide operator must keep out of that namespace from the moment the Lease exists.
   Scenario: our cluster-wide operator keeps out of the namespace of Dynamo's namespace-scoped operator
     Given a simulated cluster with no operator
-    And I install the working tree cluster-wide as the seeds say
+    And I install the working tree cluster-wide as chart/README.md says
     And the graph "vllm-agg" of "../shared/compat/examples/backends/vllm/deploy/agg.yaml" runs Ready in a namespace for Dynamo's operator and one for ours
     And our operator is quiet in Dynamo's namespace
     When Dynamo's namespace-scoped operator starts in its namespace: its Lease, holder "namespace-restricted-operator-0.7.1", no renewTime

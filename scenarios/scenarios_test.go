@@ -2,7 +2,7 @@
 // (scenarios/*.feature) with godog on the simulator. A scenario starts a
 // simulator with no operator, or continues on the one the scenario before
 // it kept, and installs operator releases built from git with helm
-// (scenarios/harness, scenarios/steps).
+// (scenarios/harness, and the step library features/steps).
 //
 // It runs only when DYNAMO_SCENARIOS=1 (make scenarios). GODOG_PATHS
 // (feature files, relative to scenarios/, comma-separated) and GODOG_TAGS
@@ -25,9 +25,9 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/scenarios/harness"
-	"github.com/dynamoctl/dynamo-operator/scenarios/steps"
 )
 
 func TestMain(m *testing.M) {

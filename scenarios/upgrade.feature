@@ -11,7 +11,7 @@ Feature: Upgrading, rolling back and mixing operator versions restarts no worklo
   @upgrade
   Scenario: helm upgrade from the previous release to the working tree restarts no pod and loses nothing
     Given a simulated cluster with no operator
-    And I install the previous release cluster-wide as the seeds say
+    And I install the previous release cluster-wide as chart/README.md says
     When I apply every compat graph the simulator can run
     Then every graph becomes Ready
     And the CRDs served are those of the previous release
@@ -85,7 +85,7 @@ Feature: Upgrading, rolling back and mixing operator versions restarts no worklo
     And every graph's objects are unchanged
     And the simulator is kept for the next scenario
 
-  # The cluster-wide release runs N again; N+1 is installed namespace-scoped with the seeds' commands. The
+  # The cluster-wide release runs N again; N+1 is installed namespace-scoped with chart/README.md's commands. The
   # namespace's graphs are handed over with no pod restarted and no write by the cluster-wide operator there
   # while N+1 owns it (the API server's audit log); helm uninstall hands them back, with the same checks.
   @hybrid
@@ -95,7 +95,7 @@ Feature: Upgrading, rolling back and mixing operator versions restarts no worklo
     And I note every graph's pods and objects
     And a client dry-runs a graph through admission every 100 ms
     And a watcher checks every graph is Ready every 250 ms
-    When I install the working tree as "dynamo-test" namespace-scoped in the namespace "vllm-disagg" as the seeds say
+    When I install the working tree as "dynamo-test" namespace-scoped in the namespace "vllm-disagg" as chart/README.md says
     Then the release "dynamo-test" owns the namespace "vllm-disagg"
     And the release "dynamo-test" has reconciled every graph in the namespace "vllm-disagg"
     And the cluster-wide operator wrote nothing in the namespace "vllm-disagg" while the release "dynamo-test" owned it

@@ -1,7 +1,7 @@
 // Package sim runs the feature files against the simulator: a real control
 // plane with kube-controller-manager, kube-scheduler and KWOK GPU nodes, and
-// the operator installed with the chart (helm install dynamo-platform, as the
-// seeds say), its pods running the operator image under the chart's
+// the operator installed with the chart (helm install dynamo-platform, as
+// chart/README.md says), its pods running the operator image under the chart's
 // ServiceAccount and RBAC, so Deployments, ReplicaSets, scheduling,
 // EndpointSlices and the operator's rights are the real thing.
 // e2e-framework owns the environment: it starts the simulator (bin/dynamo-sim
@@ -24,9 +24,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +42,7 @@ import (
 	"github.com/dynamoctl/dynamo-operator/features/sim/logcheck"
 	"github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
+	"github.com/dynamoctl/dynamo-operator/scenarios/harness"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/daemon"
 	"github.com/dynamoctl/dynamo-operator/sim/faults"
@@ -176,26 +175,28 @@ func simBin() string {
 	return filepath.Join(root, "bin", "dynamo-sim")
 }
 
-// simUp starts a simulator of its own for the suite. It dies with this
-// process (--watch-pid) if the suite is killed before simDown runs.
+// suiteSim is the suite's own simulator, started by simUp.
+func suiteSim() *harness.Sim {
+	return &harness.Sim{Bin: simBin(), Dir: stateDir, Out: os.Stdout}
+}
+
+// simUp starts a simulator of its own for the suite, with the working
+// tree's operator (installed by the chart unless DYNAMO_FEATURES_INSTALL
+// says otherwise). It dies with this process (--watch-pid) if the suite is
+// killed before simDown runs.
 func simUp(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	args := []string{"up", "--state-dir=" + stateDir, "--watch-pid=" + strconv.Itoa(os.Getpid()),
-		"--pod-ready-delay=1s", "--operator=" + filepath.Join(root, "bin", "dynamo-operator")}
+	o := harness.UpOptions{Operator: filepath.Join(root, "bin", "dynamo-operator")}
 	if chartInstall() {
-		args = append(args, "--install=helm", "--helm="+helmBin())
+		o.Helm = helmBin()
 	}
-	cmd := exec.CommandContext(ctx, simBin(), args...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return ctx, fmt.Errorf("%s up: %w (build it with make sim-build; make helm)", simBin(), err)
+	if err := suiteSim().Up(ctx, o); err != nil {
+		return ctx, fmt.Errorf("%w (make helm installs helm)", err)
 	}
 	return ctx, nil
 }
 
 func simDown(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-	cmd := exec.CommandContext(ctx, simBin(), "down", "--state-dir="+stateDir)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	return ctx, cmd.Run()
+	return ctx, suiteSim().Down(ctx)
 }
 
 // simOperator restarts the cluster-wide operator and counts its writes
@@ -222,7 +223,7 @@ func (o simOperator) Restart(ctx context.Context) error {
 		_, err := daemon.NewClient(o.dir).Fault(ctx, faults.Request{Kind: "operator-restart"})
 		return err
 	}
-	return steps.RestartOperatorPods(ctx, o.c, steps.SeedRelease, steps.SeedNamespace, 2*time.Minute)
+	return steps.RestartOperatorPods(ctx, o.c, steps.ClusterRelease, steps.ClusterNamespace, 2*time.Minute)
 }
 
 func (o simOperator) writes() []string {
@@ -372,7 +373,7 @@ func TestFeatures(t *testing.T) {
 	}
 	if chartInstall() {
 		cl.Operator = simOperator{dir: stateDir, c: c}
-		cl.WebhookCertSecret = types.NamespacedName{Namespace: steps.SeedNamespace, Name: "dynamo-platform-dynamo-operator-webhook-cert"}
+		cl.WebhookCertSecret = types.NamespacedName{Namespace: steps.ClusterNamespace, Name: "dynamo-platform-dynamo-operator-webhook-cert"}
 	}
 	paths := []string{filepath.Join(root, "features")}
 	if p := os.Getenv("GODOG_PATHS"); p != "" {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/cucumber/godog"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +18,12 @@ import (
 )
 
 // Steps about how the API is served: discovery, kubectl columns, scale.
+
+func registerAPISteps(sc *godog.ScenarioContext, w *world) {
+	sc.Step(`^the API server serves `+quoted+` in `+quoted+` with short name `+quoted+`$`, w.servesWithShortName)
+	sc.Step(`^"kubectl get (\S+)" shows the columns `+quoted+`$`, w.showsColumns)
+	sc.Step(`^I scale the (\S+) `+quoted+` to (\d+)$`, w.scaleTo)
+}
 
 func (w *world) servesWithShortName(_ context.Context, resource, groupVersion, short string) error {
 	dc, err := discovery.NewDiscoveryClientForConfig(w.cluster.Config)

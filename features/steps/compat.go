@@ -18,10 +18,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
+	"github.com/cucumber/godog"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 	"github.com/dynamoctl/dynamo-operator/sim/prereq"
 )
+
+func registerCompatSteps(sc *godog.ScenarioContext, w *world) {
+	sc.Step(`^every graph under `+quoted+` runs with the images, commands, args, GPU limits and env as written$`, unquote1(w.everyGraphRunsAsWritten))
+}
 
 // everyGraphRunsAsWritten applies every DynamoGraphDeployment manifest under
 // dir, in v1alpha1 or v1beta1, each file in a namespace of its own, and
@@ -155,7 +160,7 @@ func graphsOf(s *runtime.Scheme, objs []*unstructured.Unstructured) ([]*v1alpha1
 // every graph becomes Ready.
 func (w *world) readyOrWaitingForClaim(ctx context.Context, name string, claims []string) error {
 	var ready *metav1.Condition
-	err := w.eventually(ctx, func() error {
+	err := w.eventually(ctx, "the graph "+name+" Ready, or pending on a claim it lacks", func() error {
 		obj, err := w.read(ctx, "dgd", name)
 		if err != nil {
 			return err

@@ -31,7 +31,7 @@ import (
 // "hang" keeps it running (until its Job's deadline, or another value).
 const AnnotationSimJobOutcome = "dynamo-sim/job-outcome"
 
-func (w *world) registerComponentSteps(sc *godog.ScenarioContext) {
+func registerComponentSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^the image build of DynamoComponent `+quoted+` (succeeds|fails|times out)$`, w.buildEnds)
 	sc.Step(`^the build Job of DynamoComponent `+quoted+` has `+anything+` equal to `+anything+`$`, unquote3(w.buildJobFieldEquals))
 	sc.Step(`^the Deployment `+quoted+` keeps its pod template until the image build of DynamoComponent `+quoted+` succeeds$`,
@@ -57,7 +57,7 @@ func (w *world) hasNoOwner(ctx context.Context, kind, name string) error {
 // returns it.
 func (w *world) buildJob(ctx context.Context, dcName string) (*batchv1.Job, error) {
 	var job *batchv1.Job
-	err := w.eventually(ctx, func() error {
+	err := w.eventually(ctx, "the build Job of DynamoComponent "+dcName, func() error {
 		var jobs batchv1.JobList
 		if err := w.cluster.Client.List(ctx, &jobs, client.MatchingLabels{
 			render.LabelBuildComponent: dcName, render.LabelBuildComponentNamespace: w.namespace}); err != nil {
@@ -119,11 +119,11 @@ func (w *world) steerBuildPod(ctx context.Context, job *batchv1.Job, outcome str
 	}
 	if outcome != "times out" {
 		value := map[string]string{"succeeds": "succeed", "fails": "fail"}[outcome]
-		if err := w.eventually(ctx, func() error { return w.annotateJobPods(ctx, job, value) }); err != nil {
+		if err := w.eventually(ctx, "the build Job's pods annotated to "+value, func() error { return w.annotateJobPods(ctx, job, value) }); err != nil {
 			return err
 		}
 	}
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "the build Job "+job.Name+" "+outcome, func() error {
 		if err := w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
 			return err
 		}
@@ -211,7 +211,7 @@ func (w *world) keepsTemplateUntilBuilt(ctx context.Context, deployName, dcName 
 	}
 	graph := d.Labels[render.LabelGraphName]
 	dgd := &v1alpha1.DynamoGraphDeployment{}
-	err := w.eventually(ctx, func() error {
+	err := w.eventually(ctx, "the DynamoComponent "+dcName+" building, the Deployment "+deployName+" kept", func() error {
 		if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: graph}, dgd); err != nil {
 			return err
 		}
@@ -233,7 +233,7 @@ func (w *world) keepsTemplateUntilBuilt(ctx context.Context, deployName, dcName 
 	}
 	dc := &v1alpha1.DynamoComponent{}
 	var violation error
-	err = w.eventually(ctx, func() error {
+	err = w.eventually(ctx, "the Deployment "+deployName+" rolled out once the image of "+dcName+" is ready", func() error {
 		// The Deployment is read before the DynamoComponent. A write
 		// seen while the image is not ready is a violation; one seen
 		// once it is ready must carry the image its status names, which

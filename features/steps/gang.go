@@ -38,7 +38,7 @@ type gang struct {
 
 // All-or-nothing placement of multinode groups (simulator: the real
 // kube-scheduler with gang scheduling on).
-func (w *world) registerGangSteps(sc *godog.ScenarioContext) {
+func registerGangSteps(sc *godog.ScenarioContext, w *world) {
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
 		return ctx, w.removeReservedNodes()
 	})
@@ -85,7 +85,7 @@ func (w *world) addReservedNode(ctx context.Context, gpus int, reservation strin
 	w.gang.nodes = append(w.gang.nodes, node.Name)
 	// Ready before the step ends: a node KWOK has not taken up yet would
 	// be no capacity at all for the scheduler.
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "the GPU node "+node.Name+" Ready", func() error {
 		n := &corev1.Node{}
 		if err := w.cluster.Client.Get(ctx, client.ObjectKey{Name: node.Name}, n); err != nil {
 			return err
@@ -211,13 +211,13 @@ func (w *world) oneGroupRunsOtherWaits(ctx context.Context, component string) er
 		}
 		return nil
 	}
-	if err := w.eventually(ctx, check); err != nil {
+	if err := w.eventually(ctx, "one group of "+component+" running, the other waiting unscheduled", check); err != nil {
 		return err
 	}
 	fmt.Printf("    group %s of %s Running %.1fs after the graph was applied\n", running, component, time.Since(w.appliedAt).Seconds())
 	// Unchanged after the operator and the scheduler acted on the Ready
 	// group (status written, the waiting group requeued by its events).
-	if err := w.eventually(ctx, func() error {
+	if err := w.eventually(ctx, "the dcd "+component+" with one Ready replica", func() error {
 		return w.fieldEquals(ctx, "dcd", component, ".status.readyReplicas", "1")
 	}); err != nil {
 		return err
@@ -232,7 +232,7 @@ func (w *world) oneGroupRunsOtherWaits(ctx context.Context, component string) er
 
 // everyGroupPlaced: every group's pods all bound and Ready.
 func (w *world) everyGroupPlaced(ctx context.Context, component string) error {
-	err := w.eventually(ctx, func() error {
+	err := w.eventually(ctx, "every group of "+component+" placed whole", func() error {
 		dcd := &v1alpha1.DynamoComponentDeployment{}
 		if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: component}, dcd); err != nil {
 			return err

@@ -12,11 +12,14 @@ import (
 
 	"github.com/cucumber/godog"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
@@ -41,7 +44,7 @@ type groups struct {
 	roll   *groupRollout
 }
 
-func (w *world) registerGroupSteps(sc *godog.ScenarioContext) {
+func registerGroupSteps(sc *godog.ScenarioContext, w *world) {
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
 		if w.groups.states != nil {
 			w.groups.states.Halt()
@@ -96,7 +99,7 @@ func (w *world) loseGroupWorkerNode(ctx context.Context, group int, component st
 		return err
 	}
 	w.groups.lostNode, w.groups.lostAt = node, time.Now()
-	err = eventuallyWithin(ctx, 2*time.Minute, func() error {
+	err = w.eventually(ctx, "the node of a worker of group "+strconv.Itoa(group)+" of "+component+" NotReady", func() error {
 		n := &corev1.Node{}
 		if err := w.cluster.Client.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
 			return err
@@ -107,7 +110,7 @@ func (w *world) loseGroupWorkerNode(ctx context.Context, group int, component st
 			}
 		}
 		return fmt.Errorf("node %s is still Ready", node)
-	})
+	}, await.Within(2*time.Minute))
 	if err != nil {
 		return err
 	}
@@ -137,7 +140,7 @@ func (w *world) groupRecreated(ctx context.Context, graph string, group int, com
 		return errors.New("no node was lost in this scenario")
 	}
 	var placed []string
-	err := eventuallyWithin(ctx, 4*time.Minute, func() error {
+	err := w.eventually(ctx, "group "+strconv.Itoa(group)+" of "+component+" recreated away from the lost node, and "+graph+" Ready", func() error {
 		if g.states.First(string(v1alpha1.GraphStatePending)).IsZero() {
 			return fmt.Errorf("the graph has not been pending (states seen: %s)", g.states)
 		}
@@ -159,13 +162,13 @@ func (w *world) groupRecreated(ctx context.Context, graph string, group int, com
 				return fmt.Errorf("pod %s is the one from before the loss", p.Name)
 			case p.Spec.NodeName == g.lostNode:
 				return fmt.Errorf("pod %s is on the lost node %s", p.Name, g.lostNode)
-			case !podIsReady(&p):
+			case !podReady(&p):
 				return fmt.Errorf("pod %s is not Ready", p.Name)
 			}
 			placed = append(placed, p.Name+"@"+p.Spec.NodeName)
 		}
 		return nil
-	})
+	}, await.Within(4*time.Minute))
 	g.states.Halt()
 	fmt.Printf("    graph states after the node loss: %s\n", g.states)
 	if err != nil {
@@ -180,7 +183,7 @@ func (w *world) groupRecreated(ctx context.Context, graph string, group int, com
 
 // GraphStates polls a graph's status.state and Ready condition every
 // 250 ms from when it is made, and keeps each change with when it was first
-// seen. The fault scenarios (scenarios/steps) use it too.
+// seen. The fault scenarios (faults.go) use it too.
 type GraphStates struct {
 	mu       sync.Mutex
 	changes  []string
@@ -195,39 +198,34 @@ func RecordGraphStates(c client.Client, key types.NamespacedName) *GraphStates {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &GraphStates{firsts: map[string]time.Time{}, stop: cancel, done: make(chan struct{})}
 	start := time.Now()
+	last := ""
 	go func() {
 		defer close(r.done)
-		last := ""
-		for {
+		// A sample every 250 ms until Halt: a recorder, not a wait.
+		wait.UntilWithContext(ctx, func(ctx context.Context) {
 			g := &v1alpha1.DynamoGraphDeployment{}
-			if err := c.Get(ctx, key, g); err == nil {
-				ready := "Unknown"
-				for _, cond := range g.Status.Conditions {
-					if cond.Type == v1alpha1.ConditionReady {
-						ready = string(cond.Status)
-					}
-				}
-				state := string(g.Status.State)
-				now := time.Now()
-				r.mu.Lock()
-				if cur := state + "/Ready=" + ready; cur != last {
-					r.changes = append(r.changes, fmt.Sprintf("+%.1fs %s", now.Sub(start).Seconds(), cur))
-					last = cur
-				}
-				if _, ok := r.firsts[state]; !ok {
-					r.firsts[state] = now
-				}
-				if ready != "True" && r.notReady.IsZero() {
-					r.notReady = now
-				}
-				r.mu.Unlock()
-			}
-			select {
-			case <-ctx.Done():
+			if err := c.Get(ctx, key, g); err != nil {
 				return
-			case <-time.After(250 * time.Millisecond):
 			}
-		}
+			ready := "Unknown"
+			if cond := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady); cond != nil {
+				ready = string(cond.Status)
+			}
+			state := string(g.Status.State)
+			now := time.Now()
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if cur := state + "/Ready=" + ready; cur != last {
+				r.changes = append(r.changes, fmt.Sprintf("+%.1fs %s", now.Sub(start).Seconds(), cur))
+				last = cur
+			}
+			if _, ok := r.firsts[state]; !ok {
+				r.firsts[state] = now
+			}
+			if ready != "True" && r.notReady.IsZero() {
+				r.notReady = now
+			}
+		}, 250*time.Millisecond)
 	}()
 	return r
 }
@@ -333,7 +331,7 @@ func countGroups(pods map[string]*corev1.Pod, nodeCount int) (whole, other int) 
 			groups[key] = g
 		}
 		g.revisions[p.Labels[lwsv1.RevisionKey]] = true
-		if podIsReady(p) {
+		if podReady(p) {
 			g.ready++
 		}
 	}
@@ -352,7 +350,7 @@ func groupRolloutDone(pods map[string]*corev1.Pod, before map[string]bool, repli
 		return false
 	}
 	for _, p := range pods {
-		if before[p.Labels[lwsv1.RevisionKey]] || !podIsReady(p) {
+		if before[p.Labels[lwsv1.RevisionKey]] || !podReady(p) {
 			return false
 		}
 	}
@@ -363,7 +361,7 @@ func groupRolloutDone(pods map[string]*corev1.Pod, before map[string]bool, repli
 func describeGroupPods(pods map[string]*corev1.Pod) string {
 	return describeEach(pods, func(p *corev1.Pod) string {
 		return fmt.Sprintf("%s (group %s, revision %s, ready %t)", p.Name,
-			p.Labels[lwsv1.GroupIndexLabelKey], p.Labels[lwsv1.RevisionKey], podIsReady(p))
+			p.Labels[lwsv1.GroupIndexLabelKey], p.Labels[lwsv1.RevisionKey], podReady(p))
 	})
 }
 

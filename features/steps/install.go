@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -23,12 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The seeds' install command: helm install dynamo-platform <chart>
-// --namespace dynamo-system --create-namespace. The simulator suite's own
-// operator is this release.
+// chart/README.md's cluster-wide install is helm install dynamo-platform
+// <chart> --namespace dynamo-system --create-namespace (ClusterRelease,
+// ClusterNamespace). The simulator suite's own operator is this release.
 const (
-	SeedRelease   = "dynamo-platform"
-	SeedNamespace = "dynamo-system"
 	// ChartPath is the dynamo-platform chart, relative to the repository.
 	ChartPath = "chart/dynamo-platform"
 	// helmTimeout bounds one helm command that waits (--wait).
@@ -39,8 +36,8 @@ const (
 // when it ends) and whether it uninstalled the suite's release (installed
 // again when it ends, so later scenarios keep their operator).
 type install struct {
-	releases    map[string]string // release name -> namespace
-	seedRemoved bool
+	releases              map[string]string // release name -> namespace
+	clusterReleaseRemoved bool
 	// refusal is the output of the last refused helm command.
 	refusal string
 	// deletedLeader is the pod deleted as the leader, and when.
@@ -48,8 +45,8 @@ type install struct {
 	deletedAt     time.Time
 }
 
-func (w *world) registerInstallSteps(sc *godog.ScenarioContext) {
-	sc.Step(`^I install the operator as the seeds say$`, w.installAsSeeds)
+func registerInstallSteps(sc *godog.ScenarioContext, w *world) {
+	sc.Step(`^I install the operator as chart/README.md says$`, w.installAsChartReadme)
 	sc.Step(`^I install the chart as `+quoted+` in this namespace$`, func(ctx context.Context, name string) error {
 		return w.installChart(ctx, name, "")
 	})
@@ -57,12 +54,7 @@ func (w *world) registerInstallSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^installing the chart as `+quoted+` in this namespace is refused with a message containing `+quoted+`$`, unquote2(w.installRefused))
 	sc.Step(`^I upgrade the release `+quoted+` with `+quoted+`$`, w.upgradeRelease)
 	sc.Step(`^I uninstall the release `+quoted+`$`, w.uninstallRelease)
-	sc.Step(`^the release `+quoted+` runs (\d+) Ready operator pods?$`, w.releaseRunsReadyPods)
-	sc.Step(`^the release `+quoted+` runs its operator with `+quoted+`$`, unquote2(w.releaseRunsWith))
 	sc.Step(`^the webhooks of the release `+quoted+` are called through its Service `+quoted+`$`, w.webhooksThroughService)
-	sc.Step(`^one pod of the release `+quoted+` holds its leader election Lease$`, w.onePodLeads)
-	sc.Step(`^I delete the leader pod of the release `+quoted+`$`, w.deleteLeaderPod)
-	sc.Step(`^another pod of the release `+quoted+` becomes the leader$`, w.anotherPodLeads)
 	sc.Step(`^nothing of the release `+quoted+` is left in the cluster but the CRDs$`, w.nothingLeft)
 }
 
@@ -94,25 +86,25 @@ func (w *world) releaseNamespace(name string) string {
 	if ns, ok := w.install.releases[name]; ok {
 		return ns
 	}
-	if name == SeedRelease {
-		return SeedNamespace
+	if name == ClusterRelease {
+		return ClusterNamespace
 	}
 	return w.namespace
 }
 
-// installAsSeeds runs the seeds' command as written (no --wait: the next
+// installAsChartReadme runs chart/README.md's cluster-wide command as written (no --wait: the next
 // step waits for the operator pod, as a user would).
-func (w *world) installAsSeeds(ctx context.Context) error {
+func (w *world) installAsChartReadme(ctx context.Context) error {
 	start := time.Now()
-	if _, err := w.runHelm(ctx, "install", SeedRelease, w.resolve(ChartPath), "--namespace", SeedNamespace, "--create-namespace"); err != nil {
+	if _, err := w.runHelm(ctx, "install", ClusterRelease, w.resolve(ChartPath), "--namespace", ClusterNamespace, "--create-namespace"); err != nil {
 		return err
 	}
-	w.install.seedRemoved = false
-	w.record(SeedRelease, SeedNamespace)
-	if err := w.eventually(ctx, func() error { return w.readyPods(ctx, SeedRelease, 1) }); err != nil {
+	w.install.clusterReleaseRemoved = false
+	w.record(ClusterRelease, ClusterNamespace)
+	if err := w.eventually(ctx, "the operator pod of "+ClusterRelease+" Ready", func() error { return w.readyPods(ctx, ClusterRelease, 1) }); err != nil {
 		return err
 	}
-	fmt.Printf("    helm install (seeds' command) to the operator pod Ready: %.1fs\n", time.Since(start).Seconds())
+	fmt.Printf("    helm install (chart/README.md's command) to the operator pod Ready: %.1fs\n", time.Since(start).Seconds())
 	return nil
 }
 
@@ -209,8 +201,8 @@ func (w *world) uninstallRelease(ctx context.Context, name string) error {
 		return err
 	}
 	delete(w.install.releases, name)
-	if name == SeedRelease && ns == SeedNamespace {
-		w.install.seedRemoved = true
+	if name == ClusterRelease && ns == ClusterNamespace {
+		w.install.clusterReleaseRemoved = true
 	}
 	return nil
 }
@@ -222,7 +214,7 @@ func (w *world) cleanUpReleases() error {
 	defer cancel()
 	var errs []string
 	for name, ns := range w.install.releases {
-		if name == SeedRelease && ns == SeedNamespace {
+		if name == ClusterRelease && ns == ClusterNamespace {
 			continue // the suite's own operator, installed again by the scenario
 		}
 		// Stop the operator first: helm deletes the Deployment and the
@@ -235,8 +227,8 @@ func (w *world) cleanUpReleases() error {
 			errs = append(errs, err.Error())
 		}
 	}
-	if w.install.seedRemoved {
-		_, err := w.runHelm(ctx, "install", SeedRelease, w.resolve(ChartPath), "--namespace", SeedNamespace,
+	if w.install.clusterReleaseRemoved {
+		_, err := w.runHelm(ctx, "install", ClusterRelease, w.resolve(ChartPath), "--namespace", ClusterNamespace,
 			"--create-namespace", "--wait", "--timeout", helmTimeout)
 		if err != nil {
 			errs = append(errs, err.Error())
@@ -268,7 +260,7 @@ func (w *world) stopOperator(ctx context.Context, release, ns string) error {
 			return err
 		}
 	}
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "the operator pods of "+release+" gone", func() error {
 		pods, err := OperatorPods(ctx, w.cluster.Client, release, ns)
 		if err != nil {
 			return err
@@ -278,109 +270,6 @@ func (w *world) stopOperator(ctx context.Context, release, ns string) error {
 		}
 		return nil
 	})
-}
-
-// operatorSelector selects the pods of a release's operator (the chart's
-// selector labels).
-func operatorSelector(release string) client.MatchingLabels {
-	return client.MatchingLabels{"app.kubernetes.io/name": "dynamo-operator", "app.kubernetes.io/instance": release}
-}
-
-// OperatorPods lists a release's operator pods, by name.
-func OperatorPods(ctx context.Context, c client.Client, release, namespace string) ([]corev1.Pod, error) {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(namespace), operatorSelector(release)); err != nil {
-		return nil, err
-	}
-	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
-	return pods.Items, nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// readyPods checks that the release's Deployment asks for n replicas and
-// exactly n of its pods exist and are Ready.
-func (w *world) readyPods(ctx context.Context, release string, n int) error {
-	ns := w.releaseNamespace(release)
-	var deps appsv1.DeploymentList
-	if err := w.cluster.Client.List(ctx, &deps, client.InNamespace(ns), operatorSelector(release)); err != nil {
-		return err
-	}
-	if len(deps.Items) != 1 {
-		return fmt.Errorf("release %s has %d operator Deployments in %s, want 1", release, len(deps.Items), ns)
-	}
-	if got := ptr.Deref(deps.Items[0].Spec.Replicas, 1); int(got) != n {
-		return fmt.Errorf("Deployment %s asks for %d replicas, want %d", deps.Items[0].Name, got, n)
-	}
-	pods, err := OperatorPods(ctx, w.cluster.Client, release, ns)
-	if err != nil {
-		return err
-	}
-	var ready, other []string
-	for i := range pods {
-		if podReady(&pods[i]) {
-			ready = append(ready, pods[i].Name)
-		} else {
-			other = append(other, pods[i].Name+" ("+string(pods[i].Status.Phase)+")")
-		}
-	}
-	if len(ready) != n || len(other) != 0 {
-		return fmt.Errorf("release %s: Ready pods %v, others %v; want %d Ready", release, ready, other, n)
-	}
-	return nil
-}
-
-func (w *world) releaseRunsReadyPods(ctx context.Context, release string, n int) error {
-	return w.eventually(ctx, func() error { return w.readyPods(ctx, release, n) })
-}
-
-// releaseRunsWith checks the running operator pods' manager container
-// carries an argument or env value (NAME=value).
-func (w *world) releaseRunsWith(ctx context.Context, release, want string) error {
-	return w.eventually(ctx, func() error {
-		pods, err := OperatorPods(ctx, w.cluster.Client, release, w.releaseNamespace(release))
-		if err != nil {
-			return err
-		}
-		if len(pods) == 0 {
-			return fmt.Errorf("release %s has no operator pods", release)
-		}
-		for i := range pods {
-			if !podReady(&pods[i]) {
-				return fmt.Errorf("pod %s is not Ready", pods[i].Name)
-			}
-			if !containerHas(pods[i].Spec.Containers, want) {
-				return fmt.Errorf("pod %s does not run with %q", pods[i].Name, want)
-			}
-		}
-		return nil
-	})
-}
-
-func containerHas(cs []corev1.Container, want string) bool {
-	for _, c := range cs {
-		for _, a := range append(append([]string{}, c.Command...), c.Args...) {
-			if a == want {
-				return true
-			}
-		}
-		for _, e := range c.Env {
-			if e.Name+"="+e.Value == want {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // webhooksThroughService checks every webhook of the release's
@@ -415,72 +304,6 @@ func (w *world) webhooksThroughService(ctx context.Context, release, service str
 		}
 	}
 	return nil
-}
-
-// leader returns the release's leader election Lease and the pod holding
-// it (controller-runtime's identity is "<hostname>_<uuid>", the hostname
-// the pod's name).
-func (w *world) leader(ctx context.Context, release string) (string, error) {
-	ns := w.releaseNamespace(release)
-	var leases coordinationv1.LeaseList
-	if err := w.cluster.Client.List(ctx, &leases, client.InNamespace(ns)); err != nil {
-		return "", err
-	}
-	pods, err := OperatorPods(ctx, w.cluster.Client, release, ns)
-	if err != nil {
-		return "", err
-	}
-	for _, l := range leases.Items {
-		if !strings.HasPrefix(l.Name, "dynamo-operator-leader") {
-			continue
-		}
-		holder := ptr.Deref(l.Spec.HolderIdentity, "")
-		for _, p := range pods {
-			if strings.HasPrefix(holder, p.Name+"_") {
-				return p.Name, nil
-			}
-		}
-		return "", fmt.Errorf("the Lease %s is held by %q, none of the pods of release %s", l.Name, holder, release)
-	}
-	return "", fmt.Errorf("release %s has no leader election Lease in %s", release, ns)
-}
-
-func (w *world) onePodLeads(ctx context.Context, release string) error {
-	return w.eventually(ctx, func() error {
-		_, err := w.leader(ctx, release)
-		return err
-	})
-}
-
-func (w *world) deleteLeaderPod(ctx context.Context, release string) error {
-	name, err := w.leader(ctx, release)
-	if err != nil {
-		return err
-	}
-	pod := &corev1.Pod{}
-	pod.Name, pod.Namespace = name, w.releaseNamespace(release)
-	if err := w.cluster.Client.Delete(ctx, pod); err != nil {
-		return err
-	}
-	w.install.deletedLeader, w.install.deletedAt = name, time.Now()
-	return nil
-}
-
-func (w *world) anotherPodLeads(ctx context.Context, release string) error {
-	err := w.eventually(ctx, func() error {
-		name, err := w.leader(ctx, release)
-		if err != nil {
-			return err
-		}
-		if name == w.install.deletedLeader {
-			return fmt.Errorf("the deleted pod %s still holds the Lease", name)
-		}
-		return nil
-	})
-	if err == nil {
-		fmt.Printf("    leader pod deleted to another pod holding the Lease: %.1fs\n", time.Since(w.install.deletedAt).Seconds())
-	}
-	return err
 }
 
 // nothingLeft checks a cluster-wide release left no webhook configuration,
@@ -545,59 +368,4 @@ func (w *world) nothingLeft(ctx context.Context, release string) error {
 		}
 	}
 	return nil
-}
-
-// RestartOperatorPods deletes every operator pod of a release, as
-// "kubectl delete pod" does, and waits until as many new pods are Ready, one
-// of them holds the leader election Lease, and the API server's admission
-// calls reach them.
-func RestartOperatorPods(ctx context.Context, c client.Client, release, namespace string, timeout time.Duration) error {
-	old, err := OperatorPods(ctx, c, release, namespace)
-	if err != nil {
-		return err
-	}
-	if len(old) == 0 {
-		return fmt.Errorf("release %s has no operator pods in %s", release, namespace)
-	}
-	gone := map[string]bool{}
-	for i := range old {
-		gone[string(old[i].UID)] = true
-		if err := c.Delete(ctx, &old[i]); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-	}
-	w := &world{cluster: &Cluster{Client: c, EventualTimeout: timeout}, install: install{releases: map[string]string{release: namespace}}}
-	if err := w.eventually(ctx, func() error {
-		pods, err := OperatorPods(ctx, c, release, namespace)
-		if err != nil {
-			return err
-		}
-		ready := 0
-		for i := range pods {
-			if gone[string(pods[i].UID)] {
-				return fmt.Errorf("the old pod %s is still there", pods[i].Name)
-			}
-			if podReady(&pods[i]) {
-				ready++
-			}
-		}
-		if ready != len(old) {
-			return fmt.Errorf("%d of %d new operator pods Ready", ready, len(old))
-		}
-		_, err = w.leader(ctx, release)
-		return err
-	}); err != nil {
-		return err
-	}
-	// The API server may still hold a connection to a deleted pod's webhook
-	// server: a call on it fails ("use of closed network connection") and
-	// the connection goes with that failure. A user's next write could be
-	// that call; wait until admission reaches the new pods.
-	probe := admissionProbe("restart-probe", "default")
-	return w.eventually(ctx, func() error {
-		if err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll); err != nil && strings.Contains(err.Error(), "failed calling webhook") {
-			return err
-		}
-		return nil
-	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/cucumber/godog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,9 +12,23 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 )
 
-// Steps that change objects after they exist and watch them go.
+// Steps that read an object's fields, change objects after they exist and
+// watch them come and go.
+
+func registerLifecycleSteps(sc *godog.ScenarioContext, w *world) {
+	sc.Step(`^the (\S+) `+quoted+` has `+anything+` equal to `+anything+`$`, unquote4(w.fieldEquals))
+	sc.Step(`^the (\S+) `+quoted+` has `+anything+` containing `+anything+`$`, unquote4(w.fieldContains))
+	sc.Step(`^I patch the (\S+) `+quoted+` with:$`, w.patchWith)
+	sc.Step(`^I delete the (\S+) `+quoted+` with (\w+) propagation$`, w.deleteWith)
+	sc.Step(`^the (\S+) `+quoted+` exists$`, w.exists)
+	sc.Step(`^the (\S+) `+quoted+` eventually exists$`, w.eventuallyExists)
+	sc.Step(`^the (\S+) `+quoted+` is eventually gone$`, w.eventuallyGone)
+	sc.Step(`^the (\S+) `+quoted+` eventually has `+anything+` equal to `+anything+`$`, unquote4(w.fieldEventuallyEquals))
+}
 
 func (w *world) object(kind, name string) (*unstructured.Unstructured, error) {
 	gvk, err := ResolveKind(w.cluster.Client.RESTMapper(), w.cluster.Client.Scheme(), kind)
@@ -71,7 +84,7 @@ func (w *world) eventuallyGone(ctx context.Context, kind, name string) error {
 	if err != nil {
 		return err
 	}
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, kind+" "+name+" gone", func() error {
 		err := w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		switch {
 		case apierrors.IsNotFound(err):
@@ -86,35 +99,68 @@ func (w *world) eventuallyGone(ctx context.Context, kind, name string) error {
 }
 
 func (w *world) eventuallyExists(ctx context.Context, kind, name string) error {
-	return w.eventually(ctx, func() error { return w.exists(ctx, kind, name) })
+	return w.eventually(ctx, kind+" "+name, func() error { return w.exists(ctx, kind, name) })
 }
 
-// eventually retries check until it succeeds or the scenario's timeout
-// passes, and returns its last error.
-func (w *world) eventually(ctx context.Context, check func() error) error {
-	timeout := w.cluster.EventualTimeout
-	if timeout == 0 {
-		timeout = 30 * time.Second
-	}
-	return eventuallyWithin(ctx, timeout, check)
+// eventually waits until check passes, up to the suite's EventualTimeout
+// unless opts say otherwise; the error names what and check's last error.
+func (w *world) eventually(ctx context.Context, what string, check func() error, opts ...await.Option) error {
+	return await.Until(ctx, what, check, append([]await.Option{await.Within(w.timeout())}, opts...)...)
 }
 
-// eventuallyWithin retries check every 100 ms until it passes or timeout
-// has passed.
-func eventuallyWithin(ctx context.Context, timeout time.Duration, check func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not within %s: %w", timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+func (w *world) fieldEquals(ctx context.Context, kind, name, path, want string) error {
+	got, err := w.readField(ctx, kind, name, path)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("%s %q %s: expected %q, got %q", kind, name, path, want, got)
+	}
+	return nil
+}
+
+func (w *world) fieldContains(ctx context.Context, kind, name, path, want string) error {
+	got, err := w.readField(ctx, kind, name, path)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(got, want) {
+		return fmt.Errorf("%s %q %s: expected it to contain %q, got %q", kind, name, path, want, got)
+	}
+	return nil
+}
+
+func (w *world) fieldEventuallyEquals(ctx context.Context, kind, name, path, want string) error {
+	err := w.eventually(ctx, kind+" "+name+" with "+path+" equal to "+want, func() error { return w.fieldEquals(ctx, kind, name, path, want) })
+	if err != nil {
+		if status, serr := w.readField(ctx, kind, name, ".status"); serr == nil {
+			err = fmt.Errorf("%w\nlast status: %s", err, truncate(status, 1500))
 		}
 	}
+	return err
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+func (w *world) readField(ctx context.Context, kind, name, path string) (string, error) {
+	obj, err := w.read(ctx, kind, name)
+	if err != nil {
+		return "", err
+	}
+	return JSONPathValue(obj.Object, path)
+}
+
+// read gets the object of a kind, named as a user writes it (ResolveKind),
+// from the scenario's namespace.
+func (w *world) read(ctx context.Context, kind, name string) (*unstructured.Unstructured, error) {
+	obj, err := w.object(kind, name)
+	if err != nil {
+		return nil, err
+	}
+	return obj, w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +33,7 @@ type lwsAPI struct {
 	operatorPods map[types.UID]int32
 }
 
-func (w *world) registerLWSAPISteps(sc *godog.ScenarioContext) {
+func registerLWSAPISteps(sc *godog.ScenarioContext, w *world) {
 	// The simulator outlives the scenario: whatever happens, the API is
 	// served again for the scenarios after this one.
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
@@ -73,13 +74,13 @@ func (w *world) removeLWSAPI(ctx context.Context) error {
 		return err
 	}
 	w.lwsAPI.removed = saved
-	err := eventuallyWithin(ctx, 2*time.Minute, func() error {
+	err := w.eventually(ctx, "the LeaderWorkerSet API gone and the operator started without it", func() error {
 		err := w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(crd), lwsCRD())
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("the LeaderWorkerSet CRD is still there (%v)", err)
-	})
+	}, await.Within(2*time.Minute))
 	if err != nil {
 		return err
 	}
@@ -96,7 +97,7 @@ func (w *world) installLWSAPI(ctx context.Context) error {
 		return fmt.Errorf("installing the LeaderWorkerSet CRD: %w", err)
 	}
 	w.lwsAPI.removed = nil
-	err := eventuallyWithin(ctx, time.Minute, func() error {
+	err := w.eventually(ctx, "the LeaderWorkerSet API served", func() error {
 		crd := lwsCRD()
 		if err := w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
 			return err
@@ -105,11 +106,11 @@ func (w *world) installLWSAPI(ctx context.Context) error {
 			return nil
 		}
 		return fmt.Errorf("the LeaderWorkerSet CRD is not established")
-	})
+	}, await.Within(time.Minute))
 	if err != nil {
 		return err
 	}
-	pods, err := OperatorPods(ctx, w.cluster.Client, SeedRelease, SeedNamespace)
+	pods, err := OperatorPods(ctx, w.cluster.Client, ClusterRelease, ClusterNamespace)
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func (w *world) operatorNotRestarted(ctx context.Context) error {
 	if w.lwsAPI.operatorPods == nil {
 		return fmt.Errorf("LeaderWorkerSet's API was not installed in this scenario")
 	}
-	pods, err := OperatorPods(ctx, w.cluster.Client, SeedRelease, SeedNamespace)
+	pods, err := OperatorPods(ctx, w.cluster.Client, ClusterRelease, ClusterNamespace)
 	if err != nil {
 		return err
 	}

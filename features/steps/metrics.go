@@ -18,7 +18,7 @@ import (
 // taken when the scenario began (the baseline), and the inventory is
 // read for the scenario's own namespace.
 
-func (w *world) registerMetricsSteps(sc *godog.ScenarioContext) {
+func registerMetricsSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^the operator's metrics are scraped$`, w.scrapeBaseline)
 	sc.Step(`^the metrics eventually count more reconciles of (\S+) than before$`, w.moreReconciles)
 	sc.Step(`^the metrics eventually count a denial of (\S+) (\S+) for the rule `+quoted+`$`, w.denialCounted)
@@ -105,7 +105,7 @@ func (w *world) moreReconciles(ctx context.Context, resourceType string) error {
 	}
 	labels := map[string]string{"resource_type": resourceType}
 	before, _ := Sum(base, "dynamo_operator_reconcile_total", labels)
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "more reconciles of "+resourceType+" counted", func() error {
 		now, err := w.scrape(ctx)
 		if err != nil {
 			return err
@@ -125,7 +125,7 @@ func (w *world) denialCounted(ctx context.Context, operation, resourceType, rule
 	}
 	labels := map[string]string{"resource_type": resourceType, "operation": operation, "reason": rule}
 	before, _ := Sum(base, "dynamo_operator_webhook_denials_total", labels)
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "a denial of "+operation+" "+resourceType+" for "+rule+" counted", func() error {
 		now, err := w.scrape(ctx)
 		if err != nil {
 			return err
@@ -144,7 +144,7 @@ func (w *world) inventoryCounts(ctx context.Context, n, resourceType, state stri
 		return err
 	}
 	labels := map[string]string{"resource_type": resourceType, "namespace": w.namespace, "state": state}
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "the count of "+resourceType+" in state "+state+" to be "+n, func() error {
 		now, err := w.scrape(ctx)
 		if err != nil {
 			return err
@@ -159,7 +159,7 @@ func (w *world) inventoryCounts(ctx context.Context, n, resourceType, state stri
 }
 
 func (w *world) noInventorySeries(ctx context.Context) error {
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "no resources_total series for this namespace", func() error {
 		now, err := w.scrape(ctx)
 		if err != nil {
 			return err

@@ -44,7 +44,7 @@ type models struct {
 	restartedAt map[string]time.Time
 }
 
-func (w *world) registerModelSteps(sc *godog.ScenarioContext) {
+func registerModelSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^fake Dynamo workers serve the pods of this namespace$`, w.workersServe)
 	sc.Step(`^the adapter `+quoted+` is eventually loaded on every Ready pod of the dcd `+quoted+`$`, unquote2(w.adapterOnEveryPod))
 	sc.Step(`^the adapter `+quoted+` is eventually loaded on no pod of the dcd `+quoted+`$`, unquote2(w.adapterOnNoPod))
@@ -110,7 +110,7 @@ func (w *world) adapterOnEveryPod(ctx context.Context, adapter, dcd string) erro
 	if err != nil {
 		return err
 	}
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "the adapter "+adapter+" loaded on every Ready pod of "+dcd, func() error {
 		want, err := w.wantReplicas(ctx, dcd)
 		if err != nil {
 			return err
@@ -140,7 +140,7 @@ func (w *world) adapterOnNoPod(ctx context.Context, adapter, dcd string) error {
 	if err != nil {
 		return err
 	}
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "the adapter "+adapter+" loaded on no pod of "+dcd, func() error {
 		pods, err := w.componentReadyPods(ctx, dcd)
 		if err != nil {
 			return err
@@ -165,7 +165,7 @@ func (w *world) firstPod(ctx context.Context, dcd string) (string, error) {
 		return p, nil
 	}
 	var pod string
-	err := w.eventually(ctx, func() error {
+	err := w.eventually(ctx, "a Ready pod of "+dcd, func() error {
 		pods, err := w.componentReadyPods(ctx, dcd)
 		if err != nil {
 			return err
@@ -268,7 +268,7 @@ func (w *world) podReceived(ctx context.Context, dcd string, n int, method, path
 	if err != nil {
 		return err
 	}
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, fmt.Sprintf("%d %s calls to %s on the first pod of %s", n, method, path, dcd), func() error {
 		calls, err := ws.Calls(ctx)
 		if err != nil {
 			return err
@@ -309,7 +309,7 @@ func (w *world) modelReportsFailing(ctx context.Context, model, dcd string) erro
 		return err
 	}
 	_, name, _ := strings.Cut(pod, "/")
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "the dm "+model+" reporting the first pod of "+dcd+" failing", func() error {
 		reason, err := w.readField(ctx, "dm", model, `.status.conditions[?(@.type=="Ready")].reason`)
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/operator/scope"
 )
 
@@ -93,7 +94,7 @@ func (w *world) localOperatorStarts(ctx context.Context, version string) error {
 		return err
 	}
 	w.modes.local = op
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "the namespace-scoped operator "+version+" owning this namespace", func() error {
 		l, err := w.lease(ctx)
 		if err != nil {
 			return err
@@ -116,7 +117,7 @@ func (w *world) lease(ctx context.Context) (*coordinationv1.Lease, error) {
 }
 
 // leasesListShow is `kubectl get lease -A --field-selector
-// metadata.name=<name>`, the seed's way to list local operators.
+// metadata.name=<name>`, the way to list local operators that docs give.
 func (w *world) leasesListShow(ctx context.Context, name, holder string) error {
 	leases := &coordinationv1.LeaseList{}
 	if err := w.cluster.Client.List(ctx, leases, client.MatchingFieldsSelector{
@@ -157,17 +158,16 @@ func (w *world) leaseRenewedWithin(ctx context.Context, seconds int) error {
 		return err
 	}
 	before := l.Spec.RenewTime.DeepCopy()
-	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
-	for time.Now().Before(deadline) {
-		if l, err = w.lease(ctx); err != nil {
+	return await.Until(ctx, "the namespace lease renewed", func() error {
+		l, err := w.lease(ctx)
+		if err != nil {
 			return err
 		}
-		if l.Spec.RenewTime.After(before.Time) {
-			return nil
+		if !l.Spec.RenewTime.After(before.Time) {
+			return fmt.Errorf("renewTime still %v", before)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("renewTime stayed %v for %d seconds", before, seconds)
+		return nil
+	}, await.Within(time.Duration(seconds)*time.Second), await.Every(50*time.Millisecond))
 }
 
 func (w *world) localOperatorStops(ctx context.Context) error {
@@ -227,7 +227,7 @@ func (w *world) leaseGone(ctx context.Context) error {
 }
 
 func (w *world) leaseExpires(ctx context.Context) error {
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, "the namespace lease expired", func() error {
 		l, err := w.lease(ctx)
 		if apierrors.IsNotFound(err) {
 			return nil

@@ -20,10 +20,7 @@ import (
 
 // Multinode graphs: each multinode service is a LeaderWorkerSet whose
 // groups the real LeaderWorkerSet controller makes (simulator only).
-func (w *world) registerMultinodeSteps(sc *godog.ScenarioContext) {
-	w.registerGangSteps(sc)
-	w.registerGroupSteps(sc)
-	w.registerLWSAPISteps(sc)
+func registerMultinodeSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^I apply the file `+quoted+` with the Secrets and ConfigMaps its docs have users create$`, unquote1(w.applyFileWithPrerequisites))
 	sc.Step(`^the dgd `+quoted+` becomes Ready, and the time it took is reported$`, unquote1(w.readyTimeReported))
 	sc.Step(`^every group of every multinode service of the dgd `+quoted+` has its pods Ready on distinct nodes, each knowing its leader's address and its rank$`,
@@ -48,7 +45,7 @@ func (w *world) applyFileWithPrerequisites(ctx context.Context, path string) err
 }
 
 func (w *world) readyTimeReported(ctx context.Context, graph string) error {
-	err := w.eventually(ctx, func() error {
+	err := w.eventually(ctx, "the dgd "+graph+" Ready", func() error {
 		return w.fieldEquals(ctx, "dgd", graph, `.status.conditions[?(@.type=="Ready")].status`, "True")
 	})
 	if err != nil {
@@ -74,7 +71,7 @@ func (w *world) groupsFormed(ctx context.Context, graph string) error {
 		}
 		multinode++
 		component := render.ComponentName(graph, name)
-		if err := w.eventually(ctx, func() error {
+		if err := w.eventually(ctx, "the groups of "+graph+"'s multinode services formed", func() error {
 			// The component's replicas: the graph's, or what it was scaled to.
 			dcd := &v1alpha1.DynamoComponentDeployment{}
 			if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: component}, dcd); err != nil {

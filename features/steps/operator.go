@@ -5,7 +5,15 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/cucumber/godog"
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 )
+
+func registerOperatorSteps(sc *godog.ScenarioContext, w *world) {
+	sc.Step(`^the operator restarts$`, w.operatorRestarts)
+	sc.Step(`^the operator makes no writes in this namespace within (\d+) seconds$`, w.noWritesFor)
+}
 
 // OperatorControl is what steps about the operator itself need; the
 // envtest suite runs the operator in process and provides it.
@@ -38,12 +46,12 @@ func (w *world) operatorRestarts(ctx context.Context) error {
 // namespace for quiet, and returns its write count at the start of that
 // quiet period. It fails when the operator is still writing after 30 s.
 func (w *world) settled(ctx context.Context, op OperatorControl, quiet time.Duration) (int64, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		mark := op.Writes()
+	var mark int64
+	err := await.Until(ctx, "the operator quiet in this namespace for "+quiet.String(), func() error {
+		mark = op.Writes()
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return ctx.Err()
 		case <-time.After(quiet):
 		}
 		var writes []string
@@ -52,13 +60,15 @@ func (w *world) settled(ctx context.Context, op OperatorControl, quiet time.Dura
 				writes = append(writes, wr)
 			}
 		}
-		if len(writes) == 0 {
-			return mark, nil
+		if len(writes) > 0 {
+			return fmt.Errorf("it still writes, for instance:\n  %s", strings.Join(writes, "\n  "))
 		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("the operator still writes after 30 s, for instance:\n  %s", strings.Join(writes, "\n  "))
-		}
+		return nil
+	}, await.Within(30*time.Second))
+	if err != nil {
+		return 0, err
 	}
+	return mark, nil
 }
 
 // noWritesFor watches the operator for a quiet period. A restarted operator

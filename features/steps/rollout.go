@@ -46,7 +46,7 @@ type rolloutRecord struct {
 	took              time.Duration
 }
 
-func (w *world) registerRolloutSteps(sc *godog.ScenarioContext) {
+func registerRolloutSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^I patch the dgd `+quoted+` with the following, watching the ready pods of the Deployment `+quoted+` until its rollout is done:$`, w.patchWatchingReadyPods)
 	sc.Step(`^the Deployment `+quoted+` never had fewer than (\d+) ready pods during the rollout$`, unquote1n(w.neverFewerReady))
 	sc.Step(`^pulls of the image `+quoted+` fail$`, unquote1(w.imagePullsFail))
@@ -160,22 +160,10 @@ func (w *world) watchPodsThrough(ctx context.Context, selector string, timeout t
 	}
 }
 
-func podIsReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false // Services drop a terminating pod at once
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func readyPods(pods map[string]*corev1.Pod) int {
 	n := 0
 	for _, p := range pods {
-		if podIsReady(p) {
+		if podReady(p) {
 			n++
 		}
 	}
@@ -187,7 +175,7 @@ func rolloutDone(pods map[string]*corev1.Pod, before map[string]bool, desired in
 		return false
 	}
 	for _, p := range pods {
-		if before[p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]] || !podIsReady(p) {
+		if before[p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]] || !podReady(p) {
 			return false
 		}
 	}
@@ -196,7 +184,7 @@ func rolloutDone(pods map[string]*corev1.Pod, before map[string]bool, desired in
 
 func describePods(pods map[string]*corev1.Pod) string {
 	return describeEach(pods, func(p *corev1.Pod) string {
-		return fmt.Sprintf("%s (template %s, ready %t)", p.Name, p.Labels[appsv1.DefaultDeploymentUniqueLabelKey], podIsReady(p))
+		return fmt.Sprintf("%s (template %s, ready %t)", p.Name, p.Labels[appsv1.DefaultDeploymentUniqueLabelKey], podReady(p))
 	})
 }
 

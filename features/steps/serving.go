@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 )
 
@@ -27,7 +28,7 @@ import (
 // using them are @envtest-only; on the simulator the real scheduler and
 // the simulated kubelets report.
 
-func (w *world) registerServingSteps(sc *godog.ScenarioContext) {
+func registerServingSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^the scheduler cannot place pod `+quoted+` of the Deployment `+quoted+`: `+anything+`$`, unquote3(w.podUnschedulable))
 	sc.Step(`^the kubelet holds pod `+quoted+` of the Deployment `+quoted+` in (\w+): `+anything+`$`, w.podWaiting)
 	sc.Step(`^pod `+quoted+` of the Deployment `+quoted+` is crash-looping after (\d+) restarts$`, w.podCrashLooping)
@@ -38,7 +39,6 @@ func (w *world) registerServingSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^kstatus reads the (\S+) `+quoted+` as InProgress until it is Ready, then as Current$`, unquote2(w.kstatusInProgressUntilReady))
 	sc.Step(`^the (\S+) `+quoted+` keeps (\d+) replicas while I patch the (\S+) `+quoted+` with:$`, w.keepsReplicasWhilePatching)
 	sc.Step(`^the dgd `+quoted+` becomes Ready no sooner than (\d+) seconds after it was applied$`, w.readyNoSooner)
-	w.registerRolloutSteps(sc)
 }
 
 func unquote3(f func(context.Context, string, string, string) error) func(context.Context, string, string, string) error {
@@ -98,7 +98,7 @@ func (w *world) deadlineExceeded(ctx context.Context, deployment string) error {
 // kstatusReads computes the object's status as Flux, Argo CD and kpt do,
 // with kstatus, from the object as the API server returns it.
 func (w *world) kstatusReads(ctx context.Context, kind, name, want string) error {
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, kind+" "+name+" read by kstatus as "+want, func() error {
 		obj, err := w.object(kind, name)
 		if err != nil {
 			return err
@@ -130,7 +130,7 @@ func (w *world) kstatusInProgressUntilReady(ctx context.Context, kind, name stri
 	}
 	var early error
 	notReady := 0
-	err = w.eventually(ctx, func() error {
+	err = w.eventually(ctx, kind+" "+name+" Ready and read by kstatus as Current", func() error {
 		if err := w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ func (w *world) kstatusInProgressUntilReady(ctx context.Context, kind, name stri
 			return fmt.Errorf("%s %q is Ready, but kstatus reads it as %s (%s)", kind, name, res.Status, res.Message)
 		}
 		return nil
-	})
+	}, await.Every(100*time.Millisecond)) // the step samples every 100 ms, not await.Poll
 	if early != nil {
 		return early
 	}
@@ -228,7 +228,7 @@ func (w *world) keepsReplicasWhilePatching(ctx context.Context, kind, name strin
 }
 
 func (w *world) fieldEventuallyContains(ctx context.Context, kind, name, path, want string) error {
-	return w.eventually(ctx, func() error { return w.fieldContains(ctx, kind, name, path, want) })
+	return w.eventually(ctx, kind+" "+name+" with "+path+" containing "+want, func() error { return w.fieldContains(ctx, kind, name, path, want) })
 }
 
 func (w *world) timeout() time.Duration {
@@ -243,7 +243,7 @@ func (w *world) timeout() time.Duration {
 func (w *world) readyNoSooner(ctx context.Context, graph string, seconds int) error {
 	graph = unescape(graph)
 	var took time.Duration
-	err := w.eventually(ctx, func() error {
+	err := w.eventually(ctx, "the dgd "+graph+" Ready", func() error {
 		if err := w.fieldEquals(ctx, "dgd", graph, `.status.conditions[?(@.type=="Ready")].status`, "True"); err != nil {
 			return err
 		}

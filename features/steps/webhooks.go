@@ -9,12 +9,13 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"github.com/dynamoctl/dynamo-operator/operator/certs"
 	"math/big"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/operator/certs"
 
 	"github.com/cucumber/godog"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -35,11 +36,9 @@ type webhookWorld struct {
 	mu       sync.Mutex
 	warnings []string
 
-	stop         context.CancelFunc
-	done         chan struct{}
-	sent, failed atomic.Int64
-	firstFailure atomic.Value // string
-	secretBefore []byte       // tls.crt when a renewal was provoked
+	// sender is the admission load of "I keep sending admission requests".
+	sender       *admissionSender
+	secretBefore []byte // tls.crt when a renewal was provoked
 }
 
 var webhookWorlds sync.Map // *world -> *webhookWorld
@@ -56,7 +55,7 @@ var webhookConfigurations = []client.Object{
 	&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "dynamo-operator-mutating"}},
 }
 
-func (w *world) registerWebhookSteps(sc *godog.ScenarioContext) {
+func registerWebhookSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^I try to patch the (\S+) `+quoted+` with:$`, w.tryPatch)
 	sc.Step(`^I apply the manifest and keep the warnings:$`, w.applyKeepingWarnings)
 	sc.Step(`^it is accepted with a warning containing `+quoted+`$`, unquote1(w.acceptedWithWarning))
@@ -227,7 +226,7 @@ func (w *world) configurationsTrustSecret(ctx context.Context, name, ns string) 
 }
 
 func (w *world) eventuallyTrustSecret(ctx context.Context, name, ns string) error {
-	return w.eventually(ctx, func() error { return w.configurationsTrustSecret(ctx, name, ns) })
+	return w.eventually(ctx, "every webhook trusting the CA of the Secret "+ns+"/"+name, func() error { return w.configurationsTrustSecret(ctx, name, ns) })
 }
 
 func (w *world) removeCABundle(ctx context.Context) error {
@@ -317,7 +316,7 @@ func (w *world) shortenCertificate(ctx context.Context, name, ns string) error {
 }
 
 func (w *world) certificateRenewed(ctx context.Context, name, ns string, minutes int) error {
-	return w.eventually(ctx, func() error {
+	return w.eventually(ctx, fmt.Sprintf("the certificate in %s/%s renewed for at least %d minutes", ns, name, minutes), func() error {
 		s, err := w.secret(ctx, ns, name)
 		if err != nil {
 			return err
@@ -347,63 +346,49 @@ func admissionProbe(name, namespace string) *unstructured.Unstructured {
 // the mutating and validating webhooks, until noAdmissionFailed.
 func (w *world) keepSending(context.Context) error {
 	ww := w.webhooks()
-	ctx, cancel := context.WithCancel(context.Background())
-	ww.stop, ww.done = cancel, make(chan struct{})
 	graph := admissionProbe("admission-probe", w.namespace)
-	go func() {
-		defer close(ww.done)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
+	ww.sender = startAdmissionSender(w.cluster.Client, 50*time.Millisecond,
+		func(int) *unstructured.Unstructured { return graph.DeepCopy() },
+		func(obj *unstructured.Unstructured) error {
+			// The defaulting webhook ran too.
+			if r, _, _ := unstructured.NestedInt64(obj.Object, "spec", "services", "Frontend", "replicas"); r != 1 {
+				return fmt.Errorf("not defaulted: %v", obj.Object["spec"])
 			}
-			ww.sent.Add(1)
-			obj := graph.DeepCopy()
-			err := w.cluster.Client.Create(ctx, obj, client.DryRunAll)
-			if err == nil {
-				// The defaulting webhook ran too.
-				if r, _, _ := unstructured.NestedInt64(obj.Object, "spec", "services", "Frontend", "replicas"); r != 1 {
-					err = fmt.Errorf("not defaulted: %v", obj.Object["spec"])
-				}
-			}
-			if err != nil && ctx.Err() == nil {
-				ww.failed.Add(1)
-				ww.firstFailure.CompareAndSwap(nil, err.Error())
-			}
-		}
-	}()
+			return nil
+		})
 	return nil
 }
 
 func (ww *webhookWorld) halt() {
-	if ww.stop != nil {
-		ww.stop()
-		<-ww.done
-		ww.stop = nil
+	if ww.sender != nil {
+		ww.sender.halt()
 	}
 }
 
-func (w *world) noAdmissionFailed(context.Context) error {
+func (w *world) noAdmissionFailed(ctx context.Context) error {
 	ww := w.webhooks()
-	if ww.stop == nil {
+	a := ww.sender
+	if a == nil {
 		return fmt.Errorf("no admission requests are being sent")
 	}
 	// Keep sending for a second at least, so that requests straddle the
-	// change the scenario made.
-	for deadline := time.Now().Add(5 * time.Second); ww.sent.Load() < 20 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	ww.halt()
-	sent, failed := ww.sent.Load(), ww.failed.Load()
+	// change the scenario made. Up to 5 s: fewer requests sent by then are
+	// judged below as they are.
+	_ = await.Until(ctx, "20 admission requests sent", func() error {
+		if n := a.sent.Load(); n < 20 {
+			return fmt.Errorf("%d sent", n)
+		}
+		return nil
+	}, await.Within(5*time.Second), await.Every(10*time.Millisecond))
+	a.halt()
+	ww.sender = nil
+	sent, failed := a.sent.Load(), a.failed.Load()
 	fmt.Printf("admissions sent=%d failed=%d\n", sent, failed)
 	if sent == 0 {
 		return fmt.Errorf("no admission request was sent")
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d admission requests failed, first: %v", failed, sent, ww.firstFailure.Load())
+		return fmt.Errorf("%d of %d admission requests failed, first: %v", failed, sent, a.Failures()[0])
 	}
 	return nil
 }

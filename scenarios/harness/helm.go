@@ -17,7 +17,7 @@ type Helm struct {
 }
 
 // ImageTagValue is the chart value that picks the operator image tag (and
-// so the operator version), as the seeds set it.
+// so the operator version), as chart/README.md sets it.
 const ImageTagValue = "dynamo-operator.controllerManager.manager.image.tag"
 
 // NamespaceScoped is the chart value of a namespace-scoped install.
@@ -41,7 +41,7 @@ func (h *Helm) Run(ctx context.Context, args ...string) (string, error) {
 	return string(out), nil
 }
 
-// Install installs r's chart as release name in namespace, as the seeds'
+// Install installs r's chart as release name in namespace, as chart/README.md's
 // commands do (--create-namespace), its image tag set to r's, and waits
 // until it is ready. sets are further --set values; strings are
 // --set-string values (a log level "2" must stay a string).

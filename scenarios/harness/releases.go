@@ -42,7 +42,7 @@ type Release struct {
 	Binary string
 	// ImageArchive is the OCI image archive (docker load -i, kind load).
 	ImageArchive string
-	// Chart is the packaged dynamo-platform chart (.tgz), as the seeds'
+	// Chart is the packaged dynamo-platform chart (.tgz), as chart/README.md's
 	// commands install it.
 	Chart string
 	// CRDs is the release's crds/ directory.

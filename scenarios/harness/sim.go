@@ -30,10 +30,17 @@ type Sim struct {
 	Out *os.File
 }
 
-// UpOptions say what the simulator starts with. It never starts an
-// operator nor installs CRDs: the scenarios install releases with helm,
-// whose operator pods apply their own CRDs.
+// UpOptions say what the simulator starts with. By default no operator and
+// no CRDs: the scenarios install releases with helm, whose operator pods
+// apply their own CRDs. The feature files on the simulator start it with
+// the working tree's operator (Operator), installed by its chart (Helm).
 type UpOptions struct {
+	// Operator is the operator binary the simulator runs, with the CRDs;
+	// empty: none.
+	Operator string
+	// Helm, with Operator, installs it with the chart by this helm binary
+	// (its pods run the operator image); empty: a process of the simulator.
+	Helm string
 	// Releases whose images the kubelet runs (as their binaries).
 	Releases []*Release
 	// Pools replace the default GPU node pools (dynamo-sim --pool).
@@ -44,15 +51,24 @@ type UpOptions struct {
 	Args []string
 }
 
-// Up starts the simulator with no operator and no CRDs. It dies with this
-// process (--watch-pid) should the caller be killed before Down.
+// Up starts the simulator as o says (by default with no operator and no
+// CRDs). It dies with this process (--watch-pid) should the caller be
+// killed before Down. Both simulator suites start theirs here.
 func (s *Sim) Up(ctx context.Context, o UpOptions) error {
 	delay := o.PodReadyDelay
 	if delay == 0 {
 		delay = time.Second
 	}
 	args := []string{"up", "--state-dir=" + s.Dir, "--watch-pid=" + strconv.Itoa(os.Getpid()),
-		"--install=process", "--operator=", "--crds=", "--pod-ready-delay=" + delay.String()}
+		"--pod-ready-delay=" + delay.String()}
+	switch {
+	case o.Operator == "":
+		args = append(args, "--install=process", "--operator=", "--crds=")
+	case o.Helm != "":
+		args = append(args, "--operator="+o.Operator, "--install=helm", "--helm="+o.Helm)
+	default:
+		args = append(args, "--operator="+o.Operator)
+	}
 	for _, r := range o.Releases {
 		args = append(args, "--run-image="+r.RunImage())
 	}

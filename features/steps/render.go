@@ -30,9 +30,7 @@ type edited struct {
 	env   corev1.EnvVar
 }
 
-func init() { Register(registerRenderSteps) }
-
-func registerRenderSteps(w *World, sc *godog.ScenarioContext) {
+func registerRenderSteps(sc *godog.ScenarioContext, w *simWorld) {
 	sc.Step(`^every Deployment of the graphs is still the rendering of `+ReleaseRef+`$`, w.everyDeploymentRenderedBy)
 	sc.Step(`^I set the env "([^"=]+)=([^"]*)" on the service "([^"]+)" of the graph "([^"/]+)/([^"]+)"$`, w.setServiceEnv)
 	sc.Step(`^that service's Deployment is rolled out as the rendering of `+ReleaseRef+` with the env$`, w.editedRolledOut)
@@ -41,7 +39,7 @@ func registerRenderSteps(w *World, sc *godog.ScenarioContext) {
 }
 
 // Renderer is the renderer annotation a release's operator writes.
-func (w *World) Renderer(ctx context.Context, ref string) (string, error) {
+func (w *simWorld) Renderer(ctx context.Context, ref string) (string, error) {
 	r, err := w.Release(ctx, ref)
 	if err != nil {
 		return "", err
@@ -49,7 +47,7 @@ func (w *World) Renderer(ctx context.Context, ref string) (string, error) {
 	return controllers.RendererID(r.Tag), nil
 }
 
-func (w *World) everyDeploymentRenderedBy(ctx context.Context, ref string) error {
+func (w *simWorld) everyDeploymentRenderedBy(ctx context.Context, ref string) error {
 	want, err := w.Renderer(ctx, ref)
 	if err != nil {
 		return err
@@ -80,7 +78,7 @@ func (w *World) everyDeploymentRenderedBy(ctx context.Context, ref string) error
 
 // setServiceEnv adds an env var to one service of a graph: a spec change
 // of that service only, as a user makes it.
-func (w *World) setServiceEnv(ctx context.Context, key, value, service, ns, graph string) error {
+func (w *simWorld) setServiceEnv(ctx context.Context, key, value, service, ns, graph string) error {
 	dgd := &v1alpha1.DynamoGraphDeployment{}
 	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: graph}, dgd); err != nil {
 		return err
@@ -90,7 +88,7 @@ func (w *World) setServiceEnv(ctx context.Context, key, value, service, ns, grap
 		return fmt.Errorf("graph %s/%s has no service %q", ns, graph, service)
 	}
 	svc.Envs = append(svc.Envs, corev1.EnvVar{Name: key, Value: value})
-	if err := w.Client.Update(ctx, dgd, client.FieldOwner(FieldOwner)); err != nil {
+	if err := w.Client.Update(ctx, dgd, client.FieldOwner(scenarioFieldOwner)); err != nil {
 		return err
 	}
 	name := render.ComponentName(graph, service)
@@ -101,7 +99,7 @@ func (w *World) setServiceEnv(ctx context.Context, key, value, service, ns, grap
 // editedRolledOut waits until the edited service's Deployment carries the
 // env, is stamped as the release's rendering, and its rollout is complete
 // (every replica updated and available, no old pod left).
-func (w *World) editedRolledOut(ctx context.Context, ref string) error {
+func (w *simWorld) editedRolledOut(ctx context.Context, ref string) error {
 	if w.edited == nil {
 		return fmt.Errorf("no service was edited in this scenario")
 	}
@@ -110,7 +108,7 @@ func (w *World) editedRolledOut(ctx context.Context, ref string) error {
 		return err
 	}
 	e := w.edited
-	return w.Eventually(ctx, func() error {
+	return w.eventually(ctx, "the edited service's Deployment rolled out as "+ref+" renders it", func() error {
 		dep := &appsv1.Deployment{}
 		if err := w.Client.Get(ctx, client.ObjectKey{Namespace: e.namespace, Name: e.deployment}, dep); err != nil {
 			return err
@@ -141,7 +139,7 @@ func (w *World) editedRolledOut(ctx context.Context, ref string) error {
 
 // noOtherPodRestarted is noPodRestarted for every pod but the edited
 // service's, which its rollout replaced on purpose.
-func (w *World) noOtherPodRestarted(ctx context.Context) error {
+func (w *simWorld) noOtherPodRestarted(ctx context.Context) error {
 	if w.edited == nil {
 		return fmt.Errorf("no service was edited in this scenario")
 	}
@@ -171,7 +169,7 @@ func (w *World) noOtherPodRestarted(ctx context.Context) error {
 
 // editedPodChange tells whether a pod change (PodChanges) is one of the
 // edited Deployment's pods: its pods are named <deployment>-<hash>-<id>.
-func (w *World) editedPodChange(change string) bool {
+func (w *simWorld) editedPodChange(change string) bool {
 	prefix := w.edited.namespace + "/" + w.edited.deployment + "-"
 	return strings.Contains(change, " "+prefix) || strings.HasPrefix(change, "pod "+prefix)
 }
@@ -180,7 +178,7 @@ func (w *World) editedPodChange(change string) bool {
 // rewrites a Deployment another version rendered (downgrade.feature): only
 // the graph of the service the working tree re-rendered may have been seen
 // not Ready, and every graph must be Ready again.
-func (w *World) onlyEditedLapsed(ctx context.Context) error {
+func (w *simWorld) onlyEditedLapsed(ctx context.Context) error {
 	if w.edited == nil {
 		return fmt.Errorf("no service was edited on this simulator")
 	}

@@ -10,20 +10,30 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/cucumber/godog"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/migration"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/storagemigration"
 )
+
+func registerMigrationV1beta1Steps(sc *godog.ScenarioContext, world *simWorld) {
+	w := world.migrationState()
+	sc.Step(`^the cluster Dynamo's current operator left, graphs and components stored in v1beta1: its CRDs, graphs, components and children in a namespace "([^"]*)"$`, w.dynamoV1beta1Leftovers)
+	sc.Step(`^the graphs and components are stored in v1alpha1 alone: storedVersions is \[v1alpha1\]$`, w.storageMigrated)
+	sc.Step(`^every graph and component reads in v1alpha1 and in v1beta1$`, w.readsInBothVersions)
+}
 
 // convertedCRDs are the CRDs Dynamo's current operator stores in v1beta1,
 // with their kinds.
@@ -62,19 +72,22 @@ func (w *migrationWorld) dynamoV1beta1Leftovers(ctx context.Context, prefix stri
 // status) and of the CRDs' status by the storage migration (its field
 // manager), from the audit log.
 func (w *migrationWorld) storageMigrated(ctx context.Context) error {
-	err := poll(ctx, 3*time.Minute, "storedVersions [v1alpha1]", func() (bool, string) {
+	err := w.eventually(ctx, "storedVersions [v1alpha1]", func() error {
 		var waiting []string
 		for name := range convertedCRDs {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := w.c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-				return false, err.Error()
+				return err
 			}
 			if !slices.Equal(crd.Status.StoredVersions, []string{"v1alpha1"}) {
 				waiting = append(waiting, fmt.Sprintf("%s %v", name, crd.Status.StoredVersions))
 			}
 		}
-		return len(waiting) == 0, strings.Join(waiting, ", ")
-	})
+		if len(waiting) > 0 {
+			return errors.New(strings.Join(waiting, ", "))
+		}
+		return nil
+	}, await.Within(3*time.Minute))
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
@@ -18,40 +18,27 @@ import (
 // AdmissionNamespace is where the admission client dry-runs its graphs.
 const AdmissionNamespace = "admission-probe"
 
-// watch is the scenario's background observation: a client dry-running
+// watchers is the scenario's background observation: a client dry-running
 // graphs through the admission webhooks, and a watcher of every graph's
 // Ready condition. Each runs until the step that judges it.
-type watch struct {
-	admission *admissionClient
+type watchers struct {
+	admission *admissionSender
 	ready     *readyWatcher
 }
 
-func init() { Register(registerWatchSteps) }
-
-func registerWatchSteps(w *World, sc *godog.ScenarioContext) {
+func registerWatchSteps(sc *godog.ScenarioContext, w *simWorld) {
 	sc.Step(`^a client dry-runs a graph through admission every (\d+) ms$`, w.startAdmissionClient)
 	sc.Step(`^a watcher checks every graph is Ready every (\d+) ms$`, w.startReadyWatcher)
 	sc.Step(`^not one dry-run admission failed$`, w.noAdmissionFailed)
 	sc.Step(`^every graph stayed Ready throughout$`, w.stayedReady)
 }
 
-// admissionClient creates (dry run) one compat graph after another every
-// period: each create passes the operator's mutating and validating
-// webhooks (failurePolicy Fail), so a webhook that cannot answer fails it.
-type admissionClient struct {
-	sent, failed atomic.Int64
-	mu           sync.Mutex
-	failures     []string
-	stop         func()
-	done         chan struct{}
-}
-
-func (w *World) startAdmissionClient(ctx context.Context, ms int) error {
+func (w *simWorld) startAdmissionClient(ctx context.Context, ms int) error {
 	if err := w.NeedSim(); err != nil {
 		return err
 	}
 	if w.watch == nil {
-		w.watch = &watch{}
+		w.watch = &watchers{}
 	}
 	if w.watch.admission != nil {
 		return fmt.Errorf("the admission client already runs")
@@ -73,45 +60,14 @@ func (w *World) startAdmissionClient(ctx context.Context, ms int) error {
 	if err := w.ensureNamespace(ctx, AdmissionNamespace); err != nil {
 		return err
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	a := &admissionClient{stop: cancel, done: make(chan struct{})}
+	a := startAdmissionSender(w.Client, time.Duration(ms)*time.Millisecond,
+		func(i int) *unstructured.Unstructured { return samples[i%len(samples)].DeepCopy() }, nil)
 	w.watch.admission = a
 	w.Background(a.halt)
-	go func() {
-		defer close(a.done)
-		t := time.NewTicker(time.Duration(ms) * time.Millisecond)
-		defer t.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-t.C:
-			}
-			obj := samples[i%len(samples)].DeepCopy()
-			reqCtx, cancelReq := context.WithTimeout(runCtx, 10*time.Second)
-			err := w.Client.Create(reqCtx, obj, client.DryRunAll)
-			cancelReq()
-			if runCtx.Err() != nil {
-				return // stopped mid-request: not the webhook's failure
-			}
-			a.sent.Add(1)
-			if err != nil {
-				a.failed.Add(1)
-				a.mu.Lock()
-				a.failures = append(a.failures, time.Now().Format("15:04:05.000")+" "+obj.GetName()+": "+firstLine(err.Error()))
-				a.mu.Unlock()
-			}
-		}
-	}()
 	return nil
 }
 
-func (a *admissionClient) halt() {
-	a.stop()
-	<-a.done
-}
-
-func (w *World) noAdmissionFailed(context.Context) error {
+func (w *simWorld) noAdmissionFailed(context.Context) error {
 	if w.watch == nil || w.watch.admission == nil {
 		return fmt.Errorf("no admission client runs: add \"a client dry-runs a graph through admission every 100 ms\" first")
 	}
@@ -125,7 +81,7 @@ func (w *World) noAdmissionFailed(context.Context) error {
 		return fmt.Errorf("the admission client sent nothing")
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d dry-run admissions failed:\n  %s", failed, sent, strings.Join(head(a.failures, 20), "\n  "))
+		return fmt.Errorf("%d of %d dry-run admissions failed:\n  %s", failed, sent, strings.Join(head(a.Failures(), 20), "\n  "))
 	}
 	return nil
 }
@@ -141,7 +97,7 @@ type readyWatcher struct {
 	done   chan struct{}
 }
 
-func (w *World) startReadyWatcher(ctx context.Context, ms int) error {
+func (w *simWorld) startReadyWatcher(ctx context.Context, ms int) error {
 	if err := w.NeedSim(); err != nil {
 		return err
 	}
@@ -149,7 +105,7 @@ func (w *World) startReadyWatcher(ctx context.Context, ms int) error {
 		return fmt.Errorf("the scenario applied no graphs to watch")
 	}
 	if w.watch == nil {
-		w.watch = &watch{}
+		w.watch = &watchers{}
 	}
 	ours := map[string]bool{}
 	for _, g := range w.graphs.list {
@@ -204,10 +160,8 @@ func (w *World) startReadyWatcher(ctx context.Context, ms int) error {
 }
 
 func readyOf(g *v1alpha1.DynamoGraphDeployment) (status, reason string) {
-	for _, c := range g.Status.Conditions {
-		if c.Type == "Ready" {
-			return string(c.Status), c.Reason
-		}
+	if c := meta.FindStatusCondition(g.Status.Conditions, "Ready"); c != nil {
+		return string(c.Status), c.Reason
 	}
 	return "Unknown", "no Ready condition"
 }
@@ -217,20 +171,13 @@ func (r *readyWatcher) halt() {
 	<-r.done
 }
 
-func (w *World) stayedReady(context.Context) error {
-	if w.watch == nil || w.watch.ready == nil {
-		return fmt.Errorf("no Ready watcher runs: add \"a watcher checks every graph is Ready every 250 ms\" first")
+func (w *simWorld) stayedReady(context.Context) error {
+	lapses, err := w.haltReadyWatcher()
+	if err != nil {
+		return err
 	}
-	r := w.watch.ready
-	r.halt()
-	w.watch.ready = nil
-	w.Figure("Ready checks", r.polls.Load())
-	w.Figure("graphs seen not Ready", len(r.lapses))
-	if r.polls.Load() == 0 {
-		return fmt.Errorf("the Ready watcher never listed the graphs (errors: %v)", head(r.errs, 5))
-	}
-	if len(r.lapses) > 0 {
-		return fmt.Errorf("graphs were seen not Ready %d times:\n  %s", len(r.lapses), strings.Join(head(r.lapses, 30), "\n  "))
+	if len(lapses) > 0 {
+		return fmt.Errorf("graphs were seen not Ready %d times:\n  %s", len(lapses), strings.Join(head(lapses, 30), "\n  "))
 	}
 	return nil
 }
@@ -244,7 +191,7 @@ func head(s []string, n int) []string {
 
 // haltReadyWatcher stops the Ready watcher, records its figures and
 // returns what it saw not Ready.
-func (w *World) haltReadyWatcher() ([]string, error) {
+func (w *simWorld) haltReadyWatcher() ([]string, error) {
 	if w.watch == nil || w.watch.ready == nil {
 		return nil, fmt.Errorf("no Ready watcher runs: add \"a watcher checks every graph is Ready every 250 ms\" first")
 	}

@@ -8,16 +8,11 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	fsteps "github.com/dynamoctl/dynamo-operator/features/steps"
 
 	"github.com/dynamoctl/dynamo-operator/scenarios/harness"
 )
 
-// The seeds' names: the cluster-wide release and its namespace.
+// The cluster-wide release and its namespace, as chart/README.md names them.
 const (
 	ClusterRelease   = "dynamo-platform"
 	ClusterNamespace = "dynamo-system"
@@ -50,18 +45,16 @@ type installed struct {
 	release   *harness.Release
 }
 
-func init() { Register(registerClusterSteps) }
-
-func registerClusterSteps(w *World, sc *godog.ScenarioContext) {
+func registerReleaseSteps(sc *godog.ScenarioContext, w *simWorld) {
 	sc.Step(`^a simulated cluster with no operator$`, func(ctx context.Context) error {
 		return w.SimUp(ctx, harness.UpOptions{})
 	})
 	sc.Step(`^the simulator is kept for the next scenario$`, w.keepSim)
 	sc.Step(`^the simulator the previous scenario kept$`, w.resumeSim)
-	sc.Step(`^I install `+ReleaseRef+` cluster-wide as the seeds say$`, func(ctx context.Context, ref string) error {
+	sc.Step(`^I install `+ReleaseRef+` cluster-wide as chart/README.md says$`, func(ctx context.Context, ref string) error {
 		return w.InstallRelease(ctx, ClusterRelease, ClusterNamespace, ref)
 	})
-	sc.Step(`^I install `+ReleaseRef+` as "([^"]+)" namespace-scoped in the namespace "([^"]+)" as the seeds say$`,
+	sc.Step(`^I install `+ReleaseRef+` as "([^"]+)" namespace-scoped in the namespace "([^"]+)" as chart/README.md says$`,
 		func(ctx context.Context, ref, name, ns string) error {
 			return w.InstallRelease(ctx, name, ns, ref, harness.NamespaceScoped)
 		})
@@ -73,14 +66,13 @@ func registerClusterSteps(w *World, sc *godog.ScenarioContext) {
 	sc.Step(`^the cluster-wide release runs `+ReleaseRef+` as its leader$`, func(ctx context.Context, ref string) error {
 		return w.releaseLeads(ctx, ClusterRelease, ref)
 	})
-	sc.Step(`^I uninstall the release "([^"]+)"$`, w.UninstallRelease)
 	sc.Step(`^I uninstall the cluster-wide release$`, func(ctx context.Context) error {
 		return w.UninstallRelease(ctx, ClusterRelease)
 	})
 }
 
 // Release resolves a step's release reference to a built release.
-func (w *World) Release(ctx context.Context, ref string) (*harness.Release, error) {
+func (w *simWorld) Release(ctx context.Context, ref string) (*harness.Release, error) {
 	switch {
 	case ref == "the previous release":
 		ref = w.Suite.Previous
@@ -95,7 +87,7 @@ func (w *World) Release(ctx context.Context, ref string) (*harness.Release, erro
 // SimUp starts the scenario's simulator with no operator and no CRDs; its
 // kubelet runs the images of the previous release and the working tree
 // (and of any release in o.Releases). Default pools unless o.Pools.
-func (w *World) SimUp(ctx context.Context, o harness.UpOptions) error {
+func (w *simWorld) SimUp(ctx context.Context, o harness.UpOptions) error {
 	if w.Sim != nil {
 		return fmt.Errorf("the scenario's simulator is already up")
 	}
@@ -126,8 +118,8 @@ func (w *World) SimUp(ctx context.Context, o harness.UpOptions) error {
 }
 
 // InstallRelease helm-installs the release ref as name in namespace (with
-// --create-namespace, as the seeds do) and waits until it is ready.
-func (w *World) InstallRelease(ctx context.Context, name, namespace, ref string, sets ...string) error {
+// --create-namespace, as chart/README.md does) and waits until it is ready.
+func (w *simWorld) InstallRelease(ctx context.Context, name, namespace, ref string, sets ...string) error {
 	if err := w.NeedSim(); err != nil {
 		return err
 	}
@@ -156,7 +148,7 @@ func (w *World) InstallRelease(ctx context.Context, name, namespace, ref string,
 
 // UpgradeRelease helm-upgrades an installed release to ref and waits until
 // it is ready.
-func (w *World) UpgradeRelease(ctx context.Context, name, ref string) error {
+func (w *simWorld) UpgradeRelease(ctx context.Context, name, ref string) error {
 	in, ok := w.releases.installed[name]
 	if !ok {
 		return fmt.Errorf("the scenario installed no release %q", name)
@@ -176,7 +168,7 @@ func (w *World) UpgradeRelease(ctx context.Context, name, ref string) error {
 
 // UninstallRelease helm-uninstalls an installed release and waits until
 // its resources are gone.
-func (w *World) UninstallRelease(ctx context.Context, name string) error {
+func (w *simWorld) UninstallRelease(ctx context.Context, name string) error {
 	in, ok := w.releases.installed[name]
 	if !ok {
 		return fmt.Errorf("the scenario installed no release %q", name)
@@ -189,14 +181,14 @@ func (w *World) UninstallRelease(ctx context.Context, name string) error {
 }
 
 // InstalledRelease is the release installed as name, and its namespace.
-func (w *World) InstalledRelease(name string) (*harness.Release, string, bool) {
+func (w *simWorld) InstalledRelease(name string) (*harness.Release, string, bool) {
 	in, ok := w.releases.installed[name]
 	return in.release, in.namespace, ok
 }
 
 // OperatorUser is the audit-log user of release name's operator (its
 // ServiceAccount, <release>-dynamo-operator in the chart).
-func (w *World) OperatorUser(name string) string {
+func (w *simWorld) OperatorUser(name string) string {
 	ns := ClusterNamespace
 	if n, ok := w.releases.namespaces[name]; ok {
 		ns = n
@@ -207,7 +199,7 @@ func (w *World) OperatorUser(name string) string {
 // releaseLeads waits until every operator pod of an installed release runs
 // ref's image, no other pod is left, and one of them holds the leader
 // election Lease: from then on, what the operator does is ref's doing.
-func (w *World) releaseLeads(ctx context.Context, name, ref string) error {
+func (w *simWorld) releaseLeads(ctx context.Context, name, ref string) error {
 	r, err := w.Release(ctx, ref)
 	if err != nil {
 		return err
@@ -216,37 +208,22 @@ func (w *World) releaseLeads(ctx context.Context, name, ref string) error {
 	if !ok {
 		return fmt.Errorf("the scenario installed no release %q", name)
 	}
-	return w.Eventually(ctx, func() error {
-		pods, err := fsteps.OperatorPods(ctx, w.Client, name, ns)
+	return w.eventually(ctx, "the release "+name+" running "+ref+" as its leader", func() error {
+		pods, err := OperatorPods(ctx, w.Client, name, ns)
 		if err != nil {
 			return err
 		}
 		if len(pods) == 0 {
 			return fmt.Errorf("release %s has no operator pods", name)
 		}
-		mine := map[string]bool{}
 		for _, p := range pods {
 			for _, c := range p.Spec.Containers {
 				if c.Image != r.Image() {
 					return fmt.Errorf("pod %s runs %s, want %s", p.Name, c.Image, r.Image())
 				}
 			}
-			mine[p.Name] = true
 		}
-		var leases coordinationv1.LeaseList
-		if err := w.Client.List(ctx, &leases, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		for _, l := range leases.Items {
-			if !strings.HasPrefix(l.Name, "dynamo-operator-leader") {
-				continue
-			}
-			holder, _, _ := strings.Cut(ptr.Deref(l.Spec.HolderIdentity, ""), "_")
-			if mine[holder] {
-				return nil
-			}
-			return fmt.Errorf("the leader Lease %s is held by %q, not a pod of %s", l.Name, holder, r.Tag)
-		}
-		return fmt.Errorf("release %s has no leader election Lease in %s", name, ns)
+		_, _, err = operatorLeader(ctx, w.Client, name, ns)
+		return err
 	})
 }

@@ -1,14 +1,10 @@
-// Package steps is the step library of the upgrade and fault scenarios
-// (scenarios/*.feature). A scenario starts a simulator with no operator
-// (harness.Sim), or continues on the one the scenario before kept (a chain
-// in one feature file), installs and upgrades operator releases built from
-// git (harness.Builder) with helm, and checks what the workloads saw.
-//
-// Steps are grouped one file per concern; each file registers its steps
-// from an init function with Register, so adding a concern touches no
-// other file. World is a scenario's state; Suite what every scenario
-// shares. The features' step library (features/steps) is reused for
-// manifests and JSONPath, not copied.
+// The upgrade and fault scenarios (scenarios/*.feature): a scenario starts
+// a simulator with no operator (harness.Sim), or continues on the one the
+// scenario before kept (a chain in one feature file), installs and upgrades
+// operator releases built from git (harness.Builder) with helm, and checks
+// what the workloads saw. simWorld is a scenario's state; Suite what every
+// scenario shares.
+
 package steps
 
 import (
@@ -21,10 +17,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cucumber/godog"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/scenarios/harness"
 )
 
@@ -88,8 +84,8 @@ func (s *Suite) Prepare(ctx context.Context) error {
 	return nil
 }
 
-// World is the state of one scenario.
-type World struct {
+// simWorld is the state of one scenario.
+type simWorld struct {
 	Suite *Suite
 	// Sim is the scenario's simulator once a step started it; Helm, Client
 	// and Config reach it.
@@ -113,64 +109,34 @@ type World struct {
 	// Per-concern state, one field per file that needs one.
 	releases releases
 	graphs   graphs
-	watch    *watch
+	watch    *watchers
 	handover handover
 	edited   *edited
+	// The fault and migration steps' state, spread over several files
+	// each: made by the first of their registration functions.
+	faults    *faultWorld
+	migration *migrationWorld
 }
 
-// registrars register the steps of each concern (Register).
-var (
-	registrarsMu sync.Mutex
-	registrars   []func(*World, *godog.ScenarioContext)
-)
-
-// Register adds a concern's steps; call it from the concern file's init.
-func Register(f func(*World, *godog.ScenarioContext)) {
-	registrarsMu.Lock()
-	defer registrarsMu.Unlock()
-	registrars = append(registrars, f)
-}
-
-// InitializeScenario gives each scenario a World, registers every
-// concern's steps, and when the scenario ends stops what it started
-// (background activities, then cleanups newest first, then the simulator)
-// and records its result.
-func (s *Suite) InitializeScenario(sc *godog.ScenarioContext) {
-	w := &World{Suite: s, EventualTimeout: 5 * time.Minute}
-	sc.Before(func(ctx context.Context, sn *godog.Scenario) (context.Context, error) {
-		w.figures = nil
-		w.name = strings.TrimSuffix(filepath.Base(sn.Uri), ".feature") + ": " + sn.Name
-		w.started = time.Now()
-		return ctx, nil
-	})
-	// Each step's duration, so a slow one shows in the run's output.
-	var stepStart time.Time
-	sc.StepContext().Before(func(ctx context.Context, _ *godog.Step) (context.Context, error) {
-		stepStart = time.Now()
-		return ctx, nil
-	})
-	sc.StepContext().After(func(ctx context.Context, st *godog.Step, _ godog.StepResultStatus, _ error) (context.Context, error) {
-		fmt.Printf("    (%.1fs) %s\n", time.Since(stepStart).Seconds(), st.Text)
-		return ctx, nil
-	})
-	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
-		duration := time.Since(w.started)
-		cleanErr := w.tearDown(err == nil)
-		if s.Report != nil {
-			s.Report.Add(Result{Scenario: w.name, Err: errors.Join(err, cleanErr), Duration: duration, Figures: w.figures})
-		}
-		return ctx, cleanErr
-	})
-	registrarsMu.Lock()
-	defer registrarsMu.Unlock()
-	for _, r := range registrars {
-		r(w, sc)
+// faultState is the scenario's fault state, made on first use.
+func (w *simWorld) faultState() *faultWorld {
+	if w.faults == nil {
+		w.faults = &faultWorld{w: w}
 	}
+	return w.faults
+}
+
+// migrationState is the scenario's migration state, made on first use.
+func (w *simWorld) migrationState() *migrationWorld {
+	if w.migration == nil {
+		w.migration = &migrationWorld{simWorld: w}
+	}
+	return w.migration
 }
 
 // Figure records a measured figure of the scenario for the report (the
 // latest value of a name wins).
-func (w *World) Figure(name string, value any) {
+func (w *simWorld) Figure(name string, value any) {
 	v := fmt.Sprint(value)
 	for i := range w.figures {
 		if w.figures[i].Name == name {
@@ -184,13 +150,13 @@ func (w *World) Figure(name string, value any) {
 
 // Cleanup runs f when the scenario ends, before the simulator stops (the
 // newest first).
-func (w *World) Cleanup(f func(context.Context) error) { w.cleanups = append(w.cleanups, f) }
+func (w *simWorld) Cleanup(f func(context.Context) error) { w.cleanups = append(w.cleanups, f) }
 
 // Background registers stop, which ends an activity the scenario started;
 // it is called when the scenario ends if no step did so first.
-func (w *World) Background(stop func()) { w.bg = append(w.bg, stop) }
+func (w *simWorld) Background(stop func()) { w.bg = append(w.bg, stop) }
 
-func (w *World) tearDown(passed bool) error {
+func (w *simWorld) tearDown(passed bool) error {
 	for i := len(w.bg) - 1; i >= 0; i-- {
 		w.bg[i]()
 	}
@@ -225,34 +191,20 @@ func (w *World) tearDown(passed bool) error {
 	return errors.Join(errs...)
 }
 
-// Eventually retries check every 500 ms until it passes or the scenario's
-// EventualTimeout ends, and returns its last error.
-func (w *World) Eventually(ctx context.Context, check func() error) error {
-	return w.EventuallyWithin(ctx, w.EventualTimeout, check)
-}
+// scenarioPoll is how often a scenario step checks again: its checks list
+// every graph, pod or log line of a simulator running some hundred pods, so
+// they poll less often than await.Poll.
+const scenarioPoll = 500 * time.Millisecond
 
-// EventuallyWithin is Eventually with its own timeout.
-func (w *World) EventuallyWithin(ctx context.Context, timeout time.Duration, check func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after %s: %w", timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+// eventually waits until check passes, up to the scenario's EventualTimeout
+// unless opts say otherwise; the error names what and check's last error.
+func (w *simWorld) eventually(ctx context.Context, what string, check func() error, opts ...await.Option) error {
+	return await.Until(ctx, what, check, append([]await.Option{await.Within(w.EventualTimeout), await.Every(scenarioPoll)}, opts...)...)
 }
 
 // keepSim hands the scenario's simulator to the next scenario if this one
 // passes; that one starts with "the simulator the previous scenario kept".
-func (w *World) keepSim() error {
+func (w *simWorld) keepSim() error {
 	if err := w.NeedSim(); err != nil {
 		return err
 	}
@@ -262,7 +214,7 @@ func (w *World) keepSim() error {
 
 // resumeSim continues on the simulator the previous scenario kept, with
 // the releases it installed and the graphs it applied (and noted).
-func (w *World) resumeSim() error {
+func (w *simWorld) resumeSim() error {
 	if w.Sim != nil {
 		return fmt.Errorf("the scenario's simulator is already up")
 	}
@@ -278,7 +230,7 @@ func (w *World) resumeSim() error {
 }
 
 // NeedSim fails a step that needs the simulator before one is up.
-func (w *World) NeedSim() error {
+func (w *simWorld) NeedSim() error {
 	if w.Sim == nil {
 		return fmt.Errorf("no simulator yet: start the scenario with \"Given a simulated cluster with no operator\"")
 	}

@@ -20,9 +20,7 @@ import (
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
 )
 
-func init() { Register(registerCRDSteps) }
-
-func registerCRDSteps(w *World, sc *godog.ScenarioContext) {
+func registerCRDSteps(sc *godog.ScenarioContext, w *simWorld) {
 	sc.Step(`^the CRDs served are those of `+ReleaseRef+`$`, w.crdsServedAre)
 	sc.Step(`^the CRDs of `+ReleaseRef+` add no field to those of `+ReleaseRef+`$`, w.noNewFields)
 	sc.Step(`^every compat object reads back as it was applied$`, w.compatReadsBack)
@@ -34,7 +32,7 @@ func registerCRDSteps(w *World, sc *godog.ScenarioContext) {
 // crdsServedAre compares each CRD of the release with the one the API
 // server serves: names, and each version's served/storage flags, schema,
 // subresources and printer columns.
-func (w *World) crdsServedAre(ctx context.Context, ref string) error {
+func (w *simWorld) crdsServedAre(ctx context.Context, ref string) error {
 	r, err := w.Release(ctx, ref)
 	if err != nil {
 		return err
@@ -102,7 +100,7 @@ func schemaPaths(crd *apiextensionsv1.CustomResourceDefinition, keep func(versio
 // counted as a new served version, its fields are not tripped on. A newer
 // storage version is tripped on: objects written after the upgrade would be
 // stored in a version the older release may not read on a downgrade.
-func (w *World) noNewFields(ctx context.Context, newer, older string) error {
+func (w *simWorld) noNewFields(ctx context.Context, newer, older string) error {
 	rn, err := w.Release(ctx, newer)
 	if err != nil {
 		return err
@@ -180,7 +178,7 @@ func (w *World) noNewFields(ctx context.Context, newer, older string) error {
 // one version, whose installer applied its CRDs without spec.conversion,
 // nothing of the newer release's webhook (not the CA bundle either) may be
 // left, or the API server would have refused that apply.
-func (w *World) crdsConvertNothing(ctx context.Context) error {
+func (w *simWorld) crdsConvertNothing(ctx context.Context) error {
 	list := &apiextensionsv1.CustomResourceDefinitionList{}
 	if err := w.Client.List(ctx, list); err != nil {
 		return err
@@ -230,7 +228,7 @@ func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 // stored one is converted by the CRDs' conversion webhook, so each read
 // there is one conversion the API server asks of the operator the CRDs
 // name. The same objects (by UID) must come back in both versions.
-func (w *World) everyObjectReadsInVersions(ctx context.Context, v1, v2 string) error {
+func (w *simWorld) everyObjectReadsInVersions(ctx context.Context, v1, v2 string) error {
 	dyn, err := dynamic.NewForConfig(w.Config)
 	if err != nil {
 		return err
@@ -284,7 +282,7 @@ func (w *World) everyObjectReadsInVersions(ctx context.Context, v1, v2 string) e
 
 // compatReadsBack reads every object the scenario applied from the compat
 // manifests and reports each field written but missing or different now.
-func (w *World) compatReadsBack(ctx context.Context) error {
+func (w *simWorld) compatReadsBack(ctx context.Context) error {
 	manifests, files, err := w.CompatManifests()
 	if err != nil {
 		return err
@@ -318,7 +316,7 @@ func (w *World) compatReadsBack(ctx context.Context) error {
 // revalidateStored sends every stored graph and component back unchanged
 // as a dry-run update: the served schema and the running operator's
 // webhooks judge it as stored under the old schema.
-func (w *World) revalidateStored(ctx context.Context) error {
+func (w *simWorld) revalidateStored(ctx context.Context) error {
 	var problems []string
 	n := 0
 	for _, kind := range []string{"DynamoGraphDeployment", "DynamoComponentDeployment"} {

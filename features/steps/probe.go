@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	fsteps "github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
@@ -27,9 +26,7 @@ import (
 // generation.
 const LogLevel = "dynamo-operator.logLevel=2"
 
-func init() { Register(registerProbeSteps) }
-
-func registerProbeSteps(w *World, sc *godog.ScenarioContext) {
+func registerProbeSteps(sc *godog.ScenarioContext, w *simWorld) {
 	sc.Step(`^the running operator has reconciled every graph$`, func(ctx context.Context) error {
 		return w.ReconciledEveryGraph(ctx, ClusterRelease, nil, time.Time{})
 	})
@@ -61,7 +58,7 @@ type logLine struct {
 // ReconciledEveryGraph waits until the logs of release's current operator
 // pods show a reconcile, since since, of every graph of namespaces (all the
 // scenario's graph namespaces when nil) and of every component there.
-func (w *World) ReconciledEveryGraph(ctx context.Context, release string, namespaces []string, since time.Time) error {
+func (w *simWorld) ReconciledEveryGraph(ctx context.Context, release string, namespaces []string, since time.Time) error {
 	if len(w.graphs.list) == 0 {
 		return fmt.Errorf("the scenario applied no graphs")
 	}
@@ -78,7 +75,7 @@ func (w *World) ReconciledEveryGraph(ctx context.Context, release string, namesp
 	}
 	start := time.Now()
 	n := 0
-	err := w.Eventually(ctx, func() error {
+	err := w.eventually(ctx, "the release "+release+" to reconcile every graph", func() error {
 		want := map[string]bool{}
 		for _, g := range w.graphs.list {
 			if in[g.Namespace] {
@@ -95,7 +92,7 @@ func (w *World) ReconciledEveryGraph(ctx context.Context, release string, namesp
 			}
 		}
 		n = len(want)
-		pods, err := fsteps.OperatorPods(ctx, w.Client, release, relNS)
+		pods, err := OperatorPods(ctx, w.Client, release, relNS)
 		if err != nil {
 			return err
 		}
@@ -126,7 +123,7 @@ func (w *World) ReconciledEveryGraph(ctx context.Context, release string, namesp
 
 // reconciledIn strikes from want every graph and component the pod's log
 // shows reconciled at or after since.
-func (w *World) reconciledIn(pod *corev1.Pod, since time.Time, want map[string]bool) error {
+func (w *simWorld) reconciledIn(pod *corev1.Pod, since time.Time, want map[string]bool) error {
 	path := filepath.Join(w.Sim.PodLogs(), pod.Namespace+"_"+pod.Name+".log")
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
@@ -159,7 +156,7 @@ func (w *World) reconciledIn(pod *corev1.Pod, since time.Time, want map[string]b
 
 // WritesIn lists user's writes in namespaces (all when nil) completed in
 // [from, to), from the audit log.
-func (w *World) WritesIn(user string, namespaces []string, from, to time.Time) ([]string, error) {
+func (w *simWorld) WritesIn(user string, namespaces []string, from, to time.Time) ([]string, error) {
 	ws, err := w.Sim.WritesBy(user)
 	if err != nil {
 		return nil, err
@@ -180,7 +177,7 @@ func (w *World) WritesIn(user string, namespaces []string, from, to time.Time) (
 // figureOperatorWrites records, for each release the scenario installed,
 // its operator's writes in the graphs' namespaces since the pods were
 // noted (the audit log).
-func (w *World) figureOperatorWrites() {
+func (w *simWorld) figureOperatorWrites() {
 	for _, name := range w.releases.names {
 		writes, err := w.WritesIn(w.OperatorUser(name), w.graphs.namespaces, w.graphs.notedAt, time.Now())
 		if err != nil {

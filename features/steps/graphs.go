@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,12 +15,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	fsteps "github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/sim/prereq"
 )
@@ -27,8 +29,9 @@ import (
 // CompatDir holds the users' manifests, beside the repository.
 const CompatDir = "../shared/compat"
 
-// FieldOwner is the server-side apply field manager of what the scenarios apply.
-const FieldOwner = "dynamo-scenarios"
+// scenarioFieldOwner is the server-side apply field manager of what the
+// upgrade and fault scenarios apply.
+const scenarioFieldOwner = "dynamo-scenarios"
 
 // Graph is a DynamoGraphDeployment a scenario applied.
 type Graph struct {
@@ -57,21 +60,17 @@ type podRecord struct {
 }
 
 // snapshotKinds are the kinds whose content (all but metadata and status)
-// must survive an operator upgrade unchanged: the graphs, and every child
-// the operator writes in their namespaces.
-var snapshotKinds = []schema.GroupVersionKind{
-	v1alpha1.GroupVersion.WithKind("DynamoGraphDeployment"),
-	v1alpha1.GroupVersion.WithKind("DynamoComponentDeployment"),
-	{Group: "apps", Version: "v1", Kind: "Deployment"},
-	{Version: "v1", Kind: "Service"},
-	{Version: "v1", Kind: "ConfigMap"},
-	{Version: "v1", Kind: "PersistentVolumeClaim"},
-	{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"},
+// must survive an operator upgrade unchanged: the graphs, every child the
+// operator writes in their namespaces, and what users keep beside them
+// (graphKinds). Pods are noted on their own (UID, restart counts), and
+// ReplicaSets follow their Deployments.
+func snapshotKinds() []schema.GroupVersionKind {
+	return slices.DeleteFunc(graphKinds(), func(gvk schema.GroupVersionKind) bool {
+		return gvk.Kind == "Pod" || gvk.Kind == "ReplicaSet"
+	})
 }
 
-func init() { Register(registerGraphSteps) }
-
-func registerGraphSteps(w *World, sc *godog.ScenarioContext) {
+func registerGraphSteps(sc *godog.ScenarioContext, w *simWorld) {
 	sc.Step(`^I apply every compat graph the simulator can run$`, w.applyCompatGraphs)
 	sc.Step(`^every graph becomes Ready$`, w.everyGraphReady)
 	sc.Step(`^I note every graph's pods and objects$`, w.noteGraphs)
@@ -103,7 +102,7 @@ func compatNamespace(rel string) string {
 // objects, sorted by path. Every such graph runs on the simulator (its GPU
 // pools, DRA devices and multinode groups; features' graph.feature @compat
 // proves it one by one).
-func (w *World) CompatManifests() (map[string][]*unstructured.Unstructured, []string, error) {
+func (w *simWorld) CompatManifests() (map[string][]*unstructured.Unstructured, []string, error) {
 	root := filepath.Join(w.Suite.Root, CompatDir)
 	out := map[string][]*unstructured.Unstructured{}
 	var files []string
@@ -115,7 +114,7 @@ func (w *World) CompatManifests() (map[string][]*unstructured.Unstructured, []st
 		if err != nil {
 			return err
 		}
-		objs, err := fsteps.ParseManifests(data)
+		objs, err := ParseManifests(data)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
@@ -136,7 +135,7 @@ func (w *World) CompatManifests() (map[string][]*unstructured.Unstructured, []st
 
 // applyCompatGraphs server-side applies each compat manifest that holds a
 // graph into a namespace of its own (names repeat across files).
-func (w *World) applyCompatGraphs(ctx context.Context) error {
+func (w *simWorld) applyCompatGraphs(ctx context.Context) error {
 	if err := w.NeedSim(); err != nil {
 		return err
 	}
@@ -158,7 +157,7 @@ func (w *World) applyCompatGraphs(ctx context.Context) error {
 		for _, o := range manifests[rel] {
 			obj := o.DeepCopy()
 			obj.SetNamespace(ns)
-			if err := w.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			if err := w.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(scenarioFieldOwner), client.ForceOwnership); err != nil {
 				return fmt.Errorf("%s: %s %s: %w", rel, obj.GetKind(), obj.GetName(), err)
 			}
 			if obj.GetKind() == "DynamoGraphDeployment" {
@@ -182,7 +181,7 @@ func createPrereqs(ctx context.Context, c client.Client, objs []*unstructured.Un
 	return nil
 }
 
-func (w *World) ensureNamespace(ctx context.Context, ns string) error {
+func (w *simWorld) ensureNamespace(ctx context.Context, ns string) error {
 	obj := &corev1.Namespace{}
 	obj.Name = ns
 	if err := w.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -192,41 +191,36 @@ func (w *World) ensureNamespace(ctx context.Context, ns string) error {
 }
 
 // Graphs are the graphs the scenario applied.
-func (w *World) Graphs() []Graph { return w.graphs.list }
+func (w *simWorld) Graphs() []Graph { return w.graphs.list }
 
 // GraphNamespaces are the namespaces the scenario's graphs live in.
-func (w *World) GraphNamespaces() []string { return w.graphs.namespaces }
+func (w *simWorld) GraphNamespaces() []string { return w.graphs.namespaces }
 
 // NotReady lists the scenario's graphs whose Ready condition is not True,
 // with the condition's reason.
-func (w *World) NotReady(ctx context.Context) ([]string, error) {
+func (w *simWorld) NotReady(ctx context.Context) ([]string, error) {
 	var bad []string
 	for _, g := range w.graphs.list {
 		dgd := &v1alpha1.DynamoGraphDeployment{}
 		if err := w.Client.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: g.Name}, dgd); err != nil {
 			return nil, err
 		}
-		ready := false
-		reason := "no Ready condition"
-		for _, c := range dgd.Status.Conditions {
-			if c.Type == "Ready" {
-				ready = c.Status == "True"
-				reason = c.Reason + ": " + c.Message
-			}
-		}
-		if !ready {
-			bad = append(bad, g.String()+" ("+reason+")")
+		switch c := meta.FindStatusCondition(dgd.Status.Conditions, "Ready"); {
+		case c == nil:
+			bad = append(bad, g.String()+" (no Ready condition)")
+		case c.Status != metav1.ConditionTrue:
+			bad = append(bad, g.String()+" ("+c.Reason+": "+c.Message+")")
 		}
 	}
 	return bad, nil
 }
 
-func (w *World) everyGraphReady(ctx context.Context) error {
+func (w *simWorld) everyGraphReady(ctx context.Context) error {
 	if len(w.graphs.list) == 0 {
 		return fmt.Errorf("the scenario applied no graphs")
 	}
 	start := time.Now()
-	err := w.Eventually(ctx, func() error {
+	err := w.eventually(ctx, "every graph Ready", func() error {
 		bad, err := w.NotReady(ctx)
 		if err != nil {
 			return err
@@ -244,7 +238,7 @@ func (w *World) everyGraphReady(ctx context.Context) error {
 
 // Pods lists the pods of the scenario's graph namespaces but operator
 // pods (a namespace-scoped release runs beside its graphs).
-func (w *World) Pods(ctx context.Context) ([]corev1.Pod, error) {
+func (w *simWorld) Pods(ctx context.Context) ([]corev1.Pod, error) {
 	var out []corev1.Pod
 	for _, ns := range w.graphs.namespaces {
 		var pods corev1.PodList
@@ -270,7 +264,7 @@ func recordPod(p *corev1.Pod) podRecord {
 
 // noteGraphs records every pod (UID, restart counts) and the content of
 // every object of snapshotKinds in the graphs' namespaces.
-func (w *World) noteGraphs(ctx context.Context) error {
+func (w *simWorld) noteGraphs(ctx context.Context) error {
 	pods, err := w.Pods(ctx)
 	if err != nil {
 		return err
@@ -290,13 +284,17 @@ func (w *World) noteGraphs(ctx context.Context) error {
 
 // objectContents reads every object of snapshotKinds in the graphs'
 // namespaces, keyed "Kind ns/name", without metadata and status.
-func (w *World) objectContents(ctx context.Context) (map[string]map[string]any, error) {
+func (w *simWorld) objectContents(ctx context.Context) (map[string]map[string]any, error) {
 	out := map[string]map[string]any{}
-	for _, gvk := range snapshotKinds {
+	for _, gvk := range snapshotKinds() {
 		for _, ns := range w.graphs.namespaces {
 			list := &unstructured.UnstructuredList{}
 			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-			if err := w.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+			err := w.Client.List(ctx, list, client.InNamespace(ns))
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			if err != nil {
 				return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, ns, err)
 			}
 			for _, o := range list.Items {
@@ -312,7 +310,7 @@ func (w *World) objectContents(ctx context.Context) (map[string]map[string]any, 
 
 // PodChanges lists every pod of the snapshot that is gone (replaced) or
 // whose containers restarted, and every new pod.
-func (w *World) PodChanges(ctx context.Context) ([]string, error) {
+func (w *simWorld) PodChanges(ctx context.Context) ([]string, error) {
 	if w.graphs.pods == nil {
 		return nil, fmt.Errorf("no pods were noted: add \"I note every graph's pods and objects\" first")
 	}
@@ -349,7 +347,7 @@ func (w *World) PodChanges(ctx context.Context) ([]string, error) {
 	return changes, nil
 }
 
-func (w *World) noPodRestarted(ctx context.Context) error {
+func (w *simWorld) noPodRestarted(ctx context.Context) error {
 	changes, err := w.PodChanges(ctx)
 	if err != nil {
 		return err
@@ -361,7 +359,7 @@ func (w *World) noPodRestarted(ctx context.Context) error {
 	return nil
 }
 
-func (w *World) objectsUnchanged(ctx context.Context) error {
+func (w *simWorld) objectsUnchanged(ctx context.Context) error {
 	if w.graphs.objects == nil {
 		return fmt.Errorf("no objects were noted: add \"I note every graph's pods and objects\" first")
 	}

@@ -23,16 +23,14 @@ type handover struct {
 	released map[string]time.Time // namespace -> uninstall began
 }
 
-func init() { Register(registerHandoverSteps) }
-
-func registerHandoverSteps(w *World, sc *godog.ScenarioContext) {
+func registerHandoverSteps(sc *godog.ScenarioContext, w *simWorld) {
 	sc.Step(`^the release "([^"]+)" owns the namespace "([^"]+)"$`, w.releaseOwns)
 	sc.Step(`^I uninstall the namespace-scoped release "([^"]+)"$`, w.uninstallScoped)
 	sc.Step(`^the namespace "([^"]+)" is handed back$`, w.handedBack)
 	sc.Step(`^the cluster-wide operator wrote nothing in the namespace "([^"]+)" while the release "([^"]+)" owned it$`, w.clusterWroteNothing)
 }
 
-func (w *World) marker(ctx context.Context, ns string) (*coordinationv1.Lease, error) {
+func (w *simWorld) marker(ctx context.Context, ns string) (*coordinationv1.Lease, error) {
 	l := &coordinationv1.Lease{}
 	err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: scope.LeaseName}, l)
 	return l, err
@@ -40,12 +38,12 @@ func (w *World) marker(ctx context.Context, ns string) (*coordinationv1.Lease, e
 
 // releaseOwns waits until the namespace's marker Lease is held by the
 // release's operator version (its image tag) and notes when it took it.
-func (w *World) releaseOwns(ctx context.Context, release, ns string) error {
+func (w *simWorld) releaseOwns(ctx context.Context, release, ns string) error {
 	r, _, ok := w.InstalledRelease(release)
 	if !ok {
 		return fmt.Errorf("the scenario installed no release %q", release)
 	}
-	return w.Eventually(ctx, func() error {
+	return w.eventually(ctx, "the release "+release+" owning "+ns, func() error {
 		l, err := w.marker(ctx, ns)
 		if err != nil {
 			return err
@@ -62,7 +60,7 @@ func (w *World) releaseOwns(ctx context.Context, release, ns string) error {
 	})
 }
 
-func (w *World) uninstallScoped(ctx context.Context, release string) error {
+func (w *simWorld) uninstallScoped(ctx context.Context, release string) error {
 	_, ns, ok := w.InstalledRelease(release)
 	if !ok {
 		return fmt.Errorf("the scenario installed no release %q", release)
@@ -76,9 +74,9 @@ func (w *World) uninstallScoped(ctx context.Context, release string) error {
 
 // handedBack waits until the namespace's marker Lease is gone (a cleanly
 // stopped operator deletes it) and records how long that took.
-func (w *World) handedBack(ctx context.Context, ns string) error {
+func (w *simWorld) handedBack(ctx context.Context, ns string) error {
 	start := w.handover.released[ns]
-	err := w.Eventually(ctx, func() error {
+	err := w.eventually(ctx, "the namespace "+ns+" handed back", func() error {
 		_, err := w.marker(ctx, ns)
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -98,7 +96,7 @@ func (w *World) handedBack(ctx context.Context, ns string) error {
 // operator wrote nothing in ns from the moment the release took it until
 // its uninstall began (or now); the release's own writes are a figure (a
 // hand-over of kept content needs none).
-func (w *World) clusterWroteNothing(_ context.Context, ns, release string) error {
+func (w *simWorld) clusterWroteNothing(_ context.Context, ns, release string) error {
 	from, ok := w.handover.owned[ns]
 	if !ok {
 		return fmt.Errorf("no release owned %s in this scenario", ns)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -24,11 +25,11 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/crds"
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
@@ -137,11 +138,17 @@ func startChartOperator(t *testing.T, objs []*unstructured.Unstructured, ns stri
 	return op
 }
 
+// eventually waits through internal/await, the project's one way to wait,
+// for cond to hold; an error cond returns is retried and named on failure.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, cond); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
+	await.New(t).Eventually(func(ctx context.Context) error {
+		ok, err := cond(ctx)
+		if err != nil || ok {
+			return err
+		}
+		return await.ErrNotYet
+	}).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(gomega.Succeed(), what)
 }
 
 // TestInstallUpgradeUninstall installs the chart cluster-wide with helm,

@@ -76,7 +76,7 @@ func TestNamespaceAdminInstallsNamespaceScoped(t *testing.T) {
 	log := &requestLog{}
 	op := startChartOperator(t, objs, ns, log)
 
-	// The marker Lease names the operator version, as the seeds' hybrid
+	// The marker Lease names the operator version, as docs/tasks/hybrid.md's
 	// example shows with kubectl get lease.
 	eventually(t, 30*time.Second, "marker Lease held by v2.0.0-beta", func(ctx context.Context) (bool, error) {
 		l := &coordinationv1.Lease{}

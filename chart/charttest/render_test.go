@@ -117,7 +117,7 @@ func TestValueCombinations(t *testing.T) {
 				}
 				checkCRDRights(t, objs)
 			}},
-		{name: "hybrid second release from the seeds", set: []string{"dynamo-operator.namespaceRestriction.enabled=true",
+		{name: "hybrid second release as docs/tasks/hybrid.md installs it", set: []string{"dynamo-operator.namespaceRestriction.enabled=true",
 			"dynamo-operator.controllerManager.manager.image.tag=v2.0.0-beta"},
 			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
 				// The marker Lease's holderIdentity is the operator version.

@@ -42,7 +42,7 @@ const (
 	// audit log tells their writes from the cluster-wide operator's.
 	LocalOperatorUser = "dynamo-operator-local"
 	// ChartOperatorUser is the cluster-wide operator installed as the
-	// seeds say (helm install dynamo-platform ... --namespace
+	// chart/README.md says (helm install dynamo-platform ... --namespace
 	// dynamo-system): the chart's ServiceAccount <release>-dynamo-operator,
 	// as the API server names it in the audit log.
 	ChartOperatorUser = "system:serviceaccount:dynamo-system:dynamo-platform-dynamo-operator"

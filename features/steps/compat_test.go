@@ -7,10 +7,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
-	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
 
@@ -21,17 +20,6 @@ const (
 	betaCompatDir  = "../../../shared/compat-v1beta1"
 )
 
-func bothVersions(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{v1alpha1.AddToScheme, v1beta1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s
-}
-
 // renderedDeployments renders each service of the graphs of a manifest
 // file that runs as a Deployment, by service name.
 func renderedDeployments(t *testing.T, file string) (*v1alpha1.DynamoGraphDeployment, map[string]*appsv1.Deployment) {
@@ -41,7 +29,7 @@ func renderedDeployments(t *testing.T, file string) (*v1alpha1.DynamoGraphDeploy
 	if err != nil {
 		t.Fatal(err)
 	}
-	dgds, err := graphsOf(bothVersions(t), objs)
+	dgds, err := graphsOf(testenv.NewScheme(), objs)
 	if err != nil || len(dgds) != 1 {
 		t.Fatalf("%s: %d graphs, %v", file, len(dgds), err)
 	}
@@ -80,7 +68,7 @@ func TestCompatGraphsRenderAsWritten(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if dgds, _ := graphsOf(bothVersions(t), objs); len(dgds) != 1 {
+			if dgds, _ := graphsOf(testenv.NewScheme(), objs); len(dgds) != 1 {
 				continue
 			}
 			dgd, deployments := renderedDeployments(t, f)

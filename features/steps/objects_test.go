@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 	"github.com/dynamoctl/dynamo-operator/operator/apply"
@@ -139,12 +140,7 @@ func TestResolveKindOfAGroupTheMapperHasNotLoaded(t *testing.T) {
 }
 
 func TestConvertManifest(t *testing.T) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{v1alpha1.AddToScheme, v1beta1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := testenv.NewScheme()
 	objs, err := ParseManifests([]byte(`
 apiVersion: nvidia.com/v1beta1
 kind: DynamoGraphDeployment

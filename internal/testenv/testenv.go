@@ -21,15 +21,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	"sigs.k8s.io/yaml"
 
-	dynamov1alpha1 "github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
-	dynamov1beta1 "github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
+	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 )
 
@@ -65,22 +62,12 @@ type Options struct {
 	Conversion *crdinstall.Conversion
 }
 
-// Scheme returns a scheme with client-go's kinds and this project's kinds.
+// NewScheme returns the operator's own scheme (app.NewScheme): the
+// built-in kinds, this project's kinds in both versions, CRDs and
+// LeaderWorkerSets. One list of kinds for the operator and its tests.
 func NewScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := dynamov1alpha1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := dynamov1beta1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := apiextensionsv1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := lwsv1.AddToScheme(s); err != nil {
+	s, err := app.NewScheme()
+	if err != nil {
 		panic(err)
 	}
 	return s

@@ -142,7 +142,8 @@ func startChartOperator(t *testing.T, objs []*unstructured.Unstructured, ns stri
 // for cond to hold; an error cond returns is retried and named on failure.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	await.New(t).Eventually(func(ctx context.Context) error {
+	ctx := context.Background()
+	await.New(t).Eventually(func() error {
 		ok, err := cond(ctx)
 		if err != nil || ok {
 			return err

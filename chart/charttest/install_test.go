@@ -169,6 +169,9 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	sets := []string{"--set", "dynamo-operator.webhook.failurePolicy=Ignore", "--set", "dynamo-operator.controllerManager.replicas=2"}
 	started := time.Now()
 	h.mustRun(append([]string{"install", release, chartDir(t), "--namespace", ns}, sets...)...)
+	// A failure half-way leaves no cluster-wide release behind to refuse
+	// the next test's (the test's own uninstall comes first otherwise).
+	t.Cleanup(func() { _, _ = h.run("uninstall", release, "--namespace", ns, "--wait", "--ignore-not-found") })
 	objs := h.template(release, ns, sets...)
 	pdb := &policyv1.PodDisruptionBudget{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: release + "-dynamo-operator"}, pdb); err != nil {
@@ -185,7 +188,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 
 	// The operator injects its CA into the release's configurations and
 	// takes the release's Lease.
-	eventually(t, 30*time.Second, "CA bundle injected", func(ctx context.Context) (bool, error) {
+	eventually(t, await.Long, "CA bundle injected", func(ctx context.Context) (bool, error) {
 		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		m := &admissionregistrationv1.MutatingWebhookConfiguration{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: "dynamo-operator-validating"}, v); err != nil {
@@ -203,7 +206,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	})
 	t.Logf("helm install to CA injected: %s", time.Since(started).Round(time.Millisecond))
 	lease := &coordinationv1.Lease{}
-	eventually(t, 30*time.Second, "leader Lease held", func(ctx context.Context) (bool, error) {
+	eventually(t, await.Long, "leader Lease held", func(ctx context.Context) (bool, error) {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dynamo-operator-leader"}, lease); err != nil {
 			return false, err
 		}
@@ -218,7 +221,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 	// The CRDs' conversion webhook is the release's Service, and the
 	// operator, with the chart's rights, injects its CA there.
-	eventually(t, 30*time.Second, "CA bundle injected into the CRDs", func(ctx context.Context) (bool, error) {
+	eventually(t, await.Long, "CA bundle injected into the CRDs", func(ctx context.Context) (bool, error) {
 		names, err := crdinstall.ConvertedNames()
 		if err != nil || len(names) == 0 {
 			return false, fmt.Errorf("CRDs converted by webhook: %v %v", names, err)
@@ -245,7 +248,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if err := env.Client.Create(ctx, graph); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "graph's Deployment created", func(ctx context.Context) (bool, error) {
+	eventually(t, await.Long, "graph's Deployment created", func(ctx context.Context) (bool, error) {
 		list := &appsv1.DeploymentList{}
 		if err := env.Client.List(ctx, list, client.InNamespace(graphNS)); err != nil {
 			return false, err
@@ -300,7 +303,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	// (From here on its requests are refused: the release's RBAC is gone.)
 	h.mustRun("uninstall", release, "--namespace", ns, "--wait")
 	uninstalled := len(log.Matching("/leases/dynamo-operator-leader"))
-	eventually(t, 20*time.Second, "operator tried to renew the deleted Lease", func(ctx context.Context) (bool, error) {
+	eventually(t, time.Minute, "operator tried to renew the deleted Lease", func(ctx context.Context) (bool, error) {
 		return len(log.Matching("/leases/dynamo-operator-leader")) >= uninstalled+4, nil
 	})
 	if creates := log.Matching("POST /apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"); len(creates) > 0 {
@@ -407,7 +410,7 @@ const graphsCRD = "dynamographdeployments.nvidia.com"
 // trimmed the graphs' storedVersions; a refusal shows in log.Forbidden.
 func storageMigratedAsChart(t *testing.T, log *requestLog, graph *v1alpha1.DynamoGraphDeployment) {
 	t.Helper()
-	eventually(t, 30*time.Second, "the graphs' storedVersions trimmed", func(ctx context.Context) (bool, error) {
+	eventually(t, await.Long, "the graphs' storedVersions trimmed", func(ctx context.Context) (bool, error) {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: graphsCRD}, crd); err != nil {
 			return false, err

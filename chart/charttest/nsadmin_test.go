@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 )
 
@@ -48,7 +49,7 @@ func TestNamespaceAdminInstallsNamespaceScoped(t *testing.T) {
 	if err := env.Client.Create(ctx, binding); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "nvidia.com aggregated into admin", func(ctx context.Context) (bool, error) {
+	eventually(t, await.Long, "nvidia.com aggregated into admin", func(ctx context.Context) (bool, error) {
 		admin := &rbacv1.ClusterRole{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: "admin"}, admin); err != nil {
 			return false, err
@@ -78,7 +79,7 @@ func TestNamespaceAdminInstallsNamespaceScoped(t *testing.T) {
 
 	// The marker Lease names the operator version, as docs/tasks/hybrid.md's
 	// example shows with kubectl get lease.
-	eventually(t, 30*time.Second, "marker Lease held by v2.0.0-beta", func(ctx context.Context) (bool, error) {
+	eventually(t, await.Long, "marker Lease held by v2.0.0-beta", func(ctx context.Context) (bool, error) {
 		l := &coordinationv1.Lease{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dynamo-operator-namespace-scope"}, l); err != nil {
 			return false, nil
@@ -97,7 +98,7 @@ func TestNamespaceAdminInstallsNamespaceScoped(t *testing.T) {
 	if err := alice.Create(ctx, graph); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "graph's Deployment created", func(ctx context.Context) (bool, error) {
+	eventually(t, await.Long, "graph's Deployment created", func(ctx context.Context) (bool, error) {
 		list := &appsv1.DeploymentList{}
 		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return false, err
@@ -135,7 +136,7 @@ func assertNothingLeftExcept(t *testing.T, ns, release, binding string) {
 	if err := env.Client.Delete(ctx, rb); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "graph children collected", func(ctx context.Context) (bool, error) {
+	eventually(t, await.Long, "graph children collected", func(ctx context.Context) (bool, error) {
 		deployments, services := &appsv1.DeploymentList{}, &corev1.ServiceList{}
 		if err := env.Client.List(ctx, deployments, client.InNamespace(ns)); err != nil {
 			return false, err

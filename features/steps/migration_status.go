@@ -8,11 +8,11 @@ import (
 	"strings"
 
 	"github.com/cucumber/godog"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dynamoctl/dynamo-operator/internal/migration"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
@@ -22,30 +22,6 @@ import (
 func registerMigrationStatusSteps(sc *godog.ScenarioContext, world *simWorld) {
 	w := world.migrationState()
 	sc.Step(`^every component's and graph's status reads in Dynamo's shape and in ours$`, w.statusBothShapes)
-}
-
-// dynamoServiceStatus mirrors Dynamo's Go type for a service's status
-// (ServiceReplicaStatus in ai-dynamo/dynamo's api/v1alpha1), to read our
-// status as Dynamo's operator and tools read it.
-type dynamoServiceStatus struct {
-	ComponentKind     string   `json:"componentKind"`
-	ComponentName     string   `json:"componentName"`
-	ComponentNames    []string `json:"componentNames,omitempty"`
-	Replicas          int32    `json:"replicas"`
-	UpdatedReplicas   int32    `json:"updatedReplicas"`
-	ReadyReplicas     *int32   `json:"readyReplicas,omitempty"`
-	AvailableReplicas *int32   `json:"availableReplicas,omitempty"`
-}
-
-type dynamoGraphStatus struct {
-	State      string                         `json:"state"`
-	Conditions []metav1.Condition             `json:"conditions"`
-	Services   map[string]dynamoServiceStatus `json:"services,omitempty"`
-}
-
-type dynamoComponentStatus struct {
-	Conditions []metav1.Condition   `json:"conditions"`
-	Service    *dynamoServiceStatus `json:"service,omitempty"`
 }
 
 // statusBothShapes reads every graph and component through our typed
@@ -78,7 +54,7 @@ func (w *migrationWorld) statusBothShapes(ctx context.Context) error {
 				return err
 			}
 			if kind == "DynamoGraphDeployment" {
-				var st dynamoGraphStatus
+				var st migration.DynamoGraphStatus
 				if err := json.Unmarshal(raw, &st); err != nil {
 					problems = append(problems, fmt.Sprintf("graph %s does not decode as Dynamo's: %v", o.GetName(), err))
 					continue
@@ -93,7 +69,7 @@ func (w *migrationWorld) statusBothShapes(ctx context.Context) error {
 				}
 				continue
 			}
-			var st dynamoComponentStatus
+			var st migration.DynamoComponentStatus
 			if err := json.Unmarshal(raw, &st); err != nil {
 				problems = append(problems, fmt.Sprintf("component %s does not decode as Dynamo's: %v", o.GetName(), err))
 				continue

@@ -232,33 +232,6 @@ func TestDynamoObjectsDecode(t *testing.T) {
 	}
 }
 
-// dynamoServiceStatus mirrors Dynamo's Go type for a service's status
-// (api/v1alpha1 ServiceReplicaStatus in ai-dynamo/dynamo), to read what our
-// operator writes as Dynamo's operator and tools read it.
-type dynamoServiceStatus struct {
-	ComponentKind     string   `json:"componentKind"`
-	ComponentName     string   `json:"componentName"`
-	ComponentNames    []string `json:"componentNames,omitempty"`
-	Replicas          int32    `json:"replicas"`
-	UpdatedReplicas   int32    `json:"updatedReplicas"`
-	ReadyReplicas     *int32   `json:"readyReplicas,omitempty"`
-	AvailableReplicas *int32   `json:"availableReplicas,omitempty"`
-}
-
-type dynamoGraphStatus struct {
-	ObservedGeneration int64                          `json:"observedGeneration,omitempty"`
-	State              string                         `json:"state"`
-	Conditions         []metav1.Condition             `json:"conditions"`
-	Services           map[string]dynamoServiceStatus `json:"services,omitempty"`
-}
-
-type dynamoComponentStatus struct {
-	ObservedGeneration int64                `json:"observedGeneration,omitempty"`
-	Conditions         []metav1.Condition   `json:"conditions"`
-	PodSelector        map[string]string    `json:"podSelector,omitempty"`
-	Service            *dynamoServiceStatus `json:"service,omitempty"`
-}
-
 // decodeAs decodes obj's status into a struct of Dynamo's shape; a field
 // of another type fails.
 func decodeAs(t *testing.T, obj *unstructured.Unstructured, into any) {
@@ -453,7 +426,7 @@ func TestTakeOverRestartsNothing(t *testing.T) {
 		}
 		for i := range list.Items {
 			if kind == "DynamoGraphDeployment" {
-				var st dynamoGraphStatus
+				var st migration.DynamoGraphStatus
 				decodeAs(t, &list.Items[i], &st)
 				for name, s := range st.Services {
 					if s.ComponentKind != "Deployment" || after[s.ComponentName].uid == "" {
@@ -461,7 +434,7 @@ func TestTakeOverRestartsNothing(t *testing.T) {
 					}
 				}
 			} else {
-				var st dynamoComponentStatus
+				var st migration.DynamoComponentStatus
 				decodeAs(t, &list.Items[i], &st)
 				if st.Service == nil || st.Service.ComponentName != list.Items[i].GetName() {
 					t.Errorf("%s status.service = %+v", list.Items[i].GetName(), st.Service)

@@ -89,22 +89,6 @@ func Until(ctx context.Context, what string, f func() error, opts ...Option) err
 	return fmt.Errorf("%s: not within %s: %s", what, o.timeout, failure)
 }
 
-// While checks that f keeps returning nil for d (Steady by default),
-// polling every Poll: the Consistently of steps. The error names what and
-// what f returned when it broke.
-func While(ctx context.Context, what string, f func() error, d time.Duration) error {
-	if d == 0 {
-		d = Steady
-	}
-	var failure string
-	g := gomega.NewGomega(func(message string, _ ...int) { failure = message })
-	g.Consistently(ctx, f).WithTimeout(d).WithPolling(Poll).Should(gomega.Succeed())
-	if failure == "" {
-		return nil
-	}
-	return fmt.Errorf("%s: broke within %s: %s", what, d, failure)
-}
-
 // ErrNotYet is what a polled function returns when it has nothing better to
 // say; prefer an error that says what was seen.
 var ErrNotYet = errors.New("not yet")

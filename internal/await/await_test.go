@@ -50,24 +50,6 @@ func TestUntilStopsWithContext(t *testing.T) {
 	}
 }
 
-func TestWhile(t *testing.T) {
-	n := 0
-	if err := While(context.Background(), "stays", func() error { n++; return nil }, 500*time.Millisecond); err != nil || n < 2 {
-		t.Fatalf("While = %v after %d tries", err, n)
-	}
-	n = 0
-	err := While(context.Background(), "no restart", func() error {
-		n++
-		if n > 1 {
-			return errors.New("restarted")
-		}
-		return nil
-	}, time.Second)
-	if err == nil || !strings.Contains(err.Error(), "restarted") {
-		t.Fatalf("While = %v, want the break named", err)
-	}
-}
-
 func TestNew(t *testing.T) {
 	g := New(t)
 	n := 0

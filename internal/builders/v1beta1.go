@@ -64,3 +64,9 @@ func (c *BetaComponentWrapper) Failover(f *v1beta1.FailoverSpec) *BetaComponentW
 	c.Experimental.Failover = f
 	return c
 }
+
+// Replicas sets replicas.
+func (c *BetaComponentWrapper) Replicas(n int32) *BetaComponentWrapper {
+	c.DynamoComponentDeploymentSharedSpec.Replicas = &n
+	return c
+}

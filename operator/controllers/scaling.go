@@ -25,9 +25,10 @@ const AnnotationGraphReplicas = render.AnnotationGraphReplicas
 // wins: the graph applies it, forcing ownership back (an HPA still active
 // then scales again on its next sync, as it does over a Deployment).
 //
-// Dynamo's answer is a scaling-adapter object per service whose scale
-// subresource writes the graph; that makes the graph's spec, which GitOps
-// tools own, change under them. Here the graph's spec is never written.
+// A service that opts in to a scaling adapter is not decided here: its
+// adapter owns its replicas (adapterReplicas). Dynamo's adapter writes
+// the graph's spec, which GitOps tools own; here the graph's spec is never
+// written, by either path.
 //
 // desired is the component as the graph renders it; live as stored, or
 // nil. It returns whether replicas were left out of desired.

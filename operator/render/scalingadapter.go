@@ -19,27 +19,30 @@ func ScalingAdapterName(graphName, serviceName string) string {
 }
 
 // ScalingAdapterServices are the services of dgd that opt in to a scaling
-// adapter, sorted. A graph written in v1beta1 opts a component in with
-// scalingAdapter, which its stored v1alpha1 form keeps in the conversion's
-// annotation (v1beta1.AnnotationBetaSpec): a graph without the annotation
-// has none, and costs no conversion.
+// adapter, sorted: scalingAdapter enabled (v1alpha1) or present (v1beta1,
+// stored as enabled). A graph stored before v1alpha1 had the field keeps a
+// v1beta1 opt-in in the conversion's annotation (v1beta1.AnnotationBetaSpec),
+// which is read too; a graph without the annotation costs no conversion.
 func ScalingAdapterServices(dgd *v1alpha1.DynamoGraphDeployment) []string {
-	if _, ok := dgd.Annotations[v1beta1.AnnotationBetaSpec]; !ok {
-		return nil
-	}
-	beta := &v1beta1.DynamoGraphDeployment{}
-	if err := beta.ConvertFrom(dgd.DeepCopy()); err != nil {
-		return nil
-	}
 	var out []string
-	for i := range beta.Spec.Components {
-		c := &beta.Spec.Components[i]
-		if c.ScalingAdapter != nil && dgd.Spec.Services[c.ComponentName] != nil {
-			out = append(out, c.ComponentName)
+	for name, s := range dgd.Spec.Services {
+		if s != nil && s.ScalingAdapter != nil && s.ScalingAdapter.Enabled {
+			out = append(out, name)
+		}
+	}
+	if _, ok := dgd.Annotations[v1beta1.AnnotationBetaSpec]; ok {
+		beta := &v1beta1.DynamoGraphDeployment{}
+		if err := beta.ConvertFrom(dgd.DeepCopy()); err == nil {
+			for i := range beta.Spec.Components {
+				c := &beta.Spec.Components[i]
+				if c.ScalingAdapter != nil && dgd.Spec.Services[c.ComponentName] != nil {
+					out = append(out, c.ComponentName)
+				}
+			}
 		}
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // ScalingAdapter is the adapter of dgd's service serviceName as created:

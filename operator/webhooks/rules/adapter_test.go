@@ -52,6 +52,16 @@ func TestAdapterReplicas(t *testing.T) {
 		"opting out with a change is refused":         {old: graphWithDecode(t, &one, true), cur: graphWithDecode(t, &two, false), requester: user, wantErrs: forbidden},
 		"opting out alone is allowed":                 {old: graphWithDecode(t, &one, true), cur: graphWithDecode(t, &one, false), requester: user},
 		"a ServiceAccount of another name is refused": {old: graphWithDecode(t, &one, true), cur: graphWithDecode(t, &two, true), requester: "system:serviceaccount:team-a:ci", wantErrs: forbidden},
+		"v1alpha1 scalingAdapter enabled: a user's change is refused": {
+			old:       builders.MakeGraph("llm", "ns").Service("decode", builders.MakeService().Replicas(1).ScalingAdapter(true)).Obj(),
+			cur:       builders.MakeGraph("llm", "ns").Service("decode", builders.MakeService().Replicas(2).ScalingAdapter(true)).Obj(),
+			requester: user, wantErrs: forbidden,
+		},
+		"v1alpha1 scalingAdapter disabled: replicas change": {
+			old:       builders.MakeGraph("llm", "ns").Service("decode", builders.MakeService().Replicas(1).ScalingAdapter(false)).Obj(),
+			cur:       builders.MakeGraph("llm", "ns").Service("decode", builders.MakeService().Replicas(2).ScalingAdapter(false)).Obj(),
+			requester: user,
+		},
 		"the planner's change is let through, warned": {
 			old: graphWithDecode(t, &one, true), cur: graphWithDecode(t, &two, true), requester: planner,
 			wantWarnings: []string{"spec.services.decode.replicas: the scaling adapter llm-decode owns these replicas; the change takes effect only if the service opts out"},

@@ -33,6 +33,17 @@ const AnnotationGraphReplicas = render.AnnotationGraphReplicas
 // desired is the component as the graph renders it; live as stored, or
 // nil. It returns whether replicas were left out of desired.
 func yieldReplicas(desired, live *v1alpha1.DynamoComponentDeployment, fieldOwner string) bool {
+	asked := recordGraphReplicas(desired)
+	if live == nil || live.Annotations[AnnotationGraphReplicas] != asked || !replicasOwnedByOther(live, fieldOwner) {
+		return false
+	}
+	desired.Spec.Replicas = nil
+	return true
+}
+
+// recordGraphReplicas records on desired the replicas its graph asks for
+// (AnnotationGraphReplicas), and returns them as recorded.
+func recordGraphReplicas(desired *v1alpha1.DynamoComponentDeployment) string {
 	asked := ""
 	if desired.Spec.Replicas != nil {
 		asked = strconv.Itoa(int(*desired.Spec.Replicas))
@@ -41,11 +52,7 @@ func yieldReplicas(desired, live *v1alpha1.DynamoComponentDeployment, fieldOwner
 		desired.Annotations = map[string]string{}
 	}
 	desired.Annotations[AnnotationGraphReplicas] = asked
-	if live == nil || live.Annotations[AnnotationGraphReplicas] != asked || !replicasOwnedByOther(live, fieldOwner) {
-		return false
-	}
-	desired.Spec.Replicas = nil
-	return true
+	return asked
 }
 
 // replicasOwnedByOther reports whether a field manager other than

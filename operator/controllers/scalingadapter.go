@@ -116,14 +116,7 @@ func (r *GraphReconciler) createScalingAdapter(ctx context.Context, s *graphStat
 // the adapter's last value until the graph's change (yieldReplicas).
 func (r *GraphReconciler) adapterReplicas(ctx context.Context, desired, live *v1alpha1.DynamoComponentDeployment,
 	a *v1alpha1.DynamoGraphDeploymentScalingAdapter) error {
-	asked := ""
-	if desired.Spec.Replicas != nil {
-		asked = strconv.Itoa(int(*desired.Spec.Replicas))
-	}
-	if desired.Annotations == nil {
-		desired.Annotations = map[string]string{}
-	}
-	desired.Annotations[AnnotationGraphReplicas] = asked
+	recordGraphReplicas(desired)
 	want := a.Spec.Replicas
 	if live == nil {
 		desired.Spec.Replicas = &want

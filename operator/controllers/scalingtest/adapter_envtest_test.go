@@ -46,7 +46,7 @@ func stored(t *testing.T, beta *v1beta1.DynamoGraphDeployment) *v1alpha1.DynamoG
 }
 
 func worker(name string) *builders.BetaComponentWrapper {
-	return builders.MakeBetaComponent(name).Type(v1beta1.ComponentTypeWorker)
+	return builders.MakeBetaComponent(name).Type(v1beta1.ComponentTypeWorker).Image("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0")
 }
 
 // serverSet are the fields the API server sets on an object.
@@ -62,7 +62,9 @@ func TestScalingAdaptersFollowTheOptIn(t *testing.T) {
 	env.StartControllers(ctx, t)
 
 	cases := map[string]struct {
+		// graph is written in v1beta1, alpha in v1alpha1: one of the two.
 		graph *builders.BetaGraphWrapper
+		alpha *builders.GraphWrapper
 		// component is one of the graph's components.
 		component string
 		// want are the adapters, by the graph as created.
@@ -84,6 +86,17 @@ func TestScalingAdaptersFollowTheOptIn(t *testing.T) {
 				}
 			},
 		},
+		"v1alpha1 scalingAdapter enabled opts in; disabled does not": {
+			alpha: builders.MakeGraph("alpha", ns).
+				Service("decode", builders.MakeService().Replicas(2).ScalingAdapter(true)).
+				Service("prefill", builders.MakeService().Replicas(2).ScalingAdapter(false)),
+			component: "alpha-prefill",
+			want: func(g *v1alpha1.DynamoGraphDeployment) []v1alpha1.DynamoGraphDeploymentScalingAdapter {
+				return []v1alpha1.DynamoGraphDeploymentScalingAdapter{
+					*builders.MakeScalingAdapter("alpha", "decode", ns).Replicas(2).ControlledBy(g).Obj(),
+				}
+			},
+		},
 		"replicas unset: seeded with 1": {
 			graph:     builders.MakeBetaGraph("unset", ns).Component(worker("decode").ScalingAdapter(&v1beta1.ScalingAdapter{})),
 			component: "unset-decode",
@@ -96,7 +109,12 @@ func TestScalingAdaptersFollowTheOptIn(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			dgd := stored(t, tc.graph.Obj())
+			var dgd *v1alpha1.DynamoGraphDeployment
+			if tc.alpha != nil {
+				dgd = tc.alpha.Obj()
+			} else {
+				dgd = stored(t, tc.graph.Obj())
+			}
 			if err := env.Client.Create(ctx, dgd); err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +175,7 @@ func componentReplicas(ctx context.Context, key client.ObjectKey) func() (int32,
 func TestScalingAdapterOwnsTheReplicas(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := env.StartDeploymentDriver(ctx, 0); err != nil {
+	if err := env.StartDeploymentDriver(ctx, 100*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	ns := env.Namespace(t, "adapter-owns")

@@ -90,15 +90,20 @@ type graphState struct {
 	pending *imageWait
 	// components are the graph's components as stored now.
 	components []*v1alpha1.DynamoComponentDeployment
-	changes    changeSet
+	// adapters are the scaling adapters of the services that opt in, by
+	// service.
+	adapters map[string]*v1alpha1.DynamoGraphDeploymentScalingAdapter
+	changes  changeSet
 }
 
 func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	return runSteps(ctx, &graphState{req: req},
 		r.loadGraph,
 		r.renderComponents,
+		r.ensureScalingAdapters,
 		r.resolveGraphImage,
 		r.applyGraphChildren,
+		r.reportScalingAdapters,
 		r.reportGraphStatus,
 	)
 }
@@ -185,7 +190,7 @@ func (r *GraphReconciler) applyGraphChildren(ctx context.Context, s *graphState)
 	if err := applyDiscovery(ctx, r.Client, r.Applier, dgd, render.GraphDiscoveryRBAC(dgd), &discovery); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
-	components, changes, err := r.applyComponents(ctx, dgd, s.toApply)
+	components, changes, err := r.applyComponents(ctx, dgd, s.toApply, s.adapters)
 	s.components = append(components, s.held...)
 	changes.add(s.changes)
 	changes.add(discovery)
@@ -254,7 +259,8 @@ func (r *GraphReconciler) recordGraphWrite(ctx context.Context, s *graphState, b
 // applyComponents makes each desired component exist as rendered and
 // returns them as the API server holds them now.
 func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment,
-	desired []*v1alpha1.DynamoComponentDeployment) ([]*v1alpha1.DynamoComponentDeployment, changeSet, error) {
+	desired []*v1alpha1.DynamoComponentDeployment,
+	adapters map[string]*v1alpha1.DynamoGraphDeploymentScalingAdapter) ([]*v1alpha1.DynamoComponentDeployment, changeSet, error) {
 	var changes changeSet
 	out := make([]*v1alpha1.DynamoComponentDeployment, 0, len(desired))
 	for _, dcd := range desired {
@@ -271,7 +277,11 @@ func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.Dyn
 			keepComponent(dcd, live)
 		}
 		stamp(dcd, asObject(live), r.Renderer, input, kept)
-		if yieldReplicas(dcd, live, r.Applier.FieldOwner) {
+		if a := adapters[dcd.Spec.ServiceName]; a != nil {
+			if err := r.adapterReplicas(ctx, dcd, live, a); err != nil {
+				return nil, changes, err
+			}
+		} else if yieldReplicas(dcd, live, r.Applier.FieldOwner) {
 			ctrl.LoggerFrom(ctx).V(2).Info("leaving the component's replicas to whoever scaled it",
 				"component", klog.KObj(dcd), "replicas", live.Spec.Replicas)
 		}

@@ -100,13 +100,19 @@ type graphState struct {
 	pending *imageWait
 	// components are the graph's components as stored now.
 	components []*v1alpha1.DynamoComponentDeployment
-	changes    changeSet
+	// live are the graph's components before this reconcile applies any,
+	// by service name.
+	live map[string]*v1alpha1.DynamoComponentDeployment
+	// restart is what spec.restart asks for now.
+	restart restartPlan
+	changes changeSet
 }
 
 func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	return runSteps(ctx, &graphState{req: req},
 		r.loadGraph,
 		r.renderComponents,
+		r.planGraphRestart,
 		r.resolveGraphImage,
 		r.applyGraphChildren,
 		r.reportGraphStatus,
@@ -155,10 +161,21 @@ func (r *GraphReconciler) renderComponents(ctx context.Context, s *graphState) (
 	if err != nil {
 		return stop(reconcile.Result{}, r.fail(ctx, s.dgd, err))
 	}
-	if err := r.takeExistingNames(ctx, s.dgd, desired); err != nil {
+	live, err := r.takeExistingNames(ctx, s.dgd, desired)
+	if err != nil {
 		return stop(reconcile.Result{}, err)
 	}
-	s.desired = desired
+	s.desired, s.live = desired, live
+	return proceed()
+}
+
+// planGraphRestart works out what spec.restart asks of the components now
+// (restart.go).
+func (r *GraphReconciler) planGraphRestart(_ context.Context, s *graphState) (reconcile.Result, bool, error) {
+	s.restart = planRestart(s.dgd, s.live, false)
+	if s.restart.status == nil && s.dgd.Spec.Restart == nil {
+		s.restart.status = legacyRestart(s.dgd)
+	}
 	return proceed()
 }
 
@@ -196,7 +213,7 @@ func (r *GraphReconciler) applyGraphChildren(ctx context.Context, s *graphState)
 	if err := applyDiscovery(ctx, r.Client, r.Applier, dgd, render.GraphDiscoveryRBAC(dgd), &discovery); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
-	components, changes, err := r.applyComponents(ctx, dgd, s.toApply)
+	components, changes, err := r.applyComponents(ctx, dgd, s.toApply, s.restart, s.live)
 	s.components = append(components, s.held...)
 	changes.add(s.changes)
 	changes.add(discovery)
@@ -226,6 +243,7 @@ func (r *GraphReconciler) reportGraphStatus(ctx context.Context, s *graphState) 
 	dgd := s.dgd
 	now := r.Clock.Now()
 	next := graphStatus(dgd, s.components, metav1.NewTime(now))
+	next.Restart = s.restart.status
 	setImageWait(&next, dgd, s.pending, metav1.NewTime(now))
 	blockers := componentBlockers(s.components)
 	if wait := r.holdFirstReport(s.req.NamespacedName, dgd, s.components, &next, s.pending, blockers, now); wait > 0 {
@@ -270,7 +288,8 @@ func (r *GraphReconciler) recordGraphWrite(ctx context.Context, s *graphState, b
 // applyComponents makes each desired component exist as rendered and
 // returns them as the API server holds them now.
 func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment,
-	desired []*v1alpha1.DynamoComponentDeployment) ([]*v1alpha1.DynamoComponentDeployment, changeSet, error) {
+	desired []*v1alpha1.DynamoComponentDeployment, restart restartPlan,
+	services map[string]*v1alpha1.DynamoComponentDeployment) ([]*v1alpha1.DynamoComponentDeployment, changeSet, error) {
 	var changes changeSet
 	out := make([]*v1alpha1.DynamoComponentDeployment, 0, len(desired))
 	for _, dcd := range desired {
@@ -286,6 +305,8 @@ func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.Dyn
 		if kept {
 			keepComponent(dcd, live)
 		}
+		// After keepComponent: a restart reaches kept content too.
+		setRestartAt(dcd, restart.restartValue(dcd.Spec.ServiceName, services[dcd.Spec.ServiceName]))
 		stamp(dcd, asObject(live), r.Renderer, input, kept)
 		if yieldReplicas(dcd, live, r.Applier.FieldOwner) {
 			ctrl.LoggerFrom(ctx).V(2).Info("leaving the component's replicas to whoever scaled it",
@@ -317,30 +338,31 @@ func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.Dyn
 // already runs its service, when one does under another name: Dynamo's
 // operator names workers' components <graph>-<service>-<8-hex hash>. The
 // existing component is adopted in place; a second one beside it would
-// start a second workload holding the same GPUs.
+// start a second workload holding the same GPUs. It returns the existing
+// components by service name.
 func (r *GraphReconciler) takeExistingNames(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment,
-	desired []*v1alpha1.DynamoComponentDeployment) error {
+	desired []*v1alpha1.DynamoComponentDeployment) (map[string]*v1alpha1.DynamoComponentDeployment, error) {
 	list, err := componentsOf(ctx, r.Client, r.indexed, dgd.Namespace, dgd.Name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	existing := map[string]string{}
+	existing := map[string]*v1alpha1.DynamoComponentDeployment{}
 	for i := range list.Items {
 		dcd := &list.Items[i]
 		if metav1.IsControlledBy(dcd, dgd) && dcd.DeletionTimestamp.IsZero() && dcd.Spec.ServiceName != "" {
 			// Our own name wins when both exist.
 			if _, ok := existing[dcd.Spec.ServiceName]; !ok || dcd.Name == render.ComponentName(dgd.Name, dcd.Spec.ServiceName) {
-				existing[dcd.Spec.ServiceName] = dcd.Name
+				existing[dcd.Spec.ServiceName] = dcd
 			}
 		}
 	}
 	for _, dcd := range desired {
-		if name, ok := existing[dcd.Spec.ServiceName]; ok && name != dcd.Name {
-			dcd.Name = name
-			dcd.Labels[render.LabelComponent] = name
+		if live, ok := existing[dcd.Spec.ServiceName]; ok && live.Name != dcd.Name {
+			dcd.Name = live.Name
+			dcd.Labels[render.LabelComponent] = live.Name
 		}
 	}
-	return nil
+	return existing, nil
 }
 
 // releaseClaims takes the graph's owner reference off claims another

@@ -172,7 +172,7 @@ func (r *GraphReconciler) renderComponents(ctx context.Context, s *graphState) (
 // planGraphRestart works out what spec.restart asks of the components now
 // (restart.go).
 func (r *GraphReconciler) planGraphRestart(_ context.Context, s *graphState) (reconcile.Result, bool, error) {
-	s.restart = planRestart(s.dgd, s.live, false)
+	s.restart = planRestart(s.dgd, s.live)
 	if s.restart.status == nil && s.dgd.Spec.Restart == nil {
 		s.restart.status = legacyRestart(s.dgd)
 	}

@@ -54,9 +54,7 @@ type restartPlan struct {
 
 // planRestart computes the restart plan of dgd from its stored status and
 // its components by service name (live, as the API server returned them).
-// rolling is true while a rolling update of the graph's spec replaces its
-// pods anyway: a new restart is then Superseded, as in Dynamo.
-func planRestart(dgd *v1alpha1.DynamoGraphDeployment, live map[string]*v1alpha1.DynamoComponentDeployment, rolling bool) restartPlan {
+func planRestart(dgd *v1alpha1.DynamoGraphDeployment, live map[string]*v1alpha1.DynamoComponentDeployment) restartPlan {
 	prev := dgd.Status.Restart
 	req := dgd.Spec.Restart
 	if req == nil || req.ID == "" {
@@ -71,9 +69,6 @@ func planRestart(dgd *v1alpha1.DynamoGraphDeployment, live map[string]*v1alpha1.
 		return restartPlan{status: prev.DeepCopy()}
 	}
 	isNew := prev == nil || prev.ObservedID != req.ID
-	if isNew && rolling {
-		return restartPlan{status: &v1alpha1.RestartStatus{ObservedID: req.ID, Phase: v1alpha1.RestartPhaseSuperseded}}
-	}
 	order := restartOrder(dgd)
 	if len(order) == 0 {
 		return restartPlan{status: &v1alpha1.RestartStatus{ObservedID: req.ID, Phase: v1alpha1.RestartPhaseCompleted}}

@@ -51,10 +51,9 @@ func TestPlanRestart(t *testing.T) {
 	}
 	order := []string{"prefill", "decode", "Frontend"}
 	cases := map[string]struct {
-		dgd     *builders.GraphWrapper
-		live    map[string]*v1alpha1.DynamoComponentDeployment
-		rolling bool
-		want    restartPlan
+		dgd  *builders.GraphWrapper
+		live map[string]*v1alpha1.DynamoComponentDeployment
+		want restartPlan
 	}{
 		"no restart asked": {dgd: graph()},
 		"an ended restart stays reported after spec.restart is removed": {
@@ -133,15 +132,10 @@ func TestPlanRestart(t *testing.T) {
 			live: components(component("prefill", "a", true), component("decode", "a", true), component("Frontend", "a", true)),
 			want: restartPlan{status: done("a"), annotate: map[string]string{"prefill": "a", "decode": "a", "Frontend": "a"}},
 		},
-		"a new id while a rolling update runs is superseded": {
-			dgd:     graph().Restart("a", seq, order...),
-			rolling: true,
-			want:    restartPlan{status: &v1alpha1.RestartStatus{ObservedID: "a", Phase: v1alpha1.RestartPhaseSuperseded}},
-		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := planRestart(tc.dgd.Obj(), tc.live, tc.rolling)
+			got := planRestart(tc.dgd.Obj(), tc.live)
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(restartPlan{})); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}

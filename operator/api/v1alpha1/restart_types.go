@@ -47,8 +47,9 @@ const (
 	RestartPhaseRestarting RestartPhase = "Restarting"
 	RestartPhaseCompleted  RestartPhase = "Completed"
 	RestartPhaseFailed     RestartPhase = "Failed"
-	// RestartPhaseSuperseded: the restart was not run as such, because a
-	// rolling update of the graph replaced its pods at the same time.
+	// RestartPhaseSuperseded: the restart was not run as such. Dynamo's
+	// operator reports it when a rolling update replaced the pods anyway;
+	// this operator, for an id written before it acted on restarts.
 	RestartPhaseSuperseded RestartPhase = "Superseded"
 )
 

@@ -47,6 +47,7 @@ func registerRestartSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^I patch the dgd `+quoted+` with the following, watching its Deployments until each rolled:$`, w.patchWatchingDeployments)
 	sc.Step(`^the Deployments rolled one at a time, in the order `+quoted+`$`, unquote1(w.rolledInOrder))
 	sc.Step(`^no Deployment had fewer ready replicas than it desires during the rollouts$`, w.neverBelowDesired)
+	sc.Step(`^the Deployment `+quoted+` began to roll only after `+quoted+` had rolled out$`, unquote2(w.rolledAfter))
 }
 
 // patchWatchingDeployments lists the graph's Deployments, watches them
@@ -168,6 +169,29 @@ func (w *world) rolledInOrder(_ context.Context, names string) error {
 		prev, next := rec.each[want[i-1]], rec.each[want[i]]
 		if next.began <= prev.ended {
 			return fmt.Errorf("%s began to roll (event %d) before %s had rolled out (event %d)", want[i], next.began, want[i-1], prev.ended)
+		}
+	}
+	return nil
+}
+
+// rolledAfter checks that the Deployment began to roll only after each of
+// the others (comma-separated) had rolled out.
+func (w *world) rolledAfter(_ context.Context, deployment, others string) error {
+	rec := w.serving.rollouts
+	if rec == nil {
+		return fmt.Errorf("no rollouts were watched")
+	}
+	d, ok := rec.each[deployment]
+	if !ok || d.began == 0 {
+		return fmt.Errorf("the Deployment %s did not roll; rolled: %v", deployment, rec.order)
+	}
+	for _, n := range strings.Split(others, ",") {
+		o, ok := rec.each[strings.TrimSpace(n)]
+		if !ok || o.ended == 0 {
+			return fmt.Errorf("the Deployment %s did not roll; rolled: %v", strings.TrimSpace(n), rec.order)
+		}
+		if d.began <= o.ended {
+			return fmt.Errorf("%s began to roll (event %d) before %s had rolled out (event %d)", deployment, d.began, strings.TrimSpace(n), o.ended)
 		}
 	}
 	return nil

@@ -244,6 +244,7 @@ func (r *GraphReconciler) reportGraphStatus(ctx context.Context, s *graphState) 
 	now := r.Clock.Now()
 	next := graphStatus(dgd, s.components, metav1.NewTime(now))
 	next.Restart = s.restart.status
+	next.RollingUpdate = rollingUpdateStatus(dgd, s.live, s.components, metav1.NewTime(now))
 	setImageWait(&next, dgd, s.pending, metav1.NewTime(now))
 	blockers := componentBlockers(s.components)
 	if wait := r.holdFirstReport(s.req.NamespacedName, dgd, s.components, &next, s.pending, blockers, now); wait > 0 {
@@ -292,6 +293,7 @@ func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.Dyn
 	services map[string]*v1alpha1.DynamoComponentDeployment) ([]*v1alpha1.DynamoComponentDeployment, changeSet, error) {
 	var changes changeSet
 	out := make([]*v1alpha1.DynamoComponentDeployment, 0, len(desired))
+	hold := rollingHold(dgd, services)
 	for _, dcd := range desired {
 		if err := controllerutil.SetControllerReference(dgd, dcd, r.Client.Scheme()); err != nil {
 			return nil, changes, err
@@ -304,6 +306,9 @@ func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.Dyn
 		kept := keepContent(asObject(live), r.Renderer, input)
 		if kept {
 			keepComponent(dcd, live)
+		} else if hold[dcd.Spec.ServiceName] && live != nil {
+			// Its spec change waits for the stage before it (rolling_update.go).
+			input, kept = holdBack(dcd, live), true
 		}
 		// After keepComponent: a restart reaches kept content too.
 		setRestartAt(dcd, restart.restartValue(dcd.Spec.ServiceName, services[dcd.Spec.ServiceName]))

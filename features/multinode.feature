@@ -168,6 +168,7 @@ Feature: Multinode graphs run as groups of a leader and its workers
     And every pod of the dcd "roll-worker" runs the image "vllm-runtime:2"
     And the dgd "roll" becomes Ready, and the time it took is reported
 
+  @restart
   Scenario: A restart replaces the groups one at a time, their spec unchanged
     Given 4 GPU nodes with 2 GPUs each are reserved for "mnrestart"
     When I apply the manifest:

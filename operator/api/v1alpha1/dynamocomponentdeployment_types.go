@@ -99,6 +99,12 @@ type DynamoComponentDeploymentSharedSpec struct {
 	// GPUMemoryService is accepted; the operator does not act on it yet.
 	// +optional
 	GPUMemoryService *EnabledSpec `json:"gpuMemoryService,omitempty"`
+	// ScalingAdapter, enabled, gives the service a
+	// DynamoGraphDeploymentScalingAdapter that owns its replicas, for HPA,
+	// KEDA or Dynamo's planner to scale through (v1beta1: scalingAdapter
+	// present).
+	// +optional
+	ScalingAdapter *EnabledSpec `json:"scalingAdapter,omitempty"`
 }
 
 // DynamoComponentDeploymentSpec is one deployed component.

@@ -93,6 +93,9 @@ const (
 	ReasonComponentRef = "component_ref_invalid"
 	ReasonBuildTimeout = "build_timeout_invalid"
 	ReasonImmutable    = "immutable_field_changed"
+	// ReasonAdapterReplicas: the replicas of a service its scaling adapter
+	// owns changed in the graph (AdapterReplicas).
+	ReasonAdapterReplicas = "adapter_owned_replicas_changed"
 )
 
 // ratchet drops the violations the old object already had, so an object

@@ -168,6 +168,50 @@ Feature: Multinode graphs run as groups of a leader and its workers
     And every pod of the dcd "roll-worker" runs the image "vllm-runtime:2"
     And the dgd "roll" becomes Ready, and the time it took is reported
 
+  @restart
+  Scenario: A restart replaces the groups one at a time, their spec unchanged
+    Given 4 GPU nodes with 2 GPUs each are reserved for "mnrestart"
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: mnrestart
+      spec:
+        backendFramework: vllm
+        services:
+          Worker:
+            componentType: worker
+            replicas: 2
+            multinode:
+              nodeCount: 2
+            resources:
+              limits:
+                gpu: "1"
+            extraPodSpec:
+              nodeSelector:
+                sim.dynamo.nvidia.com/reserved: mnrestart
+              tolerations:
+                - key: sim.dynamo.nvidia.com/reserved
+                  operator: Equal
+                  value: mnrestart
+                  effect: NoSchedule
+              mainContainer:
+                image: vllm-runtime:1
+                command: ["python3", "-m", "dynamo.vllm"]
+                args: ["--model", "Qwen/Qwen3-0.6B", "--tensor-parallel-size", "2"]
+      """
+    Then the dgd "mnrestart" becomes Ready, and the time it took is reported
+    When I patch the dgd "mnrestart" with the following, watching the groups of the dcd "mnrestart-worker" until its rollout is done:
+      """
+      spec:
+        restart: {id: first}
+      """
+    Then the dcd "mnrestart-worker" never had fewer than 2 whole groups Ready during the rollout, and never more than one group being replaced
+    And every pod of the dcd "mnrestart-worker" runs the image "vllm-runtime:1"
+    And the dgd "mnrestart" eventually has ".status.restart.phase" equal to "Completed"
+    And the LeaderWorkerSet "mnrestart-worker" has ".spec.leaderWorkerTemplate.workerTemplate.metadata.annotations.nvidia\.com/restartAt" equal to "first"
+
   @install
   Scenario: Without the LeaderWorkerSet API a multinode graph fails saying what to install, and runs once it is installed, the operator not restarted
     Given the cluster serves no LeaderWorkerSet API, and the operator has started without it

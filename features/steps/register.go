@@ -27,6 +27,7 @@ var featureSteps = []func(*godog.ScenarioContext, *world){
 	registerWebhookSteps,
 	registerServingSteps,
 	registerRolloutSteps,
+	registerRestartSteps,
 	registerMetricsSteps,
 	registerInstallSteps,
 	registerOperatorPodSteps,

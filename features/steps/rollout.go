@@ -37,6 +37,8 @@ type serving struct {
 	// outlives it.
 	failingImages []string
 	rollout       *rolloutRecord
+	// rollouts are the rollouts of a graph's Deployments (restart.go).
+	rollouts *graphRollouts
 }
 
 // rolloutRecord is what the watch saw during one rollout.
@@ -114,47 +116,79 @@ func (w *world) watchPodsThrough(ctx context.Context, selector string, timeout t
 		return nil, err
 	}
 	podsAPI := cs.CoreV1().Pods(w.namespace)
-	list, err := podsAPI.List(ctx, metav1.ListOptions{LabelSelector: selector})
+	return watchThrough(ctx, listWatch[corev1.Pod]{
+		what: "pods",
+		list: func(ctx context.Context) ([]corev1.Pod, string, error) {
+			list, err := podsAPI.List(ctx, metav1.ListOptions{LabelSelector: selector})
+			if err != nil {
+				return nil, "", err
+			}
+			return list.Items, list.ResourceVersion, nil
+		},
+		watch: func(ctx context.Context, rv string) (watch.Interface, error) {
+			return podsAPI.Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv})
+		},
+	}, timeout, begin, observe)
+}
+
+// listWatch lists and watches objects of one kind.
+type listWatch[T any] struct {
+	what  string
+	list  func(ctx context.Context) (items []T, resourceVersion string, err error)
+	watch func(ctx context.Context, resourceVersion string) (watch.Interface, error)
+}
+
+// watchThrough lists the objects, watches them from that list's
+// resourceVersion, calls begin with the listed objects, then observe with
+// the objects as they stand after every event, by name, until observe
+// reports done or timeout passes. It returns the objects as last seen.
+func watchThrough[T any, PT interface {
+	*T
+	client.Object
+}](ctx context.Context, lw listWatch[T], timeout time.Duration,
+	begin func(map[string]PT) error, observe func(map[string]PT) (done bool)) (map[string]PT, error) {
+	items, rv, err := lw.list(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pods := map[string]*corev1.Pod{}
-	for i := range list.Items {
-		pods[list.Items[i].Name] = &list.Items[i]
+	objs := map[string]PT{}
+	for i := range items {
+		o := PT(&items[i])
+		objs[o.GetName()] = o
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	watcher, err := podsAPI.Watch(wctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: list.ResourceVersion})
+	watcher, err := lw.watch(wctx, rv)
 	if err != nil {
-		return pods, err
+		return objs, err
 	}
 	defer watcher.Stop()
-	if err := begin(pods); err != nil {
-		return pods, err
+	if err := begin(objs); err != nil {
+		return objs, err
 	}
 	deadline := time.After(timeout)
 	for {
 		select {
 		case <-deadline:
-			return pods, fmt.Errorf("not done within %s", timeout)
+			return objs, fmt.Errorf("not done within %s", timeout)
 		case ev, ok := <-watcher.ResultChan():
 			if !ok {
-				return pods, errors.New("the watch of the pods ended before it was done")
+				return objs, fmt.Errorf("the watch of the %s ended before it was done", lw.what)
 			}
 			switch ev.Type {
 			case watch.Error:
-				return pods, fmt.Errorf("the watch of the pods failed: %v", ev.Object)
+				return objs, fmt.Errorf("the watch of the %s failed: %v", lw.what, ev.Object)
 			case watch.Deleted:
-				if p, ok := ev.Object.(*corev1.Pod); ok {
-					delete(pods, p.Name)
+				if o, ok := ev.Object.(PT); ok {
+					delete(objs, o.GetName())
 				}
 			case watch.Added, watch.Modified:
-				if p, ok := ev.Object.(*corev1.Pod); ok {
-					pods[p.Name] = p
+				if o, ok := ev.Object.(PT); ok {
+					objs[o.GetName()] = o
 				}
 			}
-			if observe(pods) {
-				return pods, nil
+			if observe(objs) {
+				return objs, nil
 			}
 		}
 	}

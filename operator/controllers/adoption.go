@@ -95,9 +95,13 @@ func inputHash(v any) string {
 
 // serviceInput is what a graph's component for service is rendered from:
 // the graph's spec with only that service, less its replicas, which are
-// applied to kept content too (scaling must never wait for a spec change).
+// applied to kept content too (scaling must never wait for a spec change),
+// and less spec.restart: a restart reaches a component as its restart
+// annotation (restart.go), one service at a time, never as a change of
+// every service's input at once.
 func serviceInput(dgd *v1alpha1.DynamoGraphDeployment, service string) string {
 	spec := dgd.Spec.DeepCopy()
+	spec.Restart = nil
 	svc := spec.Services[service]
 	if svc != nil {
 		svc.Replicas = nil

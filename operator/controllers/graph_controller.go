@@ -90,6 +90,11 @@ type graphState struct {
 	pending *imageWait
 	// components are the graph's components as stored now.
 	components []*v1alpha1.DynamoComponentDeployment
+	// live are the graph's components before this reconcile applies any,
+	// by service name.
+	live map[string]*v1alpha1.DynamoComponentDeployment
+	// restart is what spec.restart asks for now.
+	restart restartPlan
 	// adapters are the scaling adapters of the services that opt in, by
 	// service.
 	adapters map[string]*v1alpha1.DynamoGraphDeploymentScalingAdapter
@@ -100,6 +105,7 @@ func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	return runSteps(ctx, &graphState{req: req},
 		r.loadGraph,
 		r.renderComponents,
+		r.planGraphRestart,
 		r.ensureScalingAdapters,
 		r.resolveGraphImage,
 		r.applyGraphChildren,
@@ -149,10 +155,21 @@ func (r *GraphReconciler) renderComponents(ctx context.Context, s *graphState) (
 	if err != nil {
 		return stop(reconcile.Result{}, r.fail(ctx, s.dgd, err))
 	}
-	if err := r.takeExistingNames(ctx, s.dgd, desired); err != nil {
+	live, err := r.takeExistingNames(ctx, s.dgd, desired)
+	if err != nil {
 		return stop(reconcile.Result{}, err)
 	}
-	s.desired = desired
+	s.desired, s.live = desired, live
+	return proceed()
+}
+
+// planGraphRestart works out what spec.restart asks of the components now
+// (restart.go).
+func (r *GraphReconciler) planGraphRestart(_ context.Context, s *graphState) (reconcile.Result, bool, error) {
+	s.restart = planRestart(s.dgd, s.live)
+	if s.restart.status == nil && s.dgd.Spec.Restart == nil {
+		s.restart.status = legacyRestart(s.dgd)
+	}
 	return proceed()
 }
 
@@ -190,7 +207,7 @@ func (r *GraphReconciler) applyGraphChildren(ctx context.Context, s *graphState)
 	if err := applyDiscovery(ctx, r.Client, r.Applier, dgd, render.GraphDiscoveryRBAC(dgd), &discovery); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
-	components, changes, err := r.applyComponents(ctx, dgd, s.toApply, s.adapters)
+	components, changes, err := r.applyComponents(ctx, s)
 	s.components = append(components, s.held...)
 	changes.add(s.changes)
 	changes.add(discovery)
@@ -223,6 +240,8 @@ func (r *GraphReconciler) reportGraphStatus(ctx context.Context, s *graphState) 
 	dgd := s.dgd
 	now := r.Clock.Now()
 	next := graphStatus(dgd, s.components, metav1.NewTime(now))
+	next.Restart = s.restart.status
+	next.RollingUpdate = rollingUpdateStatus(dgd, s.live, s.components, metav1.NewTime(now))
 	setImageWait(&next, dgd, s.pending, metav1.NewTime(now))
 	news := progressNews{blockers: componentBlockers(s.components), awaited: awaitedComponents(s.components)}
 	if wait := r.progress.wait(s.req.NamespacedName, &dgd.Status, &next, news, now); wait > 0 {
@@ -256,14 +275,14 @@ func (r *GraphReconciler) recordGraphWrite(ctx context.Context, s *graphState, b
 		"state", next.State, "why", readyMessage(next.Conditions))
 }
 
-// applyComponents makes each desired component exist as rendered and
+// applyComponents makes each component of s.toApply exist as rendered and
 // returns them as the API server holds them now.
-func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment,
-	desired []*v1alpha1.DynamoComponentDeployment,
-	adapters map[string]*v1alpha1.DynamoGraphDeploymentScalingAdapter) ([]*v1alpha1.DynamoComponentDeployment, changeSet, error) {
+func (r *GraphReconciler) applyComponents(ctx context.Context, s *graphState) ([]*v1alpha1.DynamoComponentDeployment, changeSet, error) {
 	var changes changeSet
-	out := make([]*v1alpha1.DynamoComponentDeployment, 0, len(desired))
-	for _, dcd := range desired {
+	dgd := s.dgd
+	out := make([]*v1alpha1.DynamoComponentDeployment, 0, len(s.toApply))
+	hold := rollingHold(dgd, s.live)
+	for _, dcd := range s.toApply {
 		if err := controllerutil.SetControllerReference(dgd, dcd, r.Client.Scheme()); err != nil {
 			return nil, changes, err
 		}
@@ -271,19 +290,9 @@ func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.Dyn
 		if err != nil {
 			return nil, changes, err
 		}
-		input := serviceInput(dgd, dcd.Spec.ServiceName)
-		kept := keepContent(asObject(live), r.Renderer, input)
-		if kept {
-			keepComponent(dcd, live)
-		}
-		stamp(dcd, asObject(live), r.Renderer, input, kept)
-		if a := adapters[dcd.Spec.ServiceName]; a != nil {
-			if err := r.adapterReplicas(ctx, dcd, live, a); err != nil {
-				return nil, changes, err
-			}
-		} else if yieldReplicas(dcd, live, r.Applier.FieldOwner) {
-			ctrl.LoggerFrom(ctx).V(2).Info("leaving the component's replicas to whoever scaled it",
-				"component", klog.KObj(dcd), "replicas", live.Spec.Replicas)
+		kept, err := r.prepareComponent(ctx, s, dcd, live, hold[dcd.Spec.ServiceName])
+		if err != nil {
+			return nil, changes, err
 		}
 		applyFn := r.Applier.Apply
 		if kept {
@@ -307,34 +316,65 @@ func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.Dyn
 	return out, changes, nil
 }
 
+// prepareComponent readies a desired component for its apply: the content
+// another renderer wrote kept, a spec change held back for the rolling
+// update (held), the restart annotation, the record of who rendered it for
+// which input, and the replicas a scaling adapter or whoever scaled it
+// owns. It reports whether the content is kept.
+func (r *GraphReconciler) prepareComponent(ctx context.Context, s *graphState, dcd, live *v1alpha1.DynamoComponentDeployment,
+	held bool) (bool, error) {
+	service := dcd.Spec.ServiceName
+	input := serviceInput(s.dgd, service)
+	kept := keepContent(asObject(live), r.Renderer, input)
+	if kept {
+		keepComponent(dcd, live)
+	} else if held && live != nil {
+		// Its spec change waits for the stage before it (rolling_update.go).
+		input, kept = holdBack(dcd, live), true
+	}
+	// After keepComponent: a restart reaches kept content too.
+	setRestartAt(dcd, s.restart.restartValue(service, s.live[service]))
+	stamp(dcd, asObject(live), r.Renderer, input, kept)
+	if a := s.adapters[service]; a != nil {
+		if err := r.adapterReplicas(ctx, dcd, live, a); err != nil {
+			return kept, err
+		}
+	} else if yieldReplicas(dcd, live, r.Applier.FieldOwner) {
+		ctrl.LoggerFrom(ctx).V(2).Info("leaving the component's replicas to whoever scaled it",
+			"component", klog.KObj(dcd), "replicas", live.Spec.Replicas)
+	}
+	return kept, nil
+}
+
 // takeExistingNames renames each desired component to the component that
 // already runs its service, when one does under another name: Dynamo's
 // operator names workers' components <graph>-<service>-<8-hex hash>. The
 // existing component is adopted in place; a second one beside it would
-// start a second workload holding the same GPUs.
+// start a second workload holding the same GPUs. It returns the existing
+// components by service name.
 func (r *GraphReconciler) takeExistingNames(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment,
-	desired []*v1alpha1.DynamoComponentDeployment) error {
+	desired []*v1alpha1.DynamoComponentDeployment) (map[string]*v1alpha1.DynamoComponentDeployment, error) {
 	list, err := componentsOf(ctx, r.Client, r.indexed, dgd.Namespace, dgd.Name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	existing := map[string]string{}
+	existing := map[string]*v1alpha1.DynamoComponentDeployment{}
 	for i := range list.Items {
 		dcd := &list.Items[i]
 		if metav1.IsControlledBy(dcd, dgd) && dcd.DeletionTimestamp.IsZero() && dcd.Spec.ServiceName != "" {
 			// Our own name wins when both exist.
 			if _, ok := existing[dcd.Spec.ServiceName]; !ok || dcd.Name == render.ComponentName(dgd.Name, dcd.Spec.ServiceName) {
-				existing[dcd.Spec.ServiceName] = dcd.Name
+				existing[dcd.Spec.ServiceName] = dcd
 			}
 		}
 	}
 	for _, dcd := range desired {
-		if name, ok := existing[dcd.Spec.ServiceName]; ok && name != dcd.Name {
-			dcd.Name = name
-			dcd.Labels[render.LabelComponent] = name
+		if live, ok := existing[dcd.Spec.ServiceName]; ok && live.Name != dcd.Name {
+			dcd.Name = live.Name
+			dcd.Labels[render.LabelComponent] = live.Name
 		}
 	}
-	return nil
+	return existing, nil
 }
 
 // releaseClaims takes the graph's owner reference off claims another
@@ -484,4 +524,3 @@ func (c changeSet) emit(rec events.EventRecorder, obj client.Object) {
 		rec.Eventf(obj, nil, corev1.EventTypeNormal, e.reason, e.action, "%s %s", e.reason, strings.Join(e.names, ", "))
 	}
 }
-

@@ -38,6 +38,9 @@ func graphStatus(dgd *v1alpha1.DynamoGraphDeployment, components []*v1alpha1.Dyn
 		}
 		available, cond := componentCurrent(dcd)
 		switch {
+		case specChanged(dgd, service, dcd):
+			// Held back by the rolling update (rolling_update.go).
+			waiting = append(waiting, fmt.Sprintf("%s (its update waits for the workers')", service))
 		case available:
 		case cond == nil:
 			waiting = append(waiting, fmt.Sprintf("%s (no status yet)", service))

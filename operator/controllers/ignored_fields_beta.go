@@ -26,7 +26,6 @@ func betaOnlyIgnoredFields(dgd *v1alpha1.DynamoGraphDeployment) []string {
 	for path, set := range map[string]bool{
 		"spec.providerOverride":   s.ProviderOverride != nil,
 		"spec.priorityClassName":  s.PriorityClassName != "",
-		"spec.restart":            s.Restart != nil,
 		"spec.topologyConstraint": s.TopologyConstraint != nil,
 		"spec.experimental":       s.Experimental != nil,
 	} {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -115,6 +116,12 @@ func (p *progressThrottle) forget(key types.NamespacedName) {
 
 func significant(current, next *v1alpha1.DynamoGraphDeploymentStatus) bool {
 	if current.State != next.State || current.ObservedGeneration != next.ObservedGeneration {
+		return true
+	}
+	// A restart's or rolling update's move to another service or phase
+	// is what users and the next step of a sequential restart wait for.
+	if !equality.Semantic.DeepEqual(current.Restart, next.Restart) ||
+		!equality.Semantic.DeepEqual(current.RollingUpdate, next.RollingUpdate) {
 		return true
 	}
 	a := meta.FindStatusCondition(current.Conditions, v1alpha1.ConditionReady)

@@ -32,6 +32,11 @@ type GraphPVC struct {
 }
 
 // DynamoGraphDeploymentSpec is a whole inference graph.
+//
+// spec.restart must be absent when the graph is created: a restart is a
+// request against running services, made by setting spec.restart.id later.
+//
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !has(self.restart)",message="spec.restart must be unset on create; set spec.restart.id after creation to request a restart",optionalOldSelf=true
 type DynamoGraphDeploymentSpec struct {
 	// DynamoComponent references an image-build artifact (name:version) of
 	// the older build flow; services without an image wait for its build.
@@ -59,6 +64,10 @@ type DynamoGraphDeploymentSpec struct {
 	// Labels are propagated to every child object.
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+	// Restart requests a restart of the graph's services each time its id
+	// changes.
+	// +optional
+	Restart *Restart `json:"restart,omitempty"`
 }
 
 // GraphState summarises a graph's status in one word.
@@ -108,6 +117,13 @@ type DynamoGraphDeploymentStatus struct {
 	// in Dynamo's shape.
 	// +optional
 	Services map[string]ServiceReplicaStatus `json:"services,omitempty"`
+	// Restart is the progress of the latest restart.
+	// +optional
+	Restart *RestartStatus `json:"restart,omitempty"`
+	// RollingUpdate is the progress of the latest rolling update of the
+	// services after a change of their spec.
+	// +optional
+	RollingUpdate *RollingUpdateStatus `json:"rollingUpdate,omitempty"`
 }
 
 // DynamoGraphDeployment deploys a complete inference graph: frontend,

@@ -23,6 +23,7 @@ func graphUp(a *alphaGraph) *DynamoGraphDeployment {
 			Labels:           a.Spec.Labels,
 			Env:              a.Spec.Envs,
 			BackendFramework: string(a.Spec.BackendFramework),
+			Restart:          restartUp(a.Spec.Restart),
 		},
 		Status: graphStatusUp(&a.Status),
 	}
@@ -48,6 +49,7 @@ func graphDown(b *DynamoGraphDeployment) (*alphaGraph, error) {
 			Envs:             b.Spec.Env,
 			BackendFramework: v1alpha1.BackendFramework(b.Spec.BackendFramework),
 			PVCs:             cachePVCs(b),
+			Restart:          restartDown(b.Spec.Restart),
 		},
 		Status: graphStatusDown(&b.Status),
 	}
@@ -168,13 +170,24 @@ var betaGraphParts = []part[DynamoGraphDeployment, alphaGraph]{
 	betaGraphField("backendFramework", func(b *DynamoGraphDeployment) string { return b.Spec.BackendFramework },
 		func(b *DynamoGraphDeployment, v string) { b.Spec.BackendFramework = v },
 		func(a *alphaGraph) any { return a.Spec.BackendFramework }),
+	// Both versions have restart now; a value saved here was written through
+	// v1beta1 while v1alpha1 had no restart, and is shown until either
+	// version sets one.
 	betaGraphField("restart", func(b *DynamoGraphDeployment) *Restart { return b.Spec.Restart },
-		func(b *DynamoGraphDeployment, v *Restart) { b.Spec.Restart = v }, nil),
+		setLegacyRestart, nil),
 	betaGraphField("topologyConstraint", func(b *DynamoGraphDeployment) *SpecTopologyConstraint { return b.Spec.TopologyConstraint },
 		func(b *DynamoGraphDeployment, v *SpecTopologyConstraint) { b.Spec.TopologyConstraint = v }, nil),
 	betaGraphField("experimental", func(b *DynamoGraphDeployment) *DynamoGraphDeploymentExperimentalSpec { return b.Spec.Experimental },
 		func(b *DynamoGraphDeployment, v *DynamoGraphDeploymentExperimentalSpec) { b.Spec.Experimental = v }, nil),
 	betaGraphField("componentOrder", componentOrder, setComponentOrder, nil),
+}
+
+// setLegacyRestart restores a restart saved before v1alpha1 had the field,
+// unless v1alpha1 holds one now.
+func setLegacyRestart(b *DynamoGraphDeployment, v *Restart) {
+	if b.Spec.Restart == nil {
+		b.Spec.Restart = v
+	}
 }
 
 // componentOrder is the names of the components in order; v1alpha1's map

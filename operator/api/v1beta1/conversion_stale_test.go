@@ -115,8 +115,8 @@ func TestStaleAnnotationsFromV1beta1(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := in.DeepCopy()
-	// The order of components, the restart and the scaling adapter, which
-	// v1alpha1 cannot express, are kept; the new service follows the saved
+	// The restart converts; the order of components and the scaling
+	// adapter, which v1alpha1 cannot express, are kept; the new service follows the saved
 	// order; the edited main container is the edit, and the containers'
 	// order, which the edit could not express, is kept.
 	want.Spec.Components[1].PodTemplate.Spec.Containers[1].Image = "j"

@@ -1,6 +1,8 @@
 package v1beta1
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
@@ -16,6 +18,8 @@ func graphStatusUp(a *alphaGraphStatus) DynamoGraphDeploymentStatus {
 		ObservedGeneration: a.ObservedGeneration,
 		State:              DGDState(a.State),
 		Conditions:         cloneConditions(a.Conditions),
+		Restart:            restartStatusUp(a.Restart),
+		RollingUpdate:      rollingUpdateUp(a.RollingUpdate),
 	}
 	for name, s := range a.Services {
 		if b.Components == nil {
@@ -31,6 +35,8 @@ func graphStatusDown(b *DynamoGraphDeploymentStatus) alphaGraphStatus {
 		ObservedGeneration: b.ObservedGeneration,
 		State:              v1alpha1.GraphState(b.State),
 		Conditions:         cloneConditions(b.Conditions),
+		Restart:            restartStatusDown(b.Restart),
+		RollingUpdate:      rollingUpdateDown(b.RollingUpdate),
 	}
 	for name, c := range b.Components {
 		if a.Services == nil {
@@ -73,6 +79,31 @@ func replicasDown(b *ComponentReplicaStatus) alphaReplicas {
 	return a
 }
 
+// rollingUpdateUp: v1beta1 names the updated services components.
+func rollingUpdateUp(a *v1alpha1.RollingUpdateStatus) *RollingUpdateStatus {
+	if a == nil {
+		return nil
+	}
+	return &RollingUpdateStatus{
+		Phase:             RollingUpdatePhase(a.Phase),
+		StartTime:         a.StartTime.DeepCopy(),
+		EndTime:           a.EndTime.DeepCopy(),
+		UpdatedComponents: slices.Clone(a.UpdatedServices),
+	}
+}
+
+func rollingUpdateDown(b *RollingUpdateStatus) *v1alpha1.RollingUpdateStatus {
+	if b == nil {
+		return nil
+	}
+	return &v1alpha1.RollingUpdateStatus{
+		Phase:           v1alpha1.RollingUpdatePhase(b.Phase),
+		StartTime:       b.StartTime.DeepCopy(),
+		EndTime:         b.EndTime.DeepCopy(),
+		UpdatedServices: slices.Clone(b.UpdatedComponents),
+	}
+}
+
 func cloneConditions(in []metav1.Condition) []metav1.Condition {
 	if in == nil {
 		return nil
@@ -111,11 +142,13 @@ var betaGraphStatusParts = []part[DynamoGraphDeploymentStatus, alphaGraphStatus]
 		func(b *DynamoGraphDeploymentStatus, v []metav1.Condition) { b.Conditions = v },
 		func(a *alphaGraphStatus) any { return a.Conditions }),
 	fieldPart("restart", func(b *DynamoGraphDeploymentStatus) *RestartStatus { return b.Restart },
-		func(b *DynamoGraphDeploymentStatus, v *RestartStatus) { b.Restart = v }, nilOf[alphaGraphStatus]()),
+		func(b *DynamoGraphDeploymentStatus, v *RestartStatus) { b.Restart = v },
+		func(a *alphaGraphStatus) any { return a.Restart }),
 	fieldPart("checkpoints", func(b *DynamoGraphDeploymentStatus) map[string]ComponentCheckpointStatus { return b.Checkpoints },
 		func(b *DynamoGraphDeploymentStatus, v map[string]ComponentCheckpointStatus) { b.Checkpoints = v }, nilOf[alphaGraphStatus]()),
 	fieldPart("rollingUpdate", func(b *DynamoGraphDeploymentStatus) *RollingUpdateStatus { return b.RollingUpdate },
-		func(b *DynamoGraphDeploymentStatus, v *RollingUpdateStatus) { b.RollingUpdate = v }, nilOf[alphaGraphStatus]()),
+		func(b *DynamoGraphDeploymentStatus, v *RollingUpdateStatus) { b.RollingUpdate = v },
+		func(a *alphaGraphStatus) any { return a.RollingUpdate }),
 	fieldPart("placement", func(b *DynamoGraphDeploymentStatus) *PlacementStatus { return b.Placement },
 		func(b *DynamoGraphDeploymentStatus, v *PlacementStatus) { b.Placement = v }, nilOf[alphaGraphStatus]()),
 }

@@ -33,13 +33,15 @@
 //	labels
 //	spec.pvcs                            - (saved); a claim a compilationCache names is added back
 //	spec.dynamoComponent                 - (saved)
-//	-                                    spec.providerOverride, priorityClassName, restart,
+//	spec.restart                         the same
+//	-                                    spec.providerOverride, priorityClassName,
 //	                                     topologyConstraint, experimental (saved)
 //	status.services[name]                status.components[name] (componentName is the last of
 //	                                     componentNames)
 //	status.observedGeneration, state,    the same
-//	conditions
-//	-                                    status.restart, checkpoints, rollingUpdate, placement (saved)
+//	conditions, restart
+//	status.rollingUpdate.updatedServices status.rollingUpdate.updatedComponents
+//	-                                    status.checkpoints, placement (saved)
 //
 //	v1alpha1 (service)                   v1beta1 (component)
 //	componentType worker +               type prefill / decode
@@ -127,14 +129,14 @@
 // renderer reads differently from how they were written (a GPU as a
 // request only, "0.5" for "500m", values that do not parse), a null
 // service, and the component status's podSelector, selector and counts;
-// from v1beta1, providerOverride, priorityClassName, restart,
+// from v1beta1, providerOverride, priorityClassName,
 // topologyConstraint, experimental (graph), a component's
 // runtimeVersionOverride, globalDynamoNamespace, minAvailable, roles,
 // dynamoSidecar, topologyConstraint, experimental.grove
 // and .checkpoint, GPU memory service or failover settings, a
 // frontendSidecar naming another container, pod template metadata besides
 // labels and annotations, the order of components and of containers, and
-// status.restart, checkpoints, rollingUpdate, placement and a component
+// status.checkpoints, placement and a component
 // entry's runtimeNamespace, GPU counts and scheduledReplicas.
 //
 // # Stale annotations
@@ -153,6 +155,9 @@
 // metadata, so v1beta1-only status fields written that way are not saved
 // (the operator writes status in v1alpha1). Quantities come back in their
 // canonical form ("0.5" as "500m"), as any decoding into Go types does.
+//
+// spec.restart was saved too before v1alpha1 had it: such a saved value is
+// shown in v1beta1 while v1alpha1 holds none.
 //
 // No other kind of the group has a v1beta1 version here: DynamoModel,
 // DynamoComponent and DynamoWorkerMetadata are served in v1alpha1 only.

@@ -59,6 +59,10 @@ type DynamoGraphDeploymentSpec struct {
 	// Labels are propagated to every child object.
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+	// TopologyConstraint places the graph's pods within one domain of a
+	// topology level; services without their own inherit its packDomain.
+	// +optional
+	TopologyConstraint *SpecTopologyConstraint `json:"topologyConstraint,omitempty"`
 }
 
 // GraphState summarises a graph's status in one word.

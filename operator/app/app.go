@@ -143,7 +143,7 @@ func addRunnables(mgr manager.Manager, o *config.Options, d Deps, drain *webhook
 func controllerOptions(o *config.Options, d Deps, gate *scope.Gate) controllers.Options {
 	return controllers.Options{
 		Workers: o.MaxConcurrentReconciles,
-		Render:  render.Options{NATSAddr: o.NATSAddr, EtcdAddr: o.EtcdAddr},
+		Render:  render.Options{NATSAddr: o.NATSAddr, EtcdAddr: o.EtcdAddr, TopologyLabels: topologyLabels(o.TopologyDomainLabels)},
 		Build:   imageBuildOptions(o.ImageBuilder),
 		Clock:   d.Clock,
 		Gate:    gate,
@@ -283,4 +283,13 @@ func imageBuildOptions(ib config.ImageBuilderOptions) render.ImageBuildOptions {
 		AddNamespacePrefixToImage: ib.AddNamespacePrefixToImage,
 		APIStoreEndpoint:          ib.APIStoreEndpoint,
 	}
+}
+
+// topologyLabels maps each topology level to its node label.
+func topologyLabels(levels []config.TopologyLevel) map[string]string {
+	out := make(map[string]string, len(levels))
+	for _, l := range levels {
+		out[l.Domain] = l.Label
+	}
+	return out
 }

@@ -24,11 +24,10 @@ func betaOnlyIgnoredFields(dgd *v1alpha1.DynamoGraphDeployment) []string {
 	var out []string
 	s := beta.Spec
 	for path, set := range map[string]bool{
-		"spec.providerOverride":   s.ProviderOverride != nil,
-		"spec.priorityClassName":  s.PriorityClassName != "",
-		"spec.restart":            s.Restart != nil,
-		"spec.topologyConstraint": s.TopologyConstraint != nil,
-		"spec.experimental":       s.Experimental != nil,
+		"spec.providerOverride":  s.ProviderOverride != nil,
+		"spec.priorityClassName": s.PriorityClassName != "",
+		"spec.restart":           s.Restart != nil,
+		"spec.experimental":      s.Experimental != nil,
 	} {
 		if set {
 			out = append(out, path+notYet)
@@ -54,7 +53,6 @@ func betaOnlyComponentFields(path string, c *v1beta1.DynamoComponentDeploymentSh
 		"roles":                   len(c.Roles) > 0,
 		"scalingAdapter":          c.ScalingAdapter != nil,
 		"dynamoSidecar":           c.DynamoSidecar != nil,
-		"topologyConstraint":      c.TopologyConstraint != nil,
 		"experimental.grove":      e.Grove != nil,
 		"experimental.checkpoint": e.Checkpoint != nil,
 	} {

@@ -36,6 +36,7 @@ var featureSteps = []func(*godog.ScenarioContext, *world){
 	registerGangSteps,
 	registerGroupSteps,
 	registerLWSAPISteps,
+	registerTopologySteps,
 }
 
 // scenarioSteps register the steps of the upgrade and fault scenarios

@@ -132,6 +132,44 @@ Feature: A topology-constrained graph's pods are placed within one domain, and w
     And the Deployment "placed-beta-frontend" has ".spec.template.spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey" equal to "topology.nvidia.com/rack"
     And the Deployment "placed-beta-frontend" has ".spec.template.spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[1].topologyKey" equal to "kubernetes.io/hostname"
 
+  Scenario: As in Dynamo, a service's constraint needs the graph's, and a graph's without a level needs every service's
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: unplaced
+      spec:
+        services:
+          Frontend:
+            componentType: frontend
+            topologyConstraint:
+              packDomain: rack
+            extraPodSpec:
+              mainContainer:
+                image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1
+      """
+    Then it is rejected with a message containing "spec.topologyConstraint: Required value: a service's topologyConstraint (Frontend) needs the graph's, with its topologyProfile"
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1beta1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: unplaced
+      spec:
+        topologyConstraint:
+          clusterTopologyName: cluster
+        components:
+        - name: Frontend
+          type: frontend
+          podTemplate:
+            spec:
+              containers:
+              - name: main
+                image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.3.1
+      """
+    Then it is rejected with a message containing "spec.topologyConstraint sets no packDomain: set one there, or a topologyConstraint on every service"
+
   @sim-only
   Scenario: A disaggregated graph placed within one rack lands every pod in one rack
     When I apply the manifest:

@@ -193,10 +193,10 @@ Feature: A topology-constrained graph's pods are placed within one domain, and w
           VllmDecodeWorker:
             componentType: worker
             subComponentType: decode
-            replicas: 3
+            replicas: 2
             resources:
               limits:
-                gpu: "2"
+                gpu: "1"
             extraPodSpec:
               mainContainer:
                 image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1
@@ -205,10 +205,10 @@ Feature: A topology-constrained graph's pods are placed within one domain, and w
           VllmPrefillWorker:
             componentType: worker
             subComponentType: prefill
-            replicas: 3
+            replicas: 2
             resources:
               limits:
-                gpu: "2"
+                gpu: "1"
             extraPodSpec:
               mainContainer:
                 image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1

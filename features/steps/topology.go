@@ -2,11 +2,9 @@ package steps
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/cucumber/godog"
 	corev1 "k8s.io/api/core/v1"
@@ -52,17 +50,9 @@ func (w *world) labelledNodeJoins(ctx context.Context, label string) error {
 }
 
 func (w *world) removeTopologyNodes() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var errs []error
-	for _, name := range w.topology.nodes {
-		err := w.cluster.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
-		if client.IgnoreNotFound(err) != nil {
-			errs = append(errs, err)
-		}
-	}
+	err := w.deleteNodes(w.topology.nodes)
 	w.topology.nodes = nil
-	return errors.Join(errs...)
+	return err
 }
 
 // graphInOneDomain checks that every pod of the graph runs on a node whose

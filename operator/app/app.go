@@ -143,7 +143,7 @@ func addRunnables(mgr manager.Manager, o *config.Options, d Deps, drain *webhook
 func controllerOptions(o *config.Options, d Deps, gate *scope.Gate) controllers.Options {
 	return controllers.Options{
 		Workers: o.MaxConcurrentReconciles,
-		Render:  render.Options{NATSAddr: o.NATSAddr, EtcdAddr: o.EtcdAddr, TopologyLabels: topologyLabels(o.TopologyDomainLabels)},
+		Render:  render.Options{NATSAddr: o.NATSAddr, EtcdAddr: o.EtcdAddr, TopologyLevels: topologyLevels(o.TopologyDomainLabels)},
 		Build:   imageBuildOptions(o.ImageBuilder),
 		Clock:   d.Clock,
 		Gate:    gate,
@@ -285,11 +285,11 @@ func imageBuildOptions(ib config.ImageBuilderOptions) render.ImageBuildOptions {
 	}
 }
 
-// topologyLabels maps each topology level to its node label.
-func topologyLabels(levels []config.TopologyLevel) map[string]string {
-	out := make(map[string]string, len(levels))
+// topologyLevels are the topology levels as the renderer takes them.
+func topologyLevels(levels []config.TopologyLevel) []render.TopologyLevel {
+	out := make([]render.TopologyLevel, 0, len(levels))
 	for _, l := range levels {
-		out[l.Domain] = l.Label
+		out = append(out, render.TopologyLevel{Domain: l.Domain, Label: l.Label})
 	}
 	return out
 }

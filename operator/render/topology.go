@@ -19,12 +19,18 @@ import (
 // The graph controller writes it; it is not copied to the workload.
 const AnnotationGraphPackDomain = "nvidia.com/graph-pack-domain"
 
+// TopologyLevel is a topology level and the node label that tells its
+// domains apart.
+type TopologyLevel struct {
+	Domain, Label string
+}
+
 // TopologyRequirement is a topology level a component's pods are placed
 // within, and the node label that tells the level's domains apart.
 type TopologyRequirement struct {
 	// Domain is the packDomain, such as rack.
 	Domain string
-	// Label is the node label of the level (Options.TopologyLabels).
+	// Label is the node label of the level (Options.TopologyLevels).
 	Label string
 	// Graph: the level is the graph's (every pod of the graph in one
 	// domain); otherwise the component's own (its pods, or each group's of
@@ -33,8 +39,10 @@ type TopologyRequirement struct {
 }
 
 // TopologyRequirements are the levels a component's pods are placed within:
-// its graph's, then its own. The error names a packDomain that is not one of
-// the operator's levels (Options.TopologyLabels), which the user must fix.
+// its graph's, then its own. The error, the user's to fix, names a
+// packDomain that is not one of the operator's levels (Options.TopologyLevels),
+// or a component's level broader than its graph's, which Dynamo refuses too:
+// a component's pods within one zone cannot all be within the graph's rack.
 func TopologyRequirements(dcd *v1alpha1.DynamoComponentDeployment, o Options) ([]TopologyRequirement, error) {
 	reqs, errs := topologyRequirements(dcd, o)
 	return reqs, errs.ToAggregate()
@@ -43,31 +51,43 @@ func TopologyRequirements(dcd *v1alpha1.DynamoComponentDeployment, o Options) ([
 func topologyRequirements(dcd *v1alpha1.DynamoComponentDeployment, o Options) ([]TopologyRequirement, field.ErrorList) {
 	var out []TopologyRequirement
 	var errs field.ErrorList
+	graphRank := -1
 	if d := dcd.Annotations[AnnotationGraphPackDomain]; d != "" {
-		if label, ok := o.TopologyLabels[d]; ok {
-			out = append(out, TopologyRequirement{Domain: d, Label: label, Graph: true})
+		if rank := levelOf(d, o); rank >= 0 {
+			graphRank = rank
+			out = append(out, TopologyRequirement{Domain: d, Label: o.TopologyLevels[rank].Label, Graph: true})
 		} else {
 			errs = append(errs, unknownDomain(field.NewPath("metadata", "annotations").Key(AnnotationGraphPackDomain),
 				d, "the graph's spec.topologyConstraint.packDomain", o))
 		}
 	}
 	if t := dcd.Spec.TopologyConstraint; t != nil {
-		d := string(t.PackDomain)
-		if label, ok := o.TopologyLabels[d]; ok {
-			out = append(out, TopologyRequirement{Domain: d, Label: label})
-		} else {
-			errs = append(errs, unknownDomain(field.NewPath("spec", "topologyConstraint", "packDomain"), d, "packDomain", o))
+		d, path := string(t.PackDomain), field.NewPath("spec", "topologyConstraint", "packDomain")
+		switch rank := levelOf(d, o); {
+		case rank < 0:
+			errs = append(errs, unknownDomain(path, d, "packDomain", o))
+		case rank < graphRank:
+			errs = append(errs, field.Invalid(path, d, fmt.Sprintf("is broader than the graph's packDomain %s; "+
+				"a service's level must be the graph's or narrower (--topology-domain-labels, broadest first)",
+				o.TopologyLevels[graphRank].Domain)))
+		default:
+			out = append(out, TopologyRequirement{Domain: d, Label: o.TopologyLevels[rank].Label})
 		}
 	}
 	return out, errs
 }
 
+// levelOf is the rank of domain among the operator's levels, broadest
+// first; -1 when it is none of them.
+func levelOf(domain string, o Options) int {
+	return slices.IndexFunc(o.TopologyLevels, func(l TopologyLevel) bool { return l.Domain == domain })
+}
+
 func unknownDomain(path *field.Path, domain, what string, o Options) *field.Error {
-	known := make([]string, 0, len(o.TopologyLabels))
-	for d := range o.TopologyLabels {
-		known = append(known, d)
+	known := make([]string, 0, len(o.TopologyLevels))
+	for _, l := range o.TopologyLevels {
+		known = append(known, l.Domain)
 	}
-	slices.Sort(known)
 	return field.Invalid(path, domain, fmt.Sprintf("%s names no topology level of the operator; its levels (--topology-domain-labels): %s",
 		what, strings.Join(known, ", ")))
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
 
-var topologyOptions = Options{TopologyLabels: map[string]string{
-	"block": "example.com/block", "rack": "example.com/rack", "host": "kubernetes.io/hostname"}}
+var topologyOptions = Options{TopologyLevels: []TopologyLevel{
+	{Domain: "block", Label: "example.com/block"}, {Domain: "rack", Label: "example.com/rack"},
+	{Domain: "host", Label: "kubernetes.io/hostname"}}}
 
 func graphTerm(key string) corev1.PodAffinityTerm {
 	return corev1.PodAffinityTerm{
@@ -135,8 +136,20 @@ func TestUnknownPackDomain(t *testing.T) {
 		PackDomain("nvlink")).Annotation(AnnotationGraphPackDomain, "zone").Obj()
 	_, err := Deployment(dcd, nil, topologyOptions)
 	wantFieldError(t, err, "spec.topologyConstraint.packDomain",
-		`packDomain names no topology level of the operator; its levels (--topology-domain-labels): block, host, rack`)
+		`packDomain names no topology level of the operator; its levels (--topology-domain-labels): block, rack, host`)
 	wantFieldError(t, err, "metadata.annotations[nvidia.com/graph-pack-domain]", `the graph's spec.topologyConstraint.packDomain names no topology level`)
+}
+
+// A service's level is the graph's or narrower, as Dynamo requires.
+func TestPackDomainBroaderThanTheGraphs(t *testing.T) {
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeWorker).Image(testImage).
+		PackDomain("block")).Annotation(AnnotationGraphPackDomain, "rack").Obj()
+	_, err := Deployment(dcd, nil, topologyOptions)
+	wantFieldError(t, err, "spec.topologyConstraint.packDomain", `is broader than the graph's packDomain rack`)
+	dcd.Spec.TopologyConstraint.PackDomain = "rack"
+	if _, err := Deployment(dcd, nil, topologyOptions); err != nil {
+		t.Errorf("the graph's own level: %v", err)
+	}
 }
 
 // The graph's level reaches each component as an annotation the workload

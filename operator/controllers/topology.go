@@ -40,7 +40,7 @@ func (r *ComponentReconciler) topologyBlocker(ctx context.Context, dcd *v1alpha1
 	for _, req := range reqs {
 		has, err := r.nodeHasLabel(ctx, req.Label)
 		if err != nil {
-			if !apierrors.IsForbidden(err) {
+			if !apierrors.IsForbidden(err) && ctx.Err() == nil {
 				ctrl.LoggerFrom(ctx).Error(err, "cannot list nodes to look for a topology label", "label", req.Label)
 			}
 			return why

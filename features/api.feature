@@ -477,14 +477,16 @@ Feature: The nvidia.com API accepts what Dynamo users write, in v1alpha1 and v1b
     And "kubectl get <short>.<version>.nvidia.com" shows the columns "<columns>"
 
     Examples:
-      | resource                   | version  | short | columns                                     |
-      | dynamographdeployments     | v1alpha1 | dgd   | Name, Ready, State, Backend, Age            |
-      | dynamographdeployments     | v1beta1  | dgd   | Name, Ready, State, Backend, Age            |
-      | dynamocomponentdeployments | v1alpha1 | dcd   | Name, Type, Available, Desired, Ready, Age  |
-      | dynamocomponentdeployments | v1beta1  | dcd   | Name, Type, Available, Desired, Ready, Age  |
-      | dynamomodels               | v1alpha1 | dm    | Name, Model, Base, Type, Ready, Total, Age  |
-      | dynamocomponents           | v1alpha1 | dc    | Name, Component, Image-Ready, Age           |
-      | dynamoworkermetadatas      | v1alpha1 | dwm   | Name, Age                                   |
+      | resource                             | version  | short | columns                                    |
+      | dynamographdeployments               | v1alpha1 | dgd   | Name, Ready, State, Backend, Age           |
+      | dynamographdeployments               | v1beta1  | dgd   | Name, Ready, State, Backend, Age           |
+      | dynamocomponentdeployments           | v1alpha1 | dcd   | Name, Type, Available, Desired, Ready, Age |
+      | dynamocomponentdeployments           | v1beta1  | dcd   | Name, Type, Available, Desired, Ready, Age |
+      | dynamomodels                         | v1alpha1 | dm    | Name, Model, Base, Type, Ready, Total, Age |
+      | dynamocomponents                     | v1alpha1 | dc    | Name, Component, Image-Ready, Age          |
+      | dynamoworkermetadatas                | v1alpha1 | dwm   | Name, Age                                  |
+      | dynamographdeploymentscalingadapters | v1alpha1 | dgdsa | Name, DGD, SERVICE, REPLICAS, AGE          |
+      | dynamographdeploymentscalingadapters | v1beta1  | dgdsa | Name, DGD, SERVICE, REPLICAS, AGE          |
 
   # The runtime writes these discovery records itself (DYN_DISCOVERY_BACKEND=kubernetes), under the
   # graph's discovery ServiceAccount; the data is its own JSON, kept as written.

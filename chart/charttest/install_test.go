@@ -123,8 +123,10 @@ func startChartOperator(t *testing.T, objs []*unstructured.Unstructured, ns stri
 	}
 	args = append(args, "--health-probe-bind-address=0", "--metrics-bind-address=0",
 		"--webhook-port="+strconv.Itoa(port), "--webhook-cert-dir="+t.TempDir(),
-		// Quick elections so the test sees several renewals.
-		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms")
+		// Renewals every half second, so the test sees several; a renewal
+		// may take seconds on a loaded API server without the leader
+		// giving up (the chart's own durations are longer still).
+		"--leader-election-lease-duration=15s", "--leader-election-renew-deadline=10s", "--leader-election-retry-period=500ms")
 	args = append(args, extra...)
 	sa := find(objs, "ServiceAccount", "").GetName()
 	op, err := env.NewOperatorWithConfig(log.wrap(asServiceAccount(ns, sa)), args, envVars, app.Deps{})

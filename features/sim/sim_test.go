@@ -41,7 +41,10 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/features/sim/logcheck"
 	"github.com/dynamoctl/dynamo-operator/features/steps"
+	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
+	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
 	"github.com/dynamoctl/dynamo-operator/scenarios/harness"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/daemon"
@@ -324,6 +327,21 @@ func (w simWorkers) Forget(ctx context.Context, pod string) error {
 	return err
 }
 
+// waitForConversion waits until the API server trusts the chart-installed
+// operator's conversion webhook: the operator writes its CA into the CRDs
+// once it runs, after helm's --wait may have returned, and a first scenario
+// writing v1beta1 would meet "certificate signed by unknown authority".
+func waitForConversion(t *testing.T, c client.Client) {
+	t.Helper()
+	probe := builders.MakeBetaGraph("conversion-probe", "default").
+		Component(builders.MakeBetaComponent("Frontend").Type(v1beta1.ComponentTypeFrontend)).Obj()
+	if err := await.Until(context.Background(), "the conversion webhook trusted", func() error {
+		return c.Create(context.Background(), probe.DeepCopy(), client.DryRunAll)
+	}, await.Within(await.Long)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestFeatures(t *testing.T) {
 	cfg := testEnv.EnvConf()
 	rc, err := clientcmd.BuildConfigFromFlags("", cfg.KubeconfigFile())
@@ -374,6 +392,7 @@ func TestFeatures(t *testing.T) {
 	if chartInstall() {
 		cl.Operator = simOperator{dir: stateDir, c: c}
 		cl.WebhookCertSecret = types.NamespacedName{Namespace: steps.ClusterNamespace, Name: "dynamo-platform-dynamo-operator-webhook-cert"}
+		waitForConversion(t, c)
 	}
 	paths := []string{filepath.Join(root, "features")}
 	if p := os.Getenv("GODOG_PATHS"); p != "" {

@@ -43,11 +43,12 @@ func ParseManifests(data []byte) ([]*unstructured.Unstructured, error) {
 
 // shortNames are the kubectl short names of this project's kinds.
 var shortNames = map[string]string{
-	"dgd": "DynamoGraphDeployment",
-	"dcd": "DynamoComponentDeployment",
-	"dm":  "DynamoModel",
-	"dc":  "DynamoComponent",
-	"dwm": "DynamoWorkerMetadata",
+	"dgd":   "DynamoGraphDeployment",
+	"dcd":   "DynamoComponentDeployment",
+	"dm":    "DynamoModel",
+	"dc":    "DynamoComponent",
+	"dwm":   "DynamoWorkerMetadata",
+	"dgdsa": "DynamoGraphDeploymentScalingAdapter",
 }
 
 // writtenIn is the version the feature files write a group's kinds in when

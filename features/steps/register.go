@@ -37,6 +37,7 @@ var featureSteps = []func(*godog.ScenarioContext, *world){
 	registerGroupSteps,
 	registerLWSAPISteps,
 	registerTopologySteps,
+	registerAutoscalingSteps,
 }
 
 // scenarioSteps register the steps of the upgrade and fault scenarios

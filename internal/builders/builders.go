@@ -142,6 +142,12 @@ func (s *ServiceWrapper) Replicas(n int32) *ServiceWrapper {
 	return s
 }
 
+// ScalingAdapter sets scalingAdapter.enabled.
+func (s *ServiceWrapper) ScalingAdapter(enabled bool) *ServiceWrapper {
+	s.DynamoComponentDeploymentSharedSpec.ScalingAdapter = &v1alpha1.EnabledSpec{Enabled: enabled}
+	return s
+}
+
 // NoReplicas leaves replicas unset (for defaulting tests).
 func (s *ServiceWrapper) NoReplicas() *ServiceWrapper {
 	s.DynamoComponentDeploymentSharedSpec.Replicas = nil

@@ -1,6 +1,7 @@
 package builders
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
@@ -62,5 +63,17 @@ func (c *BetaComponentWrapper) Failover(f *v1beta1.FailoverSpec) *BetaComponentW
 		c.Experimental = &v1beta1.ExperimentalSpec{}
 	}
 	c.Experimental.Failover = f
+	return c
+}
+
+// Replicas sets replicas.
+func (c *BetaComponentWrapper) Replicas(n int32) *BetaComponentWrapper {
+	c.DynamoComponentDeploymentSharedSpec.Replicas = &n
+	return c
+}
+
+// Image sets the image of the pod template's main container.
+func (c *BetaComponentWrapper) Image(image string) *BetaComponentWrapper {
+	c.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}}}
 	return c
 }

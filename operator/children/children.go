@@ -135,6 +135,14 @@ var table = []Kind{
 		OwnedBy: OwnedByGraph, Cache: CacheAll, Verbs: appliedGone, GraphLabel: render.LabelGraphName,
 	},
 	{
+		// One per service that opts in (scalingAdapter); created with the
+		// service's replicas and never written in spec after: HPA, KEDA or
+		// the planner own its replicas. Deleted when the service opts out.
+		GVK: v1alpha1.GroupVersion.WithKind("DynamoGraphDeploymentScalingAdapter"), Resource: "dynamographdeploymentscalingadapters",
+		New: typed[v1alpha1.DynamoGraphDeploymentScalingAdapter](), RenderedBy: "render.ScalingAdapter",
+		OwnedBy: OwnedByGraph, Cache: CacheAll, Verbs: appliedGone, GraphLabel: render.LabelGraphName,
+	},
+	{
 		// Shared by the graphs that ask for the same image (owner
 		// references, none controlling): watched by name, not owned.
 		GVK: v1alpha1.GroupVersion.WithKind("DynamoComponent"), Resource: "dynamocomponents",

@@ -49,7 +49,7 @@ func TestWatchesFromChildren(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"graph owns":            {"DynamoComponentDeployment", "ServiceAccount", "Role", "RoleBinding"},
+		"graph owns":            {"DynamoComponentDeployment", "DynamoGraphDeploymentScalingAdapter", "ServiceAccount", "Role", "RoleBinding"},
 		"component owns":        {"Deployment", "Service", "Ingress", "ServiceAccount", "Role", "RoleBinding"},
 		"component once served": {"LeaderWorkerSet", "PodGroup"},
 	}

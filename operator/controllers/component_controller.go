@@ -51,9 +51,6 @@ type ComponentReconciler struct {
 	// Renderer identifies this operator's rendering (RendererID); see
 	// adoption.go for what it decides.
 	Renderer string
-	// Failing records the components whose latest reconcile failed, for
-	// the graph controller's first report; may be nil.
-	Failing *Failing
 	// indexed: Client reads from the manager's cache, which has the
 	// field indexes (indexes.go).
 	indexed bool
@@ -99,9 +96,7 @@ func (r *ComponentReconciler) SetupWithManager(mgr manager.Manager, workers int,
 
 // Reconcile brings one component's children in line with its spec.
 func (r *ComponentReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	res, err := quietWhenTerminating(r.reconcile(ctx, req))
-	r.Failing.set(req.NamespacedName, err != nil, r.Clock.Now())
-	return res, err
+	return quietWhenTerminating(r.reconcile(ctx, req))
 }
 
 // componentState is what one reconcile of a component learns, step by step.

@@ -11,9 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -48,18 +46,10 @@ type GraphReconciler struct {
 	// Renderer identifies this operator's rendering (RendererID); see
 	// adoption.go for what it decides.
 	Renderer string
-	// Failing is the component controller's record of the components
-	// whose latest reconcile failed and of its progress (holdFirstReport);
-	// nil counts every component as failing.
-	Failing *Failing
-
 	// indexed: Client reads from the manager's cache, which has the
 	// field indexes (indexes.go).
 	indexed  bool
 	progress progressThrottle
-	// first holds back the first report of a graph's generation while its
-	// components merely roll out (firstReportDelay).
-	first firstReports
 	// written remembers our latest status write of each graph until the
 	// cache shows it (statusWrites).
 	written statusWrites
@@ -100,15 +90,20 @@ type graphState struct {
 	pending *imageWait
 	// components are the graph's components as stored now.
 	components []*v1alpha1.DynamoComponentDeployment
-	changes    changeSet
+	// adapters are the scaling adapters of the services that opt in, by
+	// service.
+	adapters map[string]*v1alpha1.DynamoGraphDeploymentScalingAdapter
+	changes  changeSet
 }
 
 func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	return runSteps(ctx, &graphState{req: req},
 		r.loadGraph,
 		r.renderComponents,
+		r.ensureScalingAdapters,
 		r.resolveGraphImage,
 		r.applyGraphChildren,
+		r.reportScalingAdapters,
 		r.reportGraphStatus,
 	)
 }
@@ -121,7 +116,6 @@ func (r *GraphReconciler) loadGraph(ctx context.Context, s *graphState) (reconci
 	if err := r.Client.Get(ctx, s.req.NamespacedName, dgd); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.progress.forget(s.req.NamespacedName)
-			r.first.reported(s.req.NamespacedName)
 		}
 		return stop(reconcile.Result{}, client.IgnoreNotFound(err))
 	}
@@ -196,7 +190,7 @@ func (r *GraphReconciler) applyGraphChildren(ctx context.Context, s *graphState)
 	if err := applyDiscovery(ctx, r.Client, r.Applier, dgd, render.GraphDiscoveryRBAC(dgd), &discovery); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
-	components, changes, err := r.applyComponents(ctx, dgd, s.toApply)
+	components, changes, err := r.applyComponents(ctx, dgd, s.toApply, s.adapters)
 	s.components = append(components, s.held...)
 	changes.add(s.changes)
 	changes.add(discovery)
@@ -220,29 +214,24 @@ func (r *GraphReconciler) applyGraphChildren(ctx context.Context, s *graphState)
 	return proceed()
 }
 
-// reportGraphStatus writes the graph's status, unless its first report is
-// held back (holdFirstReport) or its progress reports are throttled.
+// reportGraphStatus writes the graph's status: at once when it says
+// something new (its state, readiness, spec, blockers, or which components
+// it waits for), progress alone (replica counts) at most every
+// progressInterval. A new graph reports what it waits for in the reconcile
+// that created its components.
 func (r *GraphReconciler) reportGraphStatus(ctx context.Context, s *graphState) (reconcile.Result, bool, error) {
 	dgd := s.dgd
 	now := r.Clock.Now()
 	next := graphStatus(dgd, s.components, metav1.NewTime(now))
 	setImageWait(&next, dgd, s.pending, metav1.NewTime(now))
-	blockers := componentBlockers(s.components)
-	if wait := r.holdFirstReport(s.req.NamespacedName, dgd, s.components, &next, s.pending, blockers, now); wait > 0 {
-		ctrl.LoggerFrom(ctx).V(2).Info("components just created: the graph's first status waits to see whether they are available at once",
-			"graph", klog.KObj(dgd), "for", wait)
-		return stop(soonest(s.changes.result(), wait), nil)
-	}
-	if wait := r.progress.wait(s.req.NamespacedName, &dgd.Status, &next, blockers, now); wait > 0 {
+	news := progressNews{blockers: componentBlockers(s.components), awaited: awaitedComponents(s.components)}
+	if wait := r.progress.wait(s.req.NamespacedName, &dgd.Status, &next, news, now); wait > 0 {
 		return stop(reconcile.Result{RequeueAfter: wait}, nil)
 	}
 	before := dgd.Status.State
 	wrote, err := patchStatus(ctx, r.Client, dgd, func(g *v1alpha1.DynamoGraphDeployment) { g.Status = next })
-	if err == nil {
-		r.first.reported(s.req.NamespacedName)
-	}
 	if wrote && err == nil {
-		r.recordGraphWrite(ctx, s, before, next, blockers, now)
+		r.recordGraphWrite(ctx, s, before, next, news, now)
 	}
 	if !wrote && err == nil && s.changes.empty() {
 		logNothingToDo(ctx, dgd)
@@ -253,9 +242,9 @@ func (r *GraphReconciler) reportGraphStatus(ctx context.Context, s *graphState) 
 // recordGraphWrite remembers a status write, until the cache shows it and
 // for the progress throttle, and logs it with why.
 func (r *GraphReconciler) recordGraphWrite(ctx context.Context, s *graphState, before v1alpha1.GraphState,
-	next v1alpha1.DynamoGraphDeploymentStatus, blockers string, now time.Time) {
+	next v1alpha1.DynamoGraphDeploymentStatus, news progressNews, now time.Time) {
 	r.written.record(s.req.NamespacedName, s.dgd.ResourceVersion, now)
-	r.progress.wrote(s.req.NamespacedName, blockers, now)
+	r.progress.wrote(s.req.NamespacedName, news, now)
 	if before != next.State {
 		ctrl.LoggerFrom(ctx).Info("graph state changed", "graph", klog.KObj(s.dgd),
 			"from", before, "to", next.State, "why", readyMessage(next.Conditions))
@@ -270,7 +259,8 @@ func (r *GraphReconciler) recordGraphWrite(ctx context.Context, s *graphState, b
 // applyComponents makes each desired component exist as rendered and
 // returns them as the API server holds them now.
 func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment,
-	desired []*v1alpha1.DynamoComponentDeployment) ([]*v1alpha1.DynamoComponentDeployment, changeSet, error) {
+	desired []*v1alpha1.DynamoComponentDeployment,
+	adapters map[string]*v1alpha1.DynamoGraphDeploymentScalingAdapter) ([]*v1alpha1.DynamoComponentDeployment, changeSet, error) {
 	var changes changeSet
 	out := make([]*v1alpha1.DynamoComponentDeployment, 0, len(desired))
 	for _, dcd := range desired {
@@ -287,7 +277,11 @@ func (r *GraphReconciler) applyComponents(ctx context.Context, dgd *v1alpha1.Dyn
 			keepComponent(dcd, live)
 		}
 		stamp(dcd, asObject(live), r.Renderer, input, kept)
-		if yieldReplicas(dcd, live, r.Applier.FieldOwner) {
+		if a := adapters[dcd.Spec.ServiceName]; a != nil {
+			if err := r.adapterReplicas(ctx, dcd, live, a); err != nil {
+				return nil, changes, err
+			}
+		} else if yieldReplicas(dcd, live, r.Applier.FieldOwner) {
 			ctrl.LoggerFrom(ctx).V(2).Info("leaving the component's replicas to whoever scaled it",
 				"component", klog.KObj(dcd), "replicas", live.Spec.Replicas)
 		}
@@ -491,49 +485,3 @@ func (c changeSet) emit(rec events.EventRecorder, obj client.Object) {
 	}
 }
 
-// holdFirstReport says how long the status next may wait before it is
-// written: only while the stored status does not yet describe the graph's
-// current spec, claims no readiness (Ready for an older spec, with old pods
-// serving, is withdrawn at once), and next says no more than that its
-// components are rolling out (no image awaited, nothing blocked, stalled or
-// invalid), for
-// firstReportDelay, and beyond it while a component has not reported on its
-// own spec yet: until then the graph could only say "not yet reconciled".
-// That wait lasts up to firstReportLimit when such a component's latest
-// reconcile failed, else up to queuedReportLimit (a burst of graphs queued
-// ahead of it), and up to queuedReportCap while the component controller
-// demonstrably drains that burst, all from the graph's first look.
-func (r *GraphReconciler) holdFirstReport(key types.NamespacedName, dgd *v1alpha1.DynamoGraphDeployment,
-	components []*v1alpha1.DynamoComponentDeployment, next *v1alpha1.DynamoGraphDeploymentStatus,
-	pending *imageWait, blockers string, now time.Time) time.Duration {
-	if dgd.Status.ObservedGeneration == dgd.Generation || meta.IsStatusConditionTrue(dgd.Status.Conditions, v1alpha1.ConditionReady) ||
-		pending != nil || blockers != "" ||
-		next.State != v1alpha1.GraphStatePending || meta.FindStatusCondition(next.Conditions, v1alpha1.ConditionStalled) != nil {
-		return 0
-	}
-	failing, waiting := false, false
-	for _, dcd := range components {
-		if _, cond := componentCurrent(dcd); cond == nil {
-			if r.Failing.failing(client.ObjectKeyFromObject(dcd)) {
-				failing = true
-			} else {
-				waiting = true
-			}
-		}
-	}
-	switch {
-	case failing:
-		return r.first.holdUpTo(key, dgd.Generation, now, firstReportLimit)
-	case waiting:
-		if wait := r.first.holdUpTo(key, dgd.Generation, now, queuedReportLimit); wait > 0 {
-			return min(wait, queuedRecheck)
-		}
-		if r.Failing.progressing(now) {
-			if wait := r.first.holdUpTo(key, dgd.Generation, now, queuedReportCap); wait > 0 {
-				return min(wait, queuedProgressRecheck)
-			}
-		}
-		return 0
-	}
-	return r.first.hold(key, dgd.Generation, now)
-}

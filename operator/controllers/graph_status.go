@@ -40,7 +40,7 @@ func graphStatus(dgd *v1alpha1.DynamoGraphDeployment, components []*v1alpha1.Dyn
 		switch {
 		case available:
 		case cond == nil:
-			waiting = append(waiting, fmt.Sprintf("%s (not yet reconciled)", service))
+			waiting = append(waiting, fmt.Sprintf("%s (no status yet)", service))
 		case cond.Reason == ReasonInvalidSpec || cond.Reason == ReasonNotAdoptable || cond.Reason == ReasonMissingAPI ||
 			cond.Reason == ReasonImageBuildFailedForComponent:
 			invalid = append(invalid, fmt.Sprintf("%s: %s", service, cond.Message))

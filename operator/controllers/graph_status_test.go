@@ -42,7 +42,7 @@ func TestGraphState(t *testing.T) {
 		},
 		"a component's status is for an older spec": {
 			components: []*v1alpha1.DynamoComponentDeployment{component("Frontend", 1, 1, available(1)), component("Worker", 4, 3, available(3))},
-			state:      v1alpha1.GraphStatePending, ready: metav1.ConditionFalse, message: "Worker (not yet reconciled)",
+			state:      v1alpha1.GraphStatePending, ready: metav1.ConditionFalse, message: "Worker (no status yet)",
 		},
 		"a component mid-rollout": {
 			components: []*v1alpha1.DynamoComponentDeployment{component("Worker", 2, 2, &metav1.Condition{

@@ -51,7 +51,6 @@ func betaOnlyComponentFields(path string, c *v1beta1.DynamoComponentDeploymentSh
 		"globalDynamoNamespace":   c.GlobalDynamoNamespace,
 		"minAvailable":            c.MinAvailable != nil,
 		"roles":                   len(c.Roles) > 0,
-		"scalingAdapter":          c.ScalingAdapter != nil,
 		"dynamoSidecar":           c.DynamoSidecar != nil,
 		"experimental.grove":      e.Grove != nil,
 		"experimental.checkpoint": e.Checkpoint != nil,

@@ -14,39 +14,49 @@ import (
 )
 
 // progressInterval is the least time between two status writes of a graph
-// that only report progress (replica counts, which components are still
-// awaited) while its state, Ready condition, observed generation and
-// blockers stay the same. Each component's rollout moves several counters
-// several times, and at scale hundreds of graphs converge at once: writing
-// progress every second cost a graph of four services seven status writes
-// to become Ready; every ten seconds it costs two or three (pending, ready),
-// while what a user must act on (a blocker) is written at once.
+// that only report progress (replica counts, a component's own message)
+// while what it waits for stays the same: its state, Ready condition,
+// observed generation, blockers and awaited components. Each component's
+// rollout moves several counters several times, and at scale hundreds of
+// graphs converge at once: writing progress every second cost a graph of
+// four services seven status writes to become Ready, while what a user
+// must act on (a blocker) or watches for (a component done) is written at
+// once.
 const progressInterval = 10 * time.Second
 
 // progressThrottle remembers when each graph's status was last written, and
-// the blockers it then reported.
+// the news it then reported.
 type progressThrottle struct {
 	mu   sync.Mutex
 	last map[types.NamespacedName]lastWrite
 }
 
-type lastWrite struct {
-	at       time.Time
+// progressNews is what a graph's status says beyond its state and Ready
+// condition that a user waits to see change: the components holding it
+// back and why (componentBlockers), and the components it still waits for
+// (awaitedComponents).
+type progressNews struct {
 	blockers string
+	awaited  string
+}
+
+type lastWrite struct {
+	at   time.Time
+	news progressNews
 }
 
 // wait returns how long the write of next over current should wait; zero
 // means write now. A change of state, of the Ready condition's status or of
-// the observed generation is never held back, nor a change of blockers
-// (componentBlockers): why a rollout is stuck is news, not progress.
+// the observed generation is never held back, nor a change of news: why a
+// rollout is stuck, or which components it still waits for.
 func (p *progressThrottle) wait(key types.NamespacedName, current, next *v1alpha1.DynamoGraphDeploymentStatus,
-	blockers string, now time.Time) time.Duration {
+	news progressNews, now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if significant(current, next) {
 		return 0
 	}
-	if last, ok := p.last[key]; ok && last.blockers == blockers {
+	if last, ok := p.last[key]; ok && last.news == news {
 		if w := progressInterval - now.Sub(last.at); w > 0 {
 			return w
 		}
@@ -54,14 +64,27 @@ func (p *progressThrottle) wait(key types.NamespacedName, current, next *v1alpha
 	return 0
 }
 
-// wrote records a status write at now reporting blockers.
-func (p *progressThrottle) wrote(key types.NamespacedName, blockers string, now time.Time) {
+// wrote records a status write at now reporting news.
+func (p *progressThrottle) wrote(key types.NamespacedName, news progressNews, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.last == nil {
 		p.last = map[types.NamespacedName]lastWrite{}
 	}
-	p.last[key] = lastWrite{at: now, blockers: blockers}
+	p.last[key] = lastWrite{at: now, news: news}
+}
+
+// awaitedComponents names the components that are not available for their
+// current spec, sorted.
+func awaitedComponents(components []*v1alpha1.DynamoComponentDeployment) string {
+	var out []string
+	for _, dcd := range components {
+		if available, _ := componentCurrent(dcd); !available {
+			out = append(out, dcd.Name)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
 }
 
 // componentBlockers names what holds the components back beyond an ordinary

@@ -24,15 +24,16 @@ func TestProgressThrottle(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "g"}
 	t0 := time.Unix(1000, 0)
 	pending := status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 0)
+	news := func(blockers string) progressNews { return progressNews{blockers: blockers, awaited: "g-frontend,g-worker"} }
 
-	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), "", t0); w != 0 {
+	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), news(""), t0); w != 0 {
 		t.Fatalf("the first progress write must not wait, got %s", w)
 	}
-	p.wrote(key, "", t0)
-	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), "", t0.Add(3*time.Second)); w != 7*time.Second {
+	p.wrote(key, news(""), t0)
+	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), news(""), t0.Add(3*time.Second)); w != 7*time.Second {
 		t.Fatalf("progress within the interval waits for its rest, got %s", w)
 	}
-	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), "", t0.Add(progressInterval)); w != 0 {
+	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), news(""), t0.Add(progressInterval)); w != 0 {
 		t.Fatalf("progress after the interval is written, got %s", w)
 	}
 	for name, next := range map[string]*v1alpha1.DynamoGraphDeploymentStatus{
@@ -40,22 +41,28 @@ func TestProgressThrottle(t *testing.T) {
 		"a new generation": status(v1alpha1.GraphStatePending, 2, metav1.ConditionFalse, 0),
 		"failing":          status(v1alpha1.GraphStateFailed, 1, metav1.ConditionFalse, 0),
 	} {
-		if w := p.wait(key, pending, next, "", t0.Add(time.Millisecond)); w != 0 {
+		if w := p.wait(key, pending, next, news(""), t0.Add(time.Millisecond)); w != 0 {
 			t.Errorf("%s must never wait, got %s", name, w)
 		}
 	}
 	// A blocker appearing, changing or going is written at once.
 	for _, blockers := range []string{"llm-worker:Unschedulable:false", "llm-worker:CrashLoopBackOff:true"} {
-		if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), blockers, t0.Add(time.Millisecond)); w != 0 {
+		if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), news(blockers), t0.Add(time.Millisecond)); w != 0 {
 			t.Errorf("new blockers %q must not wait, got %s", blockers, w)
 		}
 	}
-	p.wrote(key, "llm-worker:Unschedulable:false", t0)
-	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), "", t0.Add(time.Millisecond)); w != 0 {
+	p.wrote(key, news("llm-worker:Unschedulable:false"), t0)
+	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), news(""), t0.Add(time.Millisecond)); w != 0 {
 		t.Errorf("blockers gone must not wait, got %s", w)
 	}
+	// A component done is written at once: the graph waits for fewer.
+	p.wrote(key, news(""), t0)
+	fewer := progressNews{awaited: "g-worker"}
+	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), fewer, t0.Add(time.Millisecond)); w != 0 {
+		t.Errorf("a component no longer awaited must not wait, got %s", w)
+	}
 	p.forget(key)
-	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), "", t0.Add(time.Millisecond)); w != 0 {
+	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), news(""), t0.Add(time.Millisecond)); w != 0 {
 		t.Errorf("a forgotten graph starts afresh, got %s", w)
 	}
 }

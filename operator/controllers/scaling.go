@@ -25,13 +25,25 @@ const AnnotationGraphReplicas = render.AnnotationGraphReplicas
 // wins: the graph applies it, forcing ownership back (an HPA still active
 // then scales again on its next sync, as it does over a Deployment).
 //
-// Dynamo's answer is a scaling-adapter object per service whose scale
-// subresource writes the graph; that makes the graph's spec, which GitOps
-// tools own, change under them. Here the graph's spec is never written.
+// A service that opts in to a scaling adapter is not decided here: its
+// adapter owns its replicas (adapterReplicas). Dynamo's adapter writes
+// the graph's spec, which GitOps tools own; here the graph's spec is never
+// written, by either path.
 //
 // desired is the component as the graph renders it; live as stored, or
 // nil. It returns whether replicas were left out of desired.
 func yieldReplicas(desired, live *v1alpha1.DynamoComponentDeployment, fieldOwner string) bool {
+	asked := recordGraphReplicas(desired)
+	if live == nil || live.Annotations[AnnotationGraphReplicas] != asked || !replicasOwnedByOther(live, fieldOwner) {
+		return false
+	}
+	desired.Spec.Replicas = nil
+	return true
+}
+
+// recordGraphReplicas records on desired the replicas its graph asks for
+// (AnnotationGraphReplicas), and returns them as recorded.
+func recordGraphReplicas(desired *v1alpha1.DynamoComponentDeployment) string {
 	asked := ""
 	if desired.Spec.Replicas != nil {
 		asked = strconv.Itoa(int(*desired.Spec.Replicas))
@@ -40,11 +52,7 @@ func yieldReplicas(desired, live *v1alpha1.DynamoComponentDeployment, fieldOwner
 		desired.Annotations = map[string]string{}
 	}
 	desired.Annotations[AnnotationGraphReplicas] = asked
-	if live == nil || live.Annotations[AnnotationGraphReplicas] != asked || !replicasOwnedByOther(live, fieldOwner) {
-		return false
-	}
-	desired.Spec.Replicas = nil
-	return true
+	return asked
 }
 
 // replicasOwnedByOther reports whether a field manager other than

@@ -71,15 +71,14 @@ func Setup(mgr manager.Manager, o Options) (*Resync, error) {
 	}
 	resync := newResync(mgr.GetClient())
 	applier := &apply.Applier{Client: c, FieldOwner: FieldOwner, Clock: o.Clock}
-	failing := &Failing{}
 	for _, setup := range []func() error{
 		func() error {
-			return (&GraphReconciler{indexed: true, Failing: failing, Client: c, Applier: applier,
+			return (&GraphReconciler{indexed: true, Client: c, Applier: applier,
 				Recorder: recorder("dynamo-graph-controller"), Clock: o.Clock, Reader: mgr.GetAPIReader(),
 				Renderer: o.Renderer}).SetupWithManager(mgr, o.Workers, o.Gate, resync)
 		},
 		func() error {
-			return (&ComponentReconciler{indexed: true, Failing: failing, Client: c, Applier: applier,
+			return (&ComponentReconciler{indexed: true, Client: c, Applier: applier,
 				Recorder: recorder("dynamo-component-controller"), Clock: o.Clock, Render: o.Render,
 				Reader: mgr.GetAPIReader(), Renderer: o.Renderer}).SetupWithManager(mgr, o.Workers, o.Gate, resync)
 		},

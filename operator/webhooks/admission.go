@@ -15,9 +15,12 @@ import (
 // validator adapts the pure Validate functions of one kind to
 // controller-runtime's admission.Validator.
 type validator[T client.Object] struct {
-	kind     schema.GroupKind
-	create   func(T) (field.ErrorList, []string)
-	update   func(old, cur T) (field.ErrorList, []string)
+	kind   schema.GroupKind
+	create func(T) (field.ErrorList, []string)
+	update func(old, cur T) (field.ErrorList, []string)
+	// updateBy, when set, are the rules of an update that depend on who
+	// makes it (the user the API server authenticated).
+	updateBy func(old, cur T, user string) (field.ErrorList, []string)
 	excluded func(namespace string) bool
 	// beta moves the paths of violations found on the v1alpha1 form of an
 	// object to where a user who wrote it in v1beta1 wrote each field; nil
@@ -41,6 +44,10 @@ func (v *validator[T]) ValidateUpdate(ctx context.Context, old, cur T) (admissio
 		return nil, nil
 	}
 	errs, warnings := v.update(old, cur)
+	if v.updateBy != nil {
+		e, w := v.updateBy(old, cur, requester(ctx))
+		errs, warnings = append(errs, e...), append(warnings, w...)
+	}
 	recordReasons(ctx, errs)
 	return warnings, v.invalid(ctx, cur, errs)
 }
@@ -77,4 +84,14 @@ func requestedVersion(ctx context.Context) string {
 		return ""
 	}
 	return req.RequestKind.Version
+}
+
+// requester is the user who made the request, as the API server
+// authenticated it.
+func requester(ctx context.Context) string {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return ""
+	}
+	return req.UserInfo.Username
 }

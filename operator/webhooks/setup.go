@@ -52,7 +52,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	}
 	register(PathValidateGraph, "DynamoGraphDeployment", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoGraphDeployment]{
 		kind: gk("DynamoGraphDeployment"), create: rules.ValidateGraph, update: rules.ValidateGraphUpdate, excluded: o.NamespaceExcluded,
-		beta: betaGraphErrors,
+		updateBy: rules.AdapterReplicas, beta: betaGraphErrors,
 	}).Handler)
 	register(PathValidateComponentDeployment, "DynamoComponentDeployment", admission.WithValidator(scheme, &validator[*v1alpha1.DynamoComponentDeployment]{
 		kind: gk("DynamoComponentDeployment"), create: rules.ValidateComponentDeployment, update: rules.ValidateComponentDeploymentUpdate,

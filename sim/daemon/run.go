@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +32,7 @@ import (
 	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/kubelet"
+	"github.com/dynamoctl/dynamo-operator/sim/metricsapi"
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
 	"github.com/dynamoctl/dynamo-operator/sim/probes"
 	"github.com/dynamoctl/dynamo-operator/sim/storage"
@@ -178,6 +180,10 @@ func (d *Daemon) start(ctx context.Context) error {
 	if err := d.installAPIs(ctx, c, logf); err != nil {
 		return err
 	}
+	d.step("serving the external metrics API")
+	if err := metricsapi.Start(ctx, d.client, dynamic.NewForConfigOrDie(c.AdminConfig()), cluster.NodeIP, metricsPort); err != nil {
+		return err
+	}
 	if err := d.ensureNamespace(ctx, d.o.SystemNamespace); err != nil {
 		return err
 	}
@@ -320,6 +326,10 @@ func installCRDs(ctx context.Context, c *cluster.Cluster, dir string) error {
 // webhookPort is the webhook port of the operator in slot (the order the
 // simulator starts operators in).
 func webhookPort(slot int) int { return 9443 + slot }
+
+// metricsPort is where the external metrics API (sim/metricsapi) listens,
+// on the nodes' address.
+const metricsPort = 6444
 
 // startKubelet runs the pods of mapped images as processes (sim/kubelet)
 // and probes every pod (sim/probes). A failed liveness probe restarts the

@@ -15,9 +15,9 @@
 //     --server-side`) refuses a null for a field whose schema is not
 //     nullable, so the same manifest would work one way and not the other.
 //     Markers cannot reach the fields of embedded Kubernetes types, hence here.
-//   - A kind served in more than one version (DynamoGraphDeployment and
-//     DynamoComponentDeployment: v1alpha1, stored, and v1beta1) is converted
-//     by the operator's conversion webhook. controller-gen cannot say so, so
+//   - A kind served in more than one version with different schemas
+//     (DynamoGraphDeployment and DynamoComponentDeployment: v1alpha1,
+//     stored, and v1beta1) is converted by the operator's conversion webhook. controller-gen cannot say so, so
 //     spec.conversion is added here, pointing at the webhook Service of the
 //     chart's default release (dynamo-system/dynamo-operator-webhook,
 //     /convert). It is a placeholder: whoever installs the CRDs rewrites the
@@ -28,8 +28,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"reflect"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -109,9 +111,11 @@ const (
 )
 
 // addConversion points a CRD with more than one version at the conversion
-// webhook; a CRD with one version needs none and keeps the default.
+// webhook; a CRD with one version, or whose versions share one schema
+// (DynamoGraphDeploymentScalingAdapter), needs none and keeps the default:
+// the API server converts it by changing apiVersion.
 func addConversion(crd *apiextensionsv1.CustomResourceDefinition) {
-	if len(crd.Spec.Versions) < 2 {
+	if len(crd.Spec.Versions) < 2 || oneSchema(crd.Spec.Versions) {
 		return
 	}
 	path := conversionPath
@@ -130,6 +134,41 @@ func addConversion(crd *apiextensionsv1.CustomResourceDefinition) {
 			},
 		},
 	}
+}
+
+// oneSchema says whether every version has the same schema, descriptions
+// aside (each version's kind documents itself).
+func oneSchema(versions []apiextensionsv1.CustomResourceDefinitionVersion) bool {
+	first := undescribed(versions[0].Schema)
+	for _, v := range versions[1:] {
+		if !reflect.DeepEqual(undescribed(v.Schema), first) {
+			return false
+		}
+	}
+	return true
+}
+
+// undescribed is s as generic JSON without its descriptions.
+func undescribed(s *apiextensionsv1.CustomResourceValidation) any {
+	raw, _ := json.Marshal(s)
+	var v any
+	_ = json.Unmarshal(raw, &v)
+	var drop func(any)
+	drop = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			delete(t, "description")
+			for _, c := range t {
+				drop(c)
+			}
+		case []any:
+			for _, c := range t {
+				drop(c)
+			}
+		}
+	}
+	drop(v)
+	return v
 }
 
 // walk visits every schema below s; inForeign is true under an embedded

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -89,7 +91,7 @@ func TestNullableOptionalMarksOnlyOptionalFieldsWithoutDefault(t *testing.T) {
 	}
 }
 
-func TestAddConversionOnlyForKindsWithSeveralVersions(t *testing.T) {
+func TestAddConversionOnlyForKindsWithSeveralSchemas(t *testing.T) {
 	path, port := "/convert", int32(443)
 	webhook := &apiextensionsv1.CustomResourceConversion{
 		Strategy: apiextensionsv1.WebhookConverter,
@@ -105,18 +107,32 @@ func TestAddConversionOnlyForKindsWithSeveralVersions(t *testing.T) {
 			},
 		},
 	}
+	// schema is a version's schema with one property, named field.
+	schema := func(field string) *apiextensionsv1.CustomResourceValidation {
+		return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+			Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{field: {Type: "string"}},
+		}}
+	}
 	tests := map[string]struct {
-		versions []string
+		// versions maps each version's name to its schema's one field.
+		versions map[string]string
 		want     *apiextensionsv1.CustomResourceConversion
 	}{
-		"one version keeps the default (no conversion)": {versions: []string{"v1alpha1"}},
-		"two versions are converted by the webhook":     {versions: []string{"v1alpha1", "v1beta1"}, want: webhook},
+		"one version keeps the default (no conversion)": {versions: map[string]string{"v1alpha1": "services"}},
+		"two versions are converted by the webhook": {
+			versions: map[string]string{"v1alpha1": "services", "v1beta1": "components"}, want: webhook,
+		},
+		"two versions of one schema keep the default": {versions: map[string]string{"v1alpha1": "replicas", "v1beta1": "replicas"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
-			for _, v := range tc.versions {
-				crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v})
+			for _, v := range slices.Sorted(maps.Keys(tc.versions)) {
+				// Each version describes itself: descriptions do not make
+				// two schemas differ.
+				sc := schema(tc.versions[v])
+				sc.OpenAPIV3Schema.Description = "the " + v + " kind"
+				crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Schema: sc})
 			}
 			addConversion(crd)
 			// The tools module has no go-cmp; YAML shows a difference as well.

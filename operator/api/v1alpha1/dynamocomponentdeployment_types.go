@@ -103,6 +103,12 @@ type DynamoComponentDeploymentSharedSpec struct {
 	// topology level (a multinode service: each group's pods).
 	// +optional
 	TopologyConstraint *TopologyConstraint `json:"topologyConstraint,omitempty"`
+	// ScalingAdapter, enabled, gives the service a
+	// DynamoGraphDeploymentScalingAdapter that owns its replicas, for HPA,
+	// KEDA or Dynamo's planner to scale through (v1beta1: scalingAdapter
+	// present).
+	// +optional
+	ScalingAdapter *EnabledSpec `json:"scalingAdapter,omitempty"`
 }
 
 // DynamoComponentDeploymentSpec is one deployed component.

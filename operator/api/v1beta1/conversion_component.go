@@ -36,6 +36,9 @@ func componentUp(s *alphaService) betaService {
 	if s.EPPConfig != nil {
 		c.EPPConfig = &EPPConfig{ConfigMapRef: s.EPPConfig.ConfigMapRef.DeepCopy(), Config: s.EPPConfig.Config.DeepCopy()}
 	}
+	if s.ScalingAdapter != nil && s.ScalingAdapter.Enabled {
+		c.ScalingAdapter = &ScalingAdapter{}
+	}
 	if i := slices.IndexFunc(s.VolumeMounts, func(m v1alpha1.VolumeMount) bool { return m.UseAsCompilationCache }); i >= 0 {
 		c.CompilationCache = &CompilationCacheConfig{PVCName: s.VolumeMounts[i].Name, MountPath: s.VolumeMounts[i].MountPoint}
 	}
@@ -65,6 +68,9 @@ func componentDown(c *betaService) alphaService {
 	}
 	if c.EPPConfig != nil {
 		s.EPPConfig = &v1alpha1.EPPConfig{ConfigMapRef: c.EPPConfig.ConfigMapRef.DeepCopy(), Config: c.EPPConfig.Config.DeepCopy()}
+	}
+	if c.ScalingAdapter != nil {
+		s.ScalingAdapter = &v1alpha1.EnabledSpec{Enabled: true}
 	}
 	if cc := c.CompilationCache; cc != nil {
 		s.VolumeMounts = []v1alpha1.VolumeMount{{Name: cc.PVCName, MountPoint: cc.MountPath, UseAsCompilationCache: true}}
@@ -205,6 +211,9 @@ var alphaServiceParts = []part[alphaService, betaService]{
 		func(c *betaService) any {
 			return experimentalPart(c, func(e *ExperimentalSpec) any { return e.GPUMemoryService })
 		}),
+	alphaField("scalingAdapter", func(s *alphaService) *v1alpha1.EnabledSpec { return s.ScalingAdapter },
+		func(s *alphaService, v *v1alpha1.EnabledSpec) { s.ScalingAdapter = v },
+		func(c *betaService) any { return c.ScalingAdapter }),
 	alphaField("failover", func(s *alphaService) *v1alpha1.EnabledSpec { return s.Failover },
 		func(s *alphaService, v *v1alpha1.EnabledSpec) { s.Failover = v },
 		func(c *betaService) any {
@@ -340,7 +349,7 @@ var betaComponentParts = []part[betaService, alphaService]{
 	betaField("modelRef", func(c *betaService) *ModelReference { return c.ModelRef },
 		func(c *betaService, v *ModelReference) { c.ModelRef = v }, func(s *alphaService) any { return s.ModelRef }),
 	betaField("scalingAdapter", func(c *betaService) *ScalingAdapter { return c.ScalingAdapter },
-		func(c *betaService, v *ScalingAdapter) { c.ScalingAdapter = v }, nil),
+		func(c *betaService, v *ScalingAdapter) { c.ScalingAdapter = v }, func(s *alphaService) any { return s.ScalingAdapter }),
 	betaField("eppConfig", func(c *betaService) *EPPConfig { return c.EPPConfig },
 		func(c *betaService, v *EPPConfig) { c.EPPConfig = v }, func(s *alphaService) any { return s.EPPConfig }),
 	betaField("dynamoSidecar", func(c *betaService) *string { return c.DynamoSidecar },

@@ -67,6 +67,7 @@
 //	args, envs, envFromSecret}           that name (extraPodSpec's container of that name over it)
 //	gpuMemoryService {enabled: true}     experimental.gpuMemoryService {} (false: absent, saved)
 //	failover {enabled: true}             experimental.failover {} (false: absent, saved)
+//	scalingAdapter {enabled: true}       scalingAdapter {} (false: absent, saved)
 //	topologyConstraint                   the same
 //	serviceName                          - in a graph (saved); a component's name in a
 //	                                     DynamoComponentDeployment (else metadata.name)
@@ -75,7 +76,7 @@
 //	annotations, labels
 //	-                                    providerOverride, runtimeVersionOverride,
 //	                                     globalDynamoNamespace, minAvailable, roles,
-//	                                     scalingAdapter, dynamoSidecar,
+//	                                     dynamoSidecar,
 //	                                     experimental.grove, experimental.checkpoint (saved)
 //
 // Going down, the main container splits back: env to envs, a first envFrom
@@ -105,7 +106,7 @@
 // Parts: of a v1alpha1 service, componentType (with subComponentType),
 // dynamoNamespace, annotations, labels, autoscaling, pvc, ingress,
 // externalServices, replicas, multinode, modelRef, eppConfig, sharedMemory,
-// gpuMemoryService, failover, resources, envs, envFromSecret,
+// gpuMemoryService, failover, scalingAdapter, resources, envs, envFromSecret,
 // livenessProbe, readinessProbe, volumeMounts, extraPodMetadata,
 // extraPodSpec and, apart from it, its mainContainer's name, env, envFrom,
 // resources, livenessProbe and readinessProbe (which of envs and
@@ -123,7 +124,7 @@
 // pvcs, dynamoComponent, dynamoTag, serviceName, subComponentType other
 // than prefill/decode under worker, dynamoNamespace, autoscaling, pvc,
 // ingress, externalServices, a service's annotations and labels, a
-// disabled gpuMemoryService or failover, sharedMemory {disabled, size} or
+// disabled gpuMemoryService, failover or scalingAdapter, sharedMemory {disabled, size} or
 // {}, the split of the main container between envs, envFromSecret,
 // resources, probes, volumeMounts and mainContainer, resources the
 // renderer reads differently from how they were written (a GPU as a
@@ -132,7 +133,7 @@
 // from v1beta1, providerOverride, priorityClassName, restart,
 // experimental (graph), a component's
 // runtimeVersionOverride, globalDynamoNamespace, minAvailable, roles,
-// scalingAdapter, dynamoSidecar, experimental.grove
+// dynamoSidecar, experimental.grove
 // and .checkpoint, GPU memory service or failover settings, a
 // frontendSidecar naming another container, pod template metadata besides
 // labels and annotations, the order of components and of containers, and

@@ -446,69 +446,44 @@ func graph(t *testing.T, ctx context.Context, key client.ObjectKey) *v1alpha1.Dy
 	return dgd
 }
 
-// A graph reports its first state once its components have reported
-// theirs and the delay has passed, or once the limit has passed: one
-// status write (Ready) when its components are available at once, Pending
-// then Ready when they take longer, Pending when they do not report at
-// all (a component controller that is down or far behind).
+// A graph reports what it waits for in the reconcile that created its
+// components, and after that on every change of what it waits for: a
+// component done, a blocker, readiness. Progress alone (a component's
+// replica count moving while the graph waits for the same components) is
+// written at most every ten seconds.
 func TestGraphStatusWrites(t *testing.T) {
 	type step struct {
 		after time.Duration // the clock moves on by this much
-		// components' status then, "" for none yet
-		components string
-		// fail: the component controller's reconciles of the components
-		// fail then (every write refused)
-		fail bool
-		// drain: the component controller finishes a reconcile of another
-		// graph's component then (it drains a backlog ahead of these)
-		drain bool
-		// the graph's state after a reconcile, "" for no status
-		want v1alpha1.GraphState
+		// each component's status then: "" none yet, "rolling out",
+		// "available"; a component left out keeps its status
+		components map[string]string
+		// the graph's state after a reconcile, and the components its
+		// Ready condition says it waits for
+		want    v1alpha1.GraphState
+		waiting string
 	}
+	const created = "Frontend (no status yet), Worker (no status yet)"
 	for name, tc := range map[string]struct {
 		steps  []step
 		writes int32
-		// queued: the component controller has not begun on the
-		// components (a burst of graphs ahead of them).
-		queued bool
 	}{
-		"available at once": {writes: 1, steps: []step{
-			{after: time.Second, components: "available", want: v1alpha1.GraphStateSuccessful}}},
-		"rolling out beyond the delay": {writes: 2, steps: []step{
-			{after: 2 * time.Second, components: "rolling out"},
-			{after: 3 * time.Second, components: "rolling out", want: v1alpha1.GraphStatePending},
-			{after: time.Second, components: "available", want: v1alpha1.GraphStateSuccessful}}},
+		"available at once": {writes: 2, steps: []step{
+			{after: time.Second, components: map[string]string{"Frontend": "available", "Worker": "available"},
+				want: v1alpha1.GraphStateSuccessful}}},
 		"components not reporting": {writes: 1, steps: []step{
-			{after: 10 * time.Second},
-			{after: 20 * time.Second, want: v1alpha1.GraphStatePending}}},
-		// Queued behind other graphs' components, the graph waits for them
-		// longer: then it could only say "not yet reconciled".
-		"components queued": {queued: true, writes: 1, steps: []step{
-			{after: 30 * time.Second},
-			{after: 4 * time.Minute},
-			{after: time.Minute, want: v1alpha1.GraphStatePending}}},
-		"components queued, then available": {queued: true, writes: 1, steps: []step{
-			{after: 2 * time.Minute},
-			{after: time.Second, components: "available", want: v1alpha1.GraphStateSuccessful}}},
-		// Behind a backlog the component controller is still draining, the
-		// graph waits past the limit, up to the cap.
-		"components queued behind a draining backlog": {queued: true, writes: 1, steps: []step{
-			{after: 4 * time.Minute, drain: true},
-			{after: 2 * time.Minute, drain: true},
-			{after: 20 * time.Second, drain: true, components: "available", want: v1alpha1.GraphStateSuccessful}}},
-		"components queued after the backlog stopped draining": {queued: true, writes: 1, steps: []step{
-			{after: 4 * time.Minute, drain: true},
-			{after: time.Minute, want: v1alpha1.GraphStatePending}}},
-		"components queued past the cap": {queued: true, writes: 1, steps: []step{
-			{after: 30 * time.Minute, drain: true},
-			{after: 29 * time.Minute, drain: true},
-			{after: time.Minute, drain: true, want: v1alpha1.GraphStatePending}}},
-		// A component that fails to reconcile is reported at the shorter
-		// limit.
-		"components failing": {queued: true, writes: 1, steps: []step{
-			{after: 10 * time.Second, fail: true},
-			{after: 15 * time.Second},
-			{after: 5 * time.Second, want: v1alpha1.GraphStatePending}}},
+			{after: 10 * time.Second, want: v1alpha1.GraphStatePending, waiting: created},
+			{after: 10 * time.Minute, want: v1alpha1.GraphStatePending, waiting: created}}},
+		// Their rollout's progress is written after ten seconds, what it
+		// waits for at once.
+		"rolling out, one done, then the other": {writes: 4, steps: []step{
+			{after: time.Second, components: map[string]string{"Frontend": "rolling out", "Worker": "rolling out"},
+				want: v1alpha1.GraphStatePending, waiting: created},
+			{after: 10 * time.Second, want: v1alpha1.GraphStatePending,
+				waiting: "Frontend (0 of 1 replicas available), Worker (0 of 1 replicas available)"},
+			{after: time.Second, components: map[string]string{"Worker": "available"},
+				want: v1alpha1.GraphStatePending, waiting: "Frontend (0 of 1 replicas available)"},
+			{after: time.Second, components: map[string]string{"Frontend": "available"},
+				want: v1alpha1.GraphStateSuccessful}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
@@ -518,80 +493,48 @@ func TestGraphStatusWrites(t *testing.T) {
 			key := client.ObjectKeyFromObject(dgd)
 			c := &countingClient{Client: env.Client}
 			r := newGraphReconciler(c, env.Client, clock)
-			if tc.queued {
-				r.Failing = &controllers.Failing{} // nothing failing
-			}
-			// The component controller, when a step says its reconciles
-			// fail: every write it makes is refused.
-			cr := newComponentReconciler(refusingClient{env.Client}, clock)
-			cr.Applier.Client = refusingClient{env.Client}
-			cr.Failing = r.Failing
-			// The component controller at work on other graphs.
-			drain := newComponentReconciler(env.Client, clock)
-			drain.Failing = r.Failing
 
-			res := reconcileOnce(t, ctx, r, key)
-			components := []client.ObjectKey{{Namespace: ns, Name: render.ComponentName("g", "Frontend")},
-				{Namespace: ns, Name: render.ComponentName("g", "Worker")}}
+			reconcileOnce(t, ctx, r, key)
+			components := map[string]client.ObjectKey{
+				"Frontend": {Namespace: ns, Name: render.ComponentName("g", "Frontend")},
+				"Worker":   {Namespace: ns, Name: render.ComponentName("g", "Worker")}}
 			for _, k := range components {
 				component(t, ctx, k) // the reconcile acted: it created them
 			}
-			if n := c.statusWrites.Load(); n != 0 || graph(t, ctx, key).Status.ObservedGeneration != 0 {
-				t.Fatalf("the graph's status was written while its components had just been created: %d writes", n)
-			}
-			if res.RequeueAfter <= 0 || res.RequeueAfter > 30*time.Second {
-				t.Fatalf("a held status is not looked at again within the limit: %+v", res)
+			wantGraph(t, graph(t, ctx, key), v1alpha1.GraphStatePending, created)
+			if n := c.statusWrites.Load(); n != 1 {
+				t.Fatalf("the reconcile that created the components wrote %d statuses, want 1", n)
 			}
 
-			var elapsed time.Duration
-			for i, s := range tc.steps {
+			for _, s := range tc.steps {
 				clock.Step(s.after)
-				if s.drain {
-					// Another graph's component, gone by the time the
-					// controller gets to it: a reconcile that finishes.
-					other := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: "other-worker"}}
-					if _, err := drain.Reconcile(ctx, other); err != nil {
-						t.Fatalf("step %d: %v", i, err)
-					}
+				for service, status := range s.components {
+					setComponent(t, ctx, components[service], status == "available")
 				}
-				if s.fail {
-					for _, k := range components {
-						if _, err := cr.Reconcile(ctx, reconcile.Request{NamespacedName: k}); err == nil {
-							t.Fatalf("step %d: the component's reconcile succeeded with every write refused", i)
-						}
-					}
-				}
-				if s.components != "" {
-					for _, k := range components {
-						setComponent(t, ctx, k, s.components == "available")
-					}
-				}
-				elapsed += s.after
-				res := reconcileOnce(t, ctx, r, key)
-				got := graph(t, ctx, key)
-				if got.Status.State == v1alpha1.GraphStateInitializing {
-					// The CRD's default: nothing reported yet ("" below).
-					got.Status.State = ""
-				}
-				// Within 30 s, and, held past 5 minutes behind a draining
-				// backlog, within a minute.
-				recheck := 30 * time.Second
-				if elapsed >= 5*time.Minute {
-					recheck = time.Minute
-				}
-				if got.Status.State == "" && (res.RequeueAfter <= 0 || res.RequeueAfter > recheck) {
-					t.Fatalf("step %d: a held status is not looked at again within %s: %+v", i, recheck, res)
-				}
-				if got.Status.State != s.want {
-					t.Fatalf("step %d: the graph's state is %q, want %q: %+v", i, got.Status.State, s.want, got.Status)
-				}
-				if s.want != "" && got.Status.ObservedGeneration != got.Generation {
-					t.Fatalf("step %d: the graph's status does not describe its spec: %+v", i, got.Status)
-				}
+				reconcileOnce(t, ctx, r, key)
+				wantGraph(t, graph(t, ctx, key), s.want, s.waiting)
 			}
 			if n := c.statusWrites.Load(); n != tc.writes {
 				t.Fatalf("status writes: got %d, want %d", n, tc.writes)
 			}
 		})
+	}
+}
+
+// wantGraph fails unless the graph's status describes its spec, in state,
+// and its Ready condition waits for the components waiting names ("" when
+// it waits for none).
+func wantGraph(t *testing.T, got *v1alpha1.DynamoGraphDeployment, state v1alpha1.GraphState, waiting string) {
+	t.Helper()
+	if got.Status.State != state || got.Status.ObservedGeneration != got.Generation {
+		t.Fatalf("the graph's state is %q for generation %d, want %q for %d: %+v",
+			got.Status.State, got.Status.ObservedGeneration, state, got.Generation, got.Status)
+	}
+	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+	if ready == nil {
+		t.Fatalf("the graph has no Ready condition: %+v", got.Status)
+	}
+	if waiting != "" && ready.Message != "waiting for "+waiting {
+		t.Fatalf("the graph's Ready message is %q, want %q", ready.Message, "waiting for "+waiting)
 	}
 }

@@ -95,6 +95,9 @@ const (
 	ReasonBuildTimeout = "build_timeout_invalid"
 	ReasonImmutable    = "immutable_field_changed"
 	ReasonTopology     = "topology_constraint_incomplete"
+	// ReasonAdapterReplicas: the replicas of a service its scaling adapter
+	// owns changed in the graph (AdapterReplicas).
+	ReasonAdapterReplicas = "adapter_owned_replicas_changed"
 )
 
 // ratchet drops the violations the old object already had, so an object

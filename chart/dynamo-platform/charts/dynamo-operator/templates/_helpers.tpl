@@ -126,6 +126,7 @@ can do neither of (operator/storagemigration).
 - dynamocomponentdeployments.nvidia.com
 - dynamocomponents.nvidia.com
 - dynamographdeployments.nvidia.com
+- dynamographdeploymentscalingadapters.nvidia.com
 - dynamomodels.nvidia.com
 - dynamoworkermetadatas.nvidia.com
 {{- end -}}

@@ -18,6 +18,15 @@ with exactly these rights and fail on any forbidden request.
 - apiGroups: ["nvidia.com"]
   resources: ["dynamographdeployments/finalizers", "dynamocomponentdeployments/finalizers"]
   verbs: ["update"]
+# Scaling adapters, one per service that opts in: created with the graph's
+# replicas, their status (replicas, selector) written for the scale
+# subresource, deleted when the service opts out.
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamographdeploymentscalingadapters"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["nvidia.com"]
+  resources: ["dynamographdeploymentscalingadapters/status"]
+  verbs: ["get", "update", "patch"]
 # Models: watched, their unload finalizer added and removed (patch), status
 # written; the LoRA calls go to the pods (read below), not to the API.
 - apiGroups: ["nvidia.com"]

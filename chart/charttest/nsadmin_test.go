@@ -68,6 +68,7 @@ func TestNamespaceAdminInstallsNamespaceScoped(t *testing.T) {
 		"--set", "dynamo-operator.namespaceRestriction.enabled=true",
 		"--set", "dynamo-operator.webhook.enabled=false",
 		"--set", "dynamo-operator.metricsService.enabled=false",
+		"--set", "dynamo-operator.topology.checkNodeLabels=false",
 		"--set", "dynamo-operator.controllerManager.manager.image.tag=v2.0.0-beta",
 	}
 	started := time.Now()

@@ -70,7 +70,12 @@ func TestValueCombinations(t *testing.T) {
 			}
 			wantArgs(t, args, "--leader-elect=true", "--leader-election-id=dynamo-operator-leader", "--webhook-cert-mode=auto",
 				"--webhook-manage-configurations=false", "--leader-election-create-lease=false", "--enable-webhooks=true",
-				"--migrate-storage")
+				"--migrate-storage", "--topology-domain-labels="+config.DefaultTopologyDomainLabels)
+			// Nodes are listed to name a topology label no node carries.
+			cluster := find(objs, "ClusterRole", "dynamo-platform-dynamo-operator-"+ns+"-cluster")
+			if cluster == nil || !strings.Contains(fmt.Sprint(cluster.Object["rules"]), "resources:[nodes] verbs:[list]") {
+				t.Errorf("the cluster-scoped ClusterRole grants no list on nodes: %v", cluster)
+			}
 			if find(objs, "ValidatingWebhookConfiguration", "dynamo-operator-validating") == nil ||
 				find(objs, "MutatingWebhookConfiguration", "dynamo-operator-mutating") == nil {
 				t.Error("webhook configurations not named dynamo-operator-validating/-mutating")
@@ -127,7 +132,8 @@ func TestValueCombinations(t *testing.T) {
 				}
 			}},
 		{name: "webhooks off, metrics off (namespace admin)", set: []string{"dynamo-operator.namespaceRestriction.enabled=true",
-			"dynamo-operator.webhook.enabled=false", "dynamo-operator.metricsService.enabled=false"},
+			"dynamo-operator.webhook.enabled=false", "dynamo-operator.metricsService.enabled=false",
+			"dynamo-operator.topology.checkNodeLabels=false"},
 			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
 				for _, o := range objs {
 					if o.GetNamespace() == "" {

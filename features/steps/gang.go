@@ -100,16 +100,22 @@ func (w *world) addReservedNode(ctx context.Context, gpus int, reservation strin
 }
 
 func (w *world) removeReservedNodes() error {
+	err := w.deleteNodes(w.gang.nodes)
+	w.gang.nodes = nil
+	return err
+}
+
+// deleteNodes deletes the Nodes a scenario added, when it ends.
+func (w *world) deleteNodes(names []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var errs []error
-	for _, name := range w.gang.nodes {
+	for _, name := range names {
 		err := w.cluster.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
 		if client.IgnoreNotFound(err) != nil {
 			errs = append(errs, err)
 		}
 	}
-	w.gang.nodes = nil
 	return errors.Join(errs...)
 }
 

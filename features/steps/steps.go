@@ -92,6 +92,7 @@ type world struct {
 	gang            gang
 	groups          groups
 	lwsAPI          lwsAPI
+	topology        topology
 }
 
 // quoted matches a double-quoted step argument in which \" stands for a quote.

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,7 +33,11 @@ import (
 // creates a pod matching a Deployment's selector with the status a kubelet
 // or the scheduler would report; while such a pod is not ready, that many
 // replicas of the Deployment are unavailable (the rest of its status moves
-// as above). The driver stops when ctx ends.
+// as above). Nodes stand for the scheduler's verdict on node labels: a pod
+// template whose required node affinity asks for labels that no Node
+// carries (Exists), in every term, has none of its replicas available, as
+// its pods would all wait unscheduled; a Node joining with them lets the
+// rollout finish. The driver stops when ctx ends.
 func (e *Env) StartDeploymentDriver(ctx context.Context, stepDelay time.Duration) error {
 	mgr, err := manager.New(e.Config, manager.Options{
 		Scheme:                 e.Scheme,
@@ -49,6 +54,7 @@ func (e *Env) StartDeploymentDriver(ctx context.Context, stepDelay time.Duration
 		WithOptions(controller.Options{MaxConcurrentReconciles: 16, SkipNameValidation: ptr.To(true)}).
 		For(&appsv1.Deployment{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(d.deploymentsOfPod)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(d.allDeployments)).
 		Complete(d); err != nil {
 		return err
 	}
@@ -93,6 +99,13 @@ func (d *deploymentDriver) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	placeable, err := d.nodeLabelsExist(ctx, deploy)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !placeable {
+		stuck = ptr.Deref(deploy.Spec.Replicas, 1)
+	}
 	next, done := d.nextStatus(deploy)
 	if done && stuck > 0 {
 		desired := ptr.Deref(deploy.Spec.Replicas, 1)
@@ -130,6 +143,51 @@ func (d *deploymentDriver) notReadyPods(ctx context.Context, deploy *appsv1.Depl
 		}
 	}
 	return n, nil
+}
+
+// nodeLabelsExist says whether some term of the pod template's required
+// node affinity asks only for labels (Exists) that some Node carries; true
+// when it asks for none. Other operators are not looked at.
+func (d *deploymentDriver) nodeLabelsExist(ctx context.Context, deploy *appsv1.Deployment) (bool, error) {
+	a := deploy.Spec.Template.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return true, nil
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		sel := labels.NewSelector()
+		for _, e := range term.MatchExpressions {
+			if e.Operator != corev1.NodeSelectorOpExists {
+				continue
+			}
+			req, err := labels.NewRequirement(e.Key, selection.Exists, nil)
+			if err != nil {
+				return false, err
+			}
+			sel = sel.Add(*req)
+		}
+		var nodes corev1.NodeList
+		if err := d.client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return false, err
+		}
+		if len(nodes.Items) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// allDeployments maps a Node to every Deployment: one joining may let any
+// of them be placed.
+func (d *deploymentDriver) allDeployments(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list appsv1.DeploymentList
+	if err := d.client.List(ctx, &list); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, dep := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&dep)})
+	}
+	return reqs
 }
 
 // deploymentsOfPod maps a pod to the Deployments of its namespace whose

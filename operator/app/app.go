@@ -143,7 +143,7 @@ func addRunnables(mgr manager.Manager, o *config.Options, d Deps, drain *webhook
 func controllerOptions(o *config.Options, d Deps, gate *scope.Gate) controllers.Options {
 	return controllers.Options{
 		Workers: o.MaxConcurrentReconciles,
-		Render:  render.Options{NATSAddr: o.NATSAddr, EtcdAddr: o.EtcdAddr},
+		Render:  render.Options{NATSAddr: o.NATSAddr, EtcdAddr: o.EtcdAddr, TopologyLevels: topologyLevels(o.TopologyDomainLabels)},
 		Build:   imageBuildOptions(o.ImageBuilder),
 		Clock:   d.Clock,
 		Gate:    gate,
@@ -283,4 +283,13 @@ func imageBuildOptions(ib config.ImageBuilderOptions) render.ImageBuildOptions {
 		AddNamespacePrefixToImage: ib.AddNamespacePrefixToImage,
 		APIStoreEndpoint:          ib.APIStoreEndpoint,
 	}
+}
+
+// topologyLevels are the topology levels as the renderer takes them.
+func topologyLevels(levels []config.TopologyLevel) []render.TopologyLevel {
+	out := make([]render.TopologyLevel, 0, len(levels))
+	for _, l := range levels {
+		out = append(out, render.TopologyLevel{Domain: l.Domain, Label: l.Label})
+	}
+	return out
 }

@@ -125,6 +125,10 @@ type Options struct {
 	// ApplyCRDs makes the binary server-side apply its embedded CRDs, wait
 	// until they are served, and exit: the chart's init container.
 	ApplyCRDs bool
+	// TopologyDomainLabels are the topology levels, broadest first, with
+	// the node label of each (--topology-domain-labels).
+	TopologyDomainLabels []TopologyLevel
+
 	// MigrateStorage makes the leader rewrite the objects of the embedded
 	// CRDs held in a version other than the storage version and trim each
 	// CRD's storedVersions (operator/storagemigration): set by the chart for
@@ -331,6 +335,7 @@ type flagValues struct {
 	qps      float64
 	certMode string
 	caBundle string
+	topology string
 }
 
 func newFlagSet(v *flagValues) *flag.FlagSet {
@@ -341,6 +346,7 @@ func newFlagSet(v *flagValues) *flag.FlagSet {
 	fs.Usage = func() {}
 	for _, add := range []func(*flag.FlagSet, *flagValues){
 		addWorkerAndScopeFlags, addLeaderElectionFlags, addServingFlags, addWebhookFlags, addControllerFlags,
+		addTopologyFlags,
 	} {
 		add(fs, v)
 	}
@@ -559,6 +565,7 @@ func Parse(args []string, lookupEnv func(string) (string, bool)) (*Options, erro
 	o.Webhook.CertMode = WebhookCertMode(v.certMode)
 	validateFlags(o, v.qps, explicit, &p)
 	o.Webhook.CABundle = parseCABundle(v.caBundle, o.Webhook.CertMode, &p)
+	o.TopologyDomainLabels = parseTopologyDomainLabels(v.topology, &p)
 	parseEnv(o, env, &p)
 	resolveDerived(o, explicit, env, &p)
 	if len(p) > 0 {

@@ -68,6 +68,14 @@ func defaultOptions() Options {
 			DockerRegistrySecure: true,
 			RepositoryName:       "dynamo-components",
 		},
+		TopologyDomainLabels: []TopologyLevel{
+			{Domain: "region", Label: "topology.kubernetes.io/region"},
+			{Domain: "zone", Label: "topology.kubernetes.io/zone"},
+			{Domain: "block", Label: "topology.nvidia.com/block"},
+			{Domain: "rack", Label: "topology.nvidia.com/rack"},
+			{Domain: "nvlink", Label: "nvidia.com/gpu.clique"},
+			{Domain: "host", Label: "kubernetes.io/hostname"},
+		},
 	}
 }
 
@@ -119,6 +127,17 @@ func TestParseValid(t *testing.T) {
 		"explicitly passing the default id keeps it in namespace-scoped mode": {
 			args: []string{"--restrict-namespace=team-a", "--leader-election-id=dynamo-operator-leader"},
 			edit: func(o *Options) { o.RestrictNamespace = "team-a" },
+		},
+		"topology levels of a cluster's own labels, in order": {
+			args: []string{"--topology-domain-labels= rack=example.com/rack , host=kubernetes.io/hostname,"},
+			edit: func(o *Options) {
+				o.TopologyDomainLabels = []TopologyLevel{
+					{Domain: "rack", Label: "example.com/rack"}, {Domain: "host", Label: "kubernetes.io/hostname"}}
+			},
+		},
+		"no topology levels": {
+			args: []string{"--topology-domain-labels="},
+			edit: func(o *Options) { o.TopologyDomainLabels = nil },
 		},
 		"empty restrict-namespace means cluster-wide": {
 			args: []string{"--restrict-namespace="},
@@ -369,6 +388,13 @@ func TestParseInvalid(t *testing.T) {
 		"CA bundle not PEM": {
 			args: []string{"--webhook-cert-mode=external", "--webhook-ca-bundle=" + base64.StdEncoding.EncodeToString([]byte("ca"))},
 			want: []string{`--webhook-ca-bundle: must be base64-encoded PEM certificates`},
+		},
+		"topology levels": {
+			args: []string{"--topology-domain-labels=rack,Rack=a/b,host=kubernetes.io/hostname,host=x,zone=a b"},
+			want: []string{`--topology-domain-labels: "rack" is not domain=node-label`,
+				`--topology-domain-labels: domain "Rack" must be lowercase letters, digits and inner dashes`,
+				`--topology-domain-labels: domain "host" is given twice`,
+				`--topology-domain-labels: label "a b" of domain zone: name part must consist of`},
 		},
 		"negative webhook drain": {
 			args: []string{"--webhook-drain=-1s"},

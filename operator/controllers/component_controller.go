@@ -292,6 +292,9 @@ func (r *ComponentReconciler) reportComponentStatus(ctx context.Context, s *comp
 	if err != nil {
 		return stop(reconcile.Result{}, err)
 	}
+	if deploymentAvailability(s.deploy).Status != metav1.ConditionTrue {
+		why = r.topologyBlocker(ctx, dcd, why)
+	}
 	hadPending := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending) != nil
 	now := r.Clock.Now()
 	next := componentStatus(dcd, s.deploy, why, metav1.NewTime(now))

@@ -24,10 +24,9 @@ func betaOnlyIgnoredFields(dgd *v1alpha1.DynamoGraphDeployment) []string {
 	var out []string
 	s := beta.Spec
 	for path, set := range map[string]bool{
-		"spec.providerOverride":   s.ProviderOverride != nil,
-		"spec.priorityClassName":  s.PriorityClassName != "",
-		"spec.topologyConstraint": s.TopologyConstraint != nil,
-		"spec.experimental":       s.Experimental != nil,
+		"spec.providerOverride":  s.ProviderOverride != nil,
+		"spec.priorityClassName": s.PriorityClassName != "",
+		"spec.experimental":      s.Experimental != nil,
 	} {
 		if set {
 			out = append(out, path+notYet)
@@ -52,7 +51,6 @@ func betaOnlyComponentFields(path string, c *v1beta1.DynamoComponentDeploymentSh
 		"minAvailable":            c.MinAvailable != nil,
 		"roles":                   len(c.Roles) > 0,
 		"dynamoSidecar":           c.DynamoSidecar != nil,
-		"topologyConstraint":      c.TopologyConstraint != nil,
 		"experimental.grove":      e.Grove != nil,
 		"experimental.checkpoint": e.Checkpoint != nil,
 	} {

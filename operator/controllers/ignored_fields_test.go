@@ -88,3 +88,25 @@ func TestIgnoredFieldsOfAGraphWrittenInV1beta1(t *testing.T) {
 		t.Errorf("fields not acted on (-want +got):\n%s", diff)
 	}
 }
+
+// Topology constraints are acted on (pod affinity), in either version.
+func TestTopologyConstraintIsActedOn(t *testing.T) {
+	beta := builders.MakeBetaGraph("", "").Topology("cluster", "rack").
+		Component(builders.MakeBetaComponent("Worker").Type(v1beta1.ComponentTypeWorker).PackDomain("host")).Obj()
+	fromBeta := &v1alpha1.DynamoGraphDeployment{}
+	if err := beta.ConvertTo(fromBeta); err != nil {
+		t.Fatal(err)
+	}
+	graphs := map[string]*v1alpha1.DynamoGraphDeployment{
+		"v1alpha1": builders.MakeGraph("", "").Topology("cluster", "rack").
+			Service("Worker", builders.MakeEmptyService().PackDomain("host")).Obj(),
+		"v1beta1": fromBeta,
+	}
+	for name, dgd := range graphs {
+		st := &v1alpha1.DynamoGraphDeploymentStatus{}
+		setIgnoredFieldsCondition(st, dgd, nil, metav1.NewTime(time.Unix(1, 0)))
+		if c := meta.FindStatusCondition(st.Conditions, ConditionFieldsNotActedOn); c != nil {
+			t.Errorf("%s: %+v", name, c)
+		}
+	}
+}

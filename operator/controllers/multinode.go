@@ -206,6 +206,9 @@ func (r *ComponentReconciler) reportMultinodeStatus(ctx context.Context, s *mult
 	if err != nil {
 		return stop(reconcile.Result{}, err)
 	}
+	if deploymentAvailability(all).Status != metav1.ConditionTrue {
+		why = r.topologyBlocker(ctx, dcd, why)
+	}
 	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
 		c.Status = componentStatus(c, view, why, metav1.NewTime(r.Clock.Now()))
 		c.Status.Service.ComponentKind = v1alpha1.ComponentKindLeaderWorkerSet

@@ -24,7 +24,9 @@ func TestProgressThrottle(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "g"}
 	t0 := time.Unix(1000, 0)
 	pending := status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 0)
-	news := func(blockers string) progressNews { return progressNews{blockers: blockers, awaited: "g-frontend,g-worker"} }
+	news := func(blockers string) progressNews {
+		return progressNews{blockers: blockers, awaited: "g-frontend,g-worker"}
+	}
 
 	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), news(""), t0); w != 0 {
 		t.Fatalf("the first progress write must not wait, got %s", w)

@@ -73,9 +73,12 @@ func podTemplate(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.G
 	} else {
 		errs = append(errs, completeMerged(spec, &pod, specPath)...)
 	}
+	reqs, topoErrs := topologyRequirements(dcd, o)
+	errs = append(errs, topoErrs...)
 	if len(errs) > 0 {
 		return corev1.PodTemplateSpec{}, errs.ToAggregate()
 	}
+	placeInDomains(&pod, dcd, reqs)
 	var extraAnnotations map[string]string
 	if m := spec.ExtraPodMetadata; m != nil {
 		extraAnnotations = m.Annotations

@@ -107,6 +107,10 @@ func component(dgd *v1alpha1.DynamoGraphDeployment, serviceName, name string,
 	if isWorker(spec.ComponentType) {
 		dcdLabels[LabelWorkerHash] = WorkerHash(dgd)
 	}
+	annotations := merged(propagated(dgd.Annotations, dgd.Spec.Annotations))
+	if t := dgd.Spec.TopologyConstraint; t != nil && t.PackDomain != "" {
+		annotations = merged(annotations, map[string]string{AnnotationGraphPackDomain: string(t.PackDomain)})
+	}
 	return &v1alpha1.DynamoComponentDeployment{
 		TypeMeta: metav1.TypeMeta{
 			APIVersion: v1alpha1.GroupVersion.String(),
@@ -116,7 +120,7 @@ func component(dgd *v1alpha1.DynamoGraphDeployment, serviceName, name string,
 			Name:        name,
 			Namespace:   dgd.Namespace,
 			Labels:      dcdLabels,
-			Annotations: merged(propagated(dgd.Annotations, dgd.Spec.Annotations)),
+			Annotations: annotations,
 		},
 		Spec: v1alpha1.DynamoComponentDeploymentSpec{
 			DynamoComponent:                     dgd.Spec.DynamoComponent,

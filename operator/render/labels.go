@@ -64,6 +64,7 @@ var operatorKeys = map[string]bool{
 	LabelPVCRetained:          true,
 	LabelWorkerHash:           true,
 	lastAppliedHashAnnotation: true,
+	AnnotationGraphPackDomain: true,
 }
 
 // BaseModelHash is a label-safe digest of a base model name (model names such
@@ -102,7 +103,8 @@ func propagated(sources ...map[string]string) map[string]string {
 func inheritedAnnotations(parent map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range parent {
-		if k == lastAppliedHashAnnotation || k == AnnotationGraphReplicas || strings.HasPrefix(k, kubectlPrefix) ||
+		if k == lastAppliedHashAnnotation || k == AnnotationGraphReplicas || k == AnnotationGraphPackDomain ||
+			strings.HasPrefix(k, kubectlPrefix) ||
 			v1beta1.IsConversionAnnotation(k) {
 			continue
 		}

@@ -26,6 +26,10 @@ type Options struct {
 	// EtcdAddr is the operator's --etcdAddr, given to pods as ETCD_ENDPOINTS
 	// when non-empty.
 	EtcdAddr string
+	// TopologyLevels are the topology levels a topologyConstraint may name
+	// (packDomain), broadest first, each with the node label of its
+	// domains: the operator's --topology-domain-labels.
+	TopologyLevels []TopologyLevel
 }
 
 // Volume and mount names the operator generates.

@@ -33,6 +33,9 @@
 //	imageBuildTimeout is positive                          rules/refs.go
 //	autoscaling is deprecated: a warning                   rules/service.go
 //	immutable fields                                       rules/immutable.go
+//	a service's topologyConstraint needs the graph's;      rules/topology.go
+//	  the graph's without packDomain needs every service's
+//	packDomain is one of the operator's levels             the component's status (render)
 //
 // All violations of one object come back in one response, as a Kubernetes
 // Invalid status listing each field path with its rule.

@@ -31,6 +31,23 @@ const (
 	GPUResource corev1.ResourceName = "nvidia.com/gpu"
 )
 
+// Topology labels of GPU nodes: the operator's default node labels of the
+// block, rack and NVLink-domain levels (--topology-domain-labels). A rack of
+// GPU nodes is one NVLink domain, as in NVIDIA's rack-scale systems; the
+// NVLink domain label is GPU feature discovery's clique label.
+const (
+	LabelBlock  = "topology.nvidia.com/block"
+	LabelRack   = "topology.nvidia.com/rack"
+	LabelNVLink = "nvidia.com/gpu.clique"
+)
+
+// Default rack and block sizes of a GPU pool: several domains of each level
+// in the default pools (two racks of h100, one of l40s; a block per pool).
+const (
+	DefaultRackSize      = 2
+	DefaultRacksPerBlock = 2
+)
+
 // Pool is a group of identical GPU nodes.
 type Pool struct {
 	Name string `json:"name"`
@@ -53,6 +70,12 @@ type Pool struct {
 	// named after the driver), as a DRA driver such as gpu.intel.com does.
 	DRADriver  string `json:"draDriver,omitempty"`
 	DRADevices int    `json:"draDevices,omitempty"`
+	// RackSize is the number of nodes of a rack (and NVLink domain) of a
+	// GPU pool, RacksPerBlock the racks of a block; defaults
+	// DefaultRackSize and DefaultRacksPerBlock. Nodes without GPUs carry no
+	// topology labels.
+	RackSize      int `json:"rackSize,omitempty"`
+	RacksPerBlock int `json:"racksPerBlock,omitempty"`
 }
 
 // Config is the simulator's node configuration file.
@@ -119,8 +142,12 @@ func ParsePool(s string) (Pool, error) {
 			p.DRADriver = v
 		case "draDevices":
 			p.DRADevices, err = strconv.Atoi(v)
+		case "rackSize":
+			p.RackSize, err = strconv.Atoi(v)
+		case "racksPerBlock":
+			p.RacksPerBlock, err = strconv.Atoi(v)
 		default:
-			return p, fmt.Errorf("pool %q: unknown key %q (name, count, gpus, product, memory, cpu, nodeMemory, maxPods, draDriver, draDevices)", s, k)
+			return p, fmt.Errorf("pool %q: unknown key %q (name, count, gpus, product, memory, cpu, nodeMemory, maxPods, draDriver, draDevices, rackSize, racksPerBlock)", s, k)
 		}
 		if err != nil {
 			return p, fmt.Errorf("pool %q: %s: %w", s, k, err)
@@ -133,8 +160,8 @@ func (p *Pool) validate() error {
 	if p.Name == "" {
 		return fmt.Errorf("a pool needs a name")
 	}
-	if p.Count < 0 || p.GPUs < 0 || p.MemoryMiB < 0 || p.MaxPods < 0 {
-		return fmt.Errorf("pool %s: count, gpus, memory and maxPods must not be negative", p.Name)
+	if p.Count < 0 || p.GPUs < 0 || p.MemoryMiB < 0 || p.MaxPods < 0 || p.RackSize < 0 || p.RacksPerBlock < 0 {
+		return fmt.Errorf("pool %s: count, gpus, memory, maxPods, rackSize and racksPerBlock must not be negative", p.Name)
 	}
 	if p.GPUs > 0 && p.Product == "" {
 		return fmt.Errorf("pool %s: GPUs need a product", p.Name)
@@ -191,6 +218,10 @@ func (p Pool) Node(i int) *corev1.Node {
 		labels[LabelGPUCount] = strconv.Itoa(p.GPUs)
 		labels[LabelGPUMemory] = strconv.Itoa(p.MemoryMiB)
 		labels["nvidia.com/gpu.present"] = "true"
+		rack, block := p.Rack(i)
+		labels[LabelRack] = rack
+		labels[LabelNVLink] = rack
+		labels[LabelBlock] = block
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
@@ -204,4 +235,18 @@ func (p Pool) Node(i int) *corev1.Node {
 			Phase:       corev1.NodeRunning,
 		},
 	}
+}
+
+// Rack names the rack (and NVLink domain) and the block of GPU node i of the
+// pool: <pool>-rack-<n> and <pool>-block-<n>, nodes filling racks in order.
+func (p Pool) Rack(i int) (rack, block string) {
+	size, perBlock := p.RackSize, p.RacksPerBlock
+	if size == 0 {
+		size = DefaultRackSize
+	}
+	if perBlock == 0 {
+		perBlock = DefaultRacksPerBlock
+	}
+	r := i / size
+	return fmt.Sprintf("%s-rack-%d", p.Name, r), fmt.Sprintf("%s-block-%d", p.Name, r/perBlock)
 }

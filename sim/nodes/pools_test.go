@@ -5,6 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/dynamoctl/dynamo-operator/operator/config"
 )
 
 func TestParsePool(t *testing.T) {
@@ -99,5 +103,41 @@ func TestDRAPool(t *testing.T) {
 	}
 	if _, err := ParsePool("name=xpu,draDriver=gpu.intel.com"); err == nil {
 		t.Error("a DRA driver without devices was accepted")
+	}
+}
+
+// GPU nodes carry the operator's default topology labels, racks filled in
+// order; CPU nodes carry none.
+func TestTopologyLabels(t *testing.T) {
+	p, err := ParsePool("name=gb,count=5,gpus=4,product=NVIDIA-GB200,memory=189471,rackSize=2,racksPerBlock=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][3]string{}
+	for i := range p.Count {
+		l := p.Node(i).Labels
+		got[p.NodeName(i)] = [3]string{l[LabelBlock], l[LabelRack], l[LabelNVLink]}
+	}
+	want := map[string][3]string{
+		"gb-0": {"gb-block-0", "gb-rack-0", "gb-rack-0"},
+		"gb-1": {"gb-block-0", "gb-rack-0", "gb-rack-0"},
+		"gb-2": {"gb-block-0", "gb-rack-1", "gb-rack-1"},
+		"gb-3": {"gb-block-0", "gb-rack-1", "gb-rack-1"},
+		"gb-4": {"gb-block-1", "gb-rack-2", "gb-rack-2"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("block, rack, NVLink domain by node (-want +got):\n%s", diff)
+	}
+	for _, label := range []string{LabelBlock, LabelRack, LabelNVLink} {
+		if _, ok := (Pool{Name: "cpu", Count: 1}).Node(0).Labels[label]; ok {
+			t.Errorf("a CPU node carries %s", label)
+		}
+	}
+	// The labels are the operator's defaults for the block, rack and
+	// NVLink-domain levels, so graphs on the simulator name them by level.
+	for _, label := range []string{"block=" + LabelBlock, "rack=" + LabelRack, "nvlink=" + LabelNVLink} {
+		if !strings.Contains(config.DefaultTopologyDomainLabels, label) {
+			t.Errorf("the operator's default levels %q lack %s", config.DefaultTopologyDomainLabels, label)
+		}
 	}
 }

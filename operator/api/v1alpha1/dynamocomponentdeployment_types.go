@@ -99,6 +99,10 @@ type DynamoComponentDeploymentSharedSpec struct {
 	// GPUMemoryService is accepted; the operator does not act on it yet.
 	// +optional
 	GPUMemoryService *EnabledSpec `json:"gpuMemoryService,omitempty"`
+	// TopologyConstraint places the service's pods within one domain of a
+	// topology level (a multinode service: each group's pods).
+	// +optional
+	TopologyConstraint *TopologyConstraint `json:"topologyConstraint,omitempty"`
 	// ScalingAdapter, enabled, gives the service a
 	// DynamoGraphDeploymentScalingAdapter that owns its replicas, for HPA,
 	// KEDA or Dynamo's planner to scale through (v1beta1: scalingAdapter

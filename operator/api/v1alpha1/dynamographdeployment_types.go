@@ -68,6 +68,10 @@ type DynamoGraphDeploymentSpec struct {
 	// changes.
 	// +optional
 	Restart *Restart `json:"restart,omitempty"`
+	// TopologyConstraint places the graph's pods within one domain of a
+	// topology level; services without their own inherit its packDomain.
+	// +optional
+	TopologyConstraint *SpecTopologyConstraint `json:"topologyConstraint,omitempty"`
 }
 
 // GraphState summarises a graph's status in one word.

@@ -46,6 +46,9 @@ func componentUp(s *alphaService) betaService {
 		name := FrontendSidecarContainerName
 		c.FrontendSidecar = &name
 	}
+	if t := s.TopologyConstraint; t != nil {
+		c.TopologyConstraint = &TopologyConstraint{PackDomain: TopologyDomain(t.PackDomain)}
+	}
 	return c
 }
 
@@ -79,6 +82,9 @@ func componentDown(c *betaService) alphaService {
 		if e.Failover != nil {
 			s.Failover = &v1alpha1.EnabledSpec{Enabled: true}
 		}
+	}
+	if t := c.TopologyConstraint; t != nil {
+		s.TopologyConstraint = &v1alpha1.TopologyConstraint{PackDomain: v1alpha1.TopologyDomain(t.PackDomain)}
 	}
 	podTemplateDown(c.PodTemplate, c.FrontendSidecar, &s)
 	return s
@@ -237,6 +243,9 @@ var alphaServiceParts = []part[alphaService, betaService]{
 	mainContainerField("extraPodSpec.mainContainer.readinessProbe", func(c *corev1.Container) **corev1.Probe { return &c.ReadinessProbe }),
 	alphaField("frontendSidecar", func(s *alphaService) *v1alpha1.FrontendSidecar { return s.FrontendSidecar },
 		func(s *alphaService, v *v1alpha1.FrontendSidecar) { s.FrontendSidecar = v }, alphaPodFields),
+	alphaField("topologyConstraint", func(s *alphaService) *v1alpha1.TopologyConstraint { return s.TopologyConstraint },
+		func(s *alphaService, v *v1alpha1.TopologyConstraint) { s.TopologyConstraint = v },
+		func(c *betaService) any { return c.TopologyConstraint }),
 }
 
 // mainContainerMembers are the fields of mainContainer the conversion moves
@@ -346,7 +355,8 @@ var betaComponentParts = []part[betaService, alphaService]{
 	betaField("dynamoSidecar", func(c *betaService) *string { return c.DynamoSidecar },
 		func(c *betaService, v *string) { c.DynamoSidecar = v }, nil),
 	betaField("topologyConstraint", func(c *betaService) *TopologyConstraint { return c.TopologyConstraint },
-		func(c *betaService, v *TopologyConstraint) { c.TopologyConstraint = v }, nil),
+		func(c *betaService, v *TopologyConstraint) { c.TopologyConstraint = v },
+		func(s *alphaService) any { return s.TopologyConstraint }),
 	betaField("experimental", func(c *betaService) bool {
 		return c.Experimental != nil && apiequality.Semantic.DeepEqual(*c.Experimental, ExperimentalSpec{})
 	}, setExperimentalPresent, func(s *alphaService) any { return []any{s.GPUMemoryService, s.Failover} }),

@@ -27,6 +27,10 @@ func graphUp(a *alphaGraph) *DynamoGraphDeployment {
 		},
 		Status: graphStatusUp(&a.Status),
 	}
+	if t := a.Spec.TopologyConstraint; t != nil {
+		b.Spec.TopologyConstraint = &SpecTopologyConstraint{
+			ClusterTopologyName: t.TopologyProfile, PackDomain: TopologyDomain(t.PackDomain)}
+	}
 	for _, name := range sortedKeys(a.Spec.Services) {
 		if s := a.Spec.Services[name]; s != nil {
 			c := componentUp(s)
@@ -52,6 +56,10 @@ func graphDown(b *DynamoGraphDeployment) (*alphaGraph, error) {
 			Restart:          restartDown(b.Spec.Restart),
 		},
 		Status: graphStatusDown(&b.Status),
+	}
+	if t := b.Spec.TopologyConstraint; t != nil {
+		a.Spec.TopologyConstraint = &v1alpha1.SpecTopologyConstraint{
+			TopologyProfile: t.ClusterTopologyName, PackDomain: v1alpha1.TopologyDomain(t.PackDomain)}
 	}
 	for i := range b.Spec.Components {
 		c := &b.Spec.Components[i]
@@ -109,6 +117,9 @@ var alphaGraphParts = []part[alphaGraph, DynamoGraphDeployment]{
 		func(a *alphaGraph, v []v1alpha1.GraphPVC) { a.Spec.PVCs = v },
 		func(b *DynamoGraphDeployment) any { return cacheNames(b) }), mergePVCs),
 	alphaGraphField("servicesWithoutSpec", servicesWithoutSpec, setServicesWithoutSpec, nil),
+	alphaGraphField("topologyConstraint", func(a *alphaGraph) *v1alpha1.SpecTopologyConstraint { return a.Spec.TopologyConstraint },
+		func(a *alphaGraph, v *v1alpha1.SpecTopologyConstraint) { a.Spec.TopologyConstraint = v },
+		func(b *DynamoGraphDeployment) any { return b.Spec.TopologyConstraint }),
 }
 
 // mergePVCs keeps the saved claims once the compilation caches changed:
@@ -176,7 +187,8 @@ var betaGraphParts = []part[DynamoGraphDeployment, alphaGraph]{
 	betaGraphField("restart", func(b *DynamoGraphDeployment) *Restart { return b.Spec.Restart },
 		setLegacyRestart, nil),
 	betaGraphField("topologyConstraint", func(b *DynamoGraphDeployment) *SpecTopologyConstraint { return b.Spec.TopologyConstraint },
-		func(b *DynamoGraphDeployment, v *SpecTopologyConstraint) { b.Spec.TopologyConstraint = v }, nil),
+		func(b *DynamoGraphDeployment, v *SpecTopologyConstraint) { b.Spec.TopologyConstraint = v },
+		func(a *alphaGraph) any { return a.Spec.TopologyConstraint }),
 	betaGraphField("experimental", func(b *DynamoGraphDeployment) *DynamoGraphDeploymentExperimentalSpec { return b.Spec.Experimental },
 		func(b *DynamoGraphDeployment, v *DynamoGraphDeploymentExperimentalSpec) { b.Spec.Experimental = v }, nil),
 	betaGraphField("componentOrder", componentOrder, setComponentOrder, nil),

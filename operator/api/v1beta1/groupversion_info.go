@@ -34,8 +34,10 @@
 //	spec.pvcs                            - (saved); a claim a compilationCache names is added back
 //	spec.dynamoComponent                 - (saved)
 //	spec.restart                         the same
+//	spec.topologyConstraint              spec.topologyConstraint (topologyProfile is
+//	{topologyProfile, packDomain}        clusterTopologyName)
 //	-                                    spec.providerOverride, priorityClassName,
-//	                                     topologyConstraint, experimental (saved)
+//	                                     experimental (saved)
 //	status.services[name]                status.components[name] (componentName is the last of
 //	                                     componentNames)
 //	status.observedGeneration, state,    the same
@@ -68,6 +70,7 @@
 //	gpuMemoryService {enabled: true}     experimental.gpuMemoryService {} (false: absent, saved)
 //	failover {enabled: true}             experimental.failover {} (false: absent, saved)
 //	scalingAdapter {enabled: true}       scalingAdapter {} (false: absent, saved)
+//	topologyConstraint                   the same
 //	serviceName                          - in a graph (saved); a component's name in a
 //	                                     DynamoComponentDeployment (else metadata.name)
 //	dynamoNamespace, autoscaling, pvc,   - (saved)
@@ -75,7 +78,7 @@
 //	annotations, labels
 //	-                                    providerOverride, runtimeVersionOverride,
 //	                                     globalDynamoNamespace, minAvailable, roles,
-//	                                     dynamoSidecar, topologyConstraint,
+//	                                     dynamoSidecar,
 //	                                     experimental.grove, experimental.checkpoint (saved)
 //
 // Going down, the main container splits back: env to envs, a first envFrom
@@ -109,9 +112,9 @@
 // livenessProbe, readinessProbe, volumeMounts, extraPodMetadata,
 // extraPodSpec and, apart from it, its mainContainer's name, env, envFrom,
 // resources, livenessProbe and readinessProbe (which of envs and
-// mainContainer.env a variable came from), frontendSidecar and, in a graph,
+// mainContainer.env a variable came from), frontendSidecar, topologyConstraint and, in a graph,
 // serviceName; of a v1alpha1 graph, dynamoComponent, envs,
-// backendFramework, annotations, labels, pvcs and servicesWithoutSpec (a
+// backendFramework, annotations, labels, pvcs, topologyConstraint and servicesWithoutSpec (a
 // null service). Of a v1beta1 component, each of its fields, experimental
 // member by member (and an empty experimental), and the pod template in
 // three: podTemplate (sorted containers), podTemplate.metadata (besides
@@ -130,9 +133,9 @@
 // request only, "0.5" for "500m", values that do not parse), a null
 // service, and the component status's podSelector, selector and counts;
 // from v1beta1, providerOverride, priorityClassName,
-// topologyConstraint, experimental (graph), a component's
+// experimental (graph), a component's
 // runtimeVersionOverride, globalDynamoNamespace, minAvailable, roles,
-// dynamoSidecar, topologyConstraint, experimental.grove
+// dynamoSidecar, experimental.grove
 // and .checkpoint, GPU memory service or failover settings, a
 // frontendSidecar naming another container, pod template metadata besides
 // labels and annotations, the order of components and of containers, and

@@ -250,3 +250,27 @@ func TestServiceGenericTypeWarns(t *testing.T) {
 		t.Errorf("warnings %q", w)
 	}
 }
+
+func TestGraphTopology(t *testing.T) {
+	svc := func() *builders.ServiceWrapper { return builders.MakeEmptyService() }
+	tests := map[string]struct {
+		graph *v1alpha1.DynamoGraphDeployment
+		want  []string
+	}{
+		"none":                    {graph: builders.MakeGraph("g", "ns").Service("W", svc()).Obj()},
+		"the graph's level only":  {graph: builders.MakeGraph("g", "ns").Topology("t", "rack").Service("W", svc()).Obj()},
+		"the graph's and its own": {graph: builders.MakeGraph("g", "ns").Topology("t", "rack").Service("W", svc().PackDomain("host")).Obj()},
+		"every service its own":   {graph: builders.MakeGraph("g", "ns").Topology("t", "").Service("W", svc().PackDomain("host")).Obj()},
+		"a service's without the graph's": {
+			graph: builders.MakeGraph("g", "ns").Service("W", svc().PackDomain("host")).Obj(),
+			want:  []string{"spec.topologyConstraint: Required value: a service's topologyConstraint (W) needs the graph's, with its topologyProfile"},
+		},
+		"the graph's without packDomain, a service without its own": {
+			graph: builders.MakeGraph("g", "ns").Topology("t", "").Service("A", svc().PackDomain("host")).Service("B", svc()).Obj(),
+			want:  []string{"spec.services.B.topologyConstraint: Required value: spec.topologyConstraint sets no packDomain"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) { wantErrs(t, graphTopology(&tc.graph.Spec), tc.want...) })
+	}
+}

@@ -18,6 +18,7 @@ func ValidateGraph(dgd *v1alpha1.DynamoGraphDeployment) (field.ErrorList, []stri
 	errs = append(errs, graphMetadata(&dgd.Spec).WithOrigin(ReasonMetadata)...)
 	errs = append(errs, graphClaims(&dgd.Spec).WithOrigin(ReasonReference)...)
 	errs = append(errs, componentRef(dgd.Spec.DynamoComponent, field.NewPath("spec", "dynamoComponent")).WithOrigin(ReasonComponentRef)...)
+	errs = append(errs, graphTopology(&dgd.Spec).WithOrigin(ReasonTopology)...)
 	var warnings []string
 	for _, name := range slices.Sorted(maps.Keys(dgd.Spec.Services)) {
 		svc := dgd.Spec.Services[name]
@@ -93,6 +94,7 @@ const (
 	ReasonComponentRef = "component_ref_invalid"
 	ReasonBuildTimeout = "build_timeout_invalid"
 	ReasonImmutable    = "immutable_field_changed"
+	ReasonTopology     = "topology_constraint_incomplete"
 	// ReasonAdapterReplicas: the replicas of a service its scaling adapter
 	// owns changed in the graph (AdapterReplicas).
 	ReasonAdapterReplicas = "adapter_owned_replicas_changed"

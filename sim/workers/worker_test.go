@@ -231,3 +231,60 @@ func TestWorkerFailsLoadsAndForgets(t *testing.T) {
 		t.Errorf("DELETE /v1/loras/org%%2Fsql: %d, left %v", rr.Code, w.LoRAs())
 	}
 }
+
+func TestEndpointsFromCommand(t *testing.T) {
+	mk := func(componentType string, command, args []string, env ...corev1.EnvVar) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{ComponentLabel: "c", ComponentTypeLabel: componentType}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Command: command, Args: args, Env: env}}},
+		}
+	}
+	sh := []string{"/bin/sh", "-c"}
+	systemPort := corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "9090"}
+	cases := map[string]struct {
+		pod  *corev1.Pod
+		want Endpoints
+	}{
+		"a main component running the frontend serves its HTTP port (Dynamo's planner graphs)": {
+			pod:  mk("main", sh, []string{"python3 -m dynamo.frontend --http-port 8000 --router-mode kv"}),
+			want: Endpoints{HTTPPort: 8000},
+		},
+		"the frontend's --http-port, whatever DYN_HTTP_PORT says": {
+			pod:  mk("frontend", []string{"python3"}, []string{"-m", "dynamo.frontend", "--http-port=8123"}, corev1.EnvVar{Name: "DYN_HTTP_PORT", Value: "8000"}),
+			want: Endpoints{HTTPPort: 8123},
+		},
+		"the frontend as the operator renders it, with a system port": {
+			pod:  mk("frontend", []string{"python3"}, []string{"-m", "dynamo.frontend"}, corev1.EnvVar{Name: "DYN_HTTP_PORT", Value: "8000"}, systemPort),
+			want: Endpoints{SystemPort: 9090, HTTPPort: 8000},
+		},
+		"a pod labelled frontend whose command is an engine serves no HTTP port": {
+			pod:  mk("frontend", []string{"python3", "-m", "dynamo.vllm"}, nil, systemPort),
+			want: Endpoints{SystemPort: 9090},
+		},
+		"a worker: the system port from env": {
+			pod:  mk("worker", sh, []string{"python3 -m dynamo.vllm --model m 2>&1 | tee /tmp/vllm.log"}, systemPort),
+			want: Endpoints{SystemPort: 9090},
+		},
+		"the system port set in the script": {
+			pod:  mk("worker", sh, []string{"DYN_SYSTEM_PORT=9345 python3 -m dynamo.sglang --model-path m"}),
+			want: Endpoints{SystemPort: 9345},
+		},
+		"the planner's metrics port": {
+			pod:  mk("planner", sh, []string{"python3 -m planner_sla --environment=kubernetes --prometheus-port=9085"}),
+			want: Endpoints{MetricsPort: 9085},
+		},
+		"no command: the frontend label, as before": {
+			pod:  mk("frontend", nil, nil, corev1.EnvVar{Name: "DYN_HTTP_PORT", Value: "8787"}),
+			want: Endpoints{HTTPPort: 8787},
+		},
+		"a command starting no Python module: env and label, as before": {
+			pod:  mk("frontend", sh, []string{"sleep infinity"}, systemPort),
+			want: Endpoints{SystemPort: 9090, HTTPPort: 8000},
+		},
+	}
+	for name, c := range cases {
+		if diff := cmp.Diff(c.want, EndpointsOf(c.pod)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+}

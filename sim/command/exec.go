@@ -37,9 +37,11 @@ type Runner struct {
 	Host string
 	// Env is the container's environment.
 	Env map[string]string
-	// Programs run commands by their base name (after the built-ins
-	// below, which they may replace).
+	// Programs run commands by their base name, before the built-ins
+	// (which they may replace).
 	Programs map[string]Program
+	// Stdin is the standard input of a command run without a shell.
+	Stdin string
 
 	bg sync.WaitGroup
 }
@@ -67,7 +69,11 @@ func (r *Runner) Exec(ctx context.Context, argv []string) (Result, error) {
 	if isShell(argv[0]) {
 		return Result{}, unsupported("%q runs a shell without -c", strings.Join(argv, " "))
 	}
-	out, code, err := r.run(ctx, argv, r.Env, "")
+	out, code, err := r.run(ctx, argv, r.Env, r.Stdin)
+	var ex exitError
+	if errors.As(err, &ex) {
+		err = nil
+	}
 	return Result{Code: code, Stdout: out}, err
 }
 

@@ -119,6 +119,25 @@ func TestImageArchive(t *testing.T) {
 // returning the image index.json tags 0.1.0.
 func readOCILayout(t *testing.T, archive, dir string) v1.Image {
 	t.Helper()
+	idx := untarLayout(t, archive, dir)
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) != 1 || im.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "0.1.0" {
+		t.Fatalf("index.json: %+v", im.Manifests)
+	}
+	img, err := idx.Image(im.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// untarLayout unpacks the archive into dir and opens it as an OCI image
+// layout.
+func untarLayout(t *testing.T, archive, dir string) v1.ImageIndex {
+	t.Helper()
 	f, err := os.Open(archive)
 	if err != nil {
 		t.Fatal(err)
@@ -155,16 +174,5 @@ func readOCILayout(t *testing.T, archive, dir string) v1.Image {
 	if err != nil {
 		t.Fatalf("not an OCI image layout: %v", err)
 	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(im.Manifests) != 1 || im.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "0.1.0" {
-		t.Fatalf("index.json: %+v", im.Manifests)
-	}
-	img, err := idx.Image(im.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
+	return idx
 }

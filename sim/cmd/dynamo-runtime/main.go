@@ -44,14 +44,8 @@ import (
 	"github.com/dynamoctl/dynamo-operator/sim/workers"
 )
 
-// Names are the names the image links to this program; Entrypoint is the
-// image's entrypoint.
-var Names = []string{
-	"/bin/sh", "/bin/bash", "/usr/bin/python3", "/usr/bin/python", "/usr/bin/curl", "/usr/bin/wget",
-	"/usr/bin/jq", "/usr/bin/grep", Entrypoint,
-}
-
-// Entrypoint is the image's entrypoint, the path NVIDIA's images use.
+// Entrypoint is the image's entrypoint, the path NVIDIA's images use
+// (tools/image lays the image out and links the other names).
 const Entrypoint = "/opt/nvidia/nvidia_entrypoint.sh"
 
 // LoadDelayEnv is the env variable that sets the simulated model load.

@@ -5,11 +5,13 @@ module github.com/dynamoctl/dynamo-operator/tools/image
 // the operator's.
 go 1.26.0
 
-require github.com/google/go-containerregistry v0.20.7
+require (
+	github.com/google/go-cmp v0.7.0
+	github.com/google/go-containerregistry v0.20.7
+)
 
 require (
 	github.com/containerd/stargz-snapshotter/estargz v0.18.1 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/klauspost/compress v1.19.0 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect

@@ -3,7 +3,6 @@ package main
 import (
 	"archive/tar"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -27,13 +26,7 @@ import (
 // name to the binary, which answers as the shell it is called as.
 func TestRuntimeImageArchive(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "dynamo-runtime")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./sim/cmd/dynamo-runtime")
-	build.Dir = filepath.Join("..", "..")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the fake runtime: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, dir, "./sim/cmd/dynamo-runtime")
 	archive := filepath.Join(dir, "runtime.tar")
 	if err := buildRuntimeArchive(bin, "runtime-images.txt", "0.1.0", runtime.GOARCH, archive); err != nil {
 		t.Fatal(err)
@@ -110,38 +103,11 @@ func TestRuntimeImageArchive(t *testing.T) {
 	}
 
 	// The layer: the binary, and every program name linked to it.
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers: %d, %v", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	extracted := filepath.Join(dir, "from-layer")
 	links := map[string]string{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case h.Typeflag == tar.TypeSymlink:
-			links["/"+h.Name] = h.Linkname
-		case "/"+h.Name == RuntimeBinary:
-			f, err := os.OpenFile(extracted, os.O_CREATE|os.O_WRONLY, os.FileMode(h.Mode))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.Copy(f, tr); err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
+	for n, h := range layerFiles(t, img, strings.TrimPrefix(RuntimeBinary, "/"), extracted) {
+		if h.Typeflag == tar.TypeSymlink {
+			links["/"+n] = h.Linkname
 		}
 	}
 	wantLinks := map[string]string{}

@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
+	"github.com/dynamoctl/dynamo-operator/sim/command"
 )
 
 func TestMain(m *testing.M) { os.Exit(cluster.TestMainInNamespace(m)) }
@@ -286,5 +288,32 @@ func TestEndpointsFromCommand(t *testing.T) {
 		if diff := cmp.Diff(c.want, EndpointsOf(c.pod)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}
+	}
+}
+
+// On a pod address, a componentType main pod whose shell starts the frontend
+// serves its HTTP port, and the exec readiness probe of Dynamo's planner
+// graphs, run as the prober runs it, passes against it.
+func TestMainComponentFrontendPassesItsExecProbe(t *testing.T) {
+	m := NewManager(NewRecorder(clocktesting.NewFakeClock(time.Now())))
+	defer m.stopAll()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fe", Labels: map[string]string{ComponentLabel: "fe", ComponentTypeLabel: "main"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main",
+			Command: []string{"/bin/sh", "-c"}, Args: []string{"python3 -m dynamo.frontend --http-port 8000 --router-mode kv"}}}},
+		Status: corev1.PodStatus{PodIP: "10.244.7.11"},
+	}
+	if err := m.start(pod); err != nil {
+		t.Fatal(err)
+	}
+	probe := []string{"/bin/sh", "-c", `curl -s http://localhost:8000/health | jq -e ".status == \"healthy\""`}
+	r := &command.Runner{Host: pod.Status.PodIP}
+	await.New(t).Eventually(func() (int, error) {
+		res, err := r.Exec(context.Background(), probe)
+		return res.Code, err
+	}).WithPolling(20*time.Millisecond).Should(gomega.Equal(0), "the readiness probe passing")
+	m.SetDown("ns/fe", true)
+	if res, err := r.Exec(context.Background(), probe); err != nil || res.Code == 0 {
+		t.Errorf("the probe of a stopped frontend: exit %d, %v; want a failure", res.Code, err)
 	}
 }

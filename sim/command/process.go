@@ -186,3 +186,40 @@ func SystemPort(env map[string]string) (int, bool) {
 
 // DefaultSystemPort is the system port when DYN_SYSTEM_PORT does not say.
 const DefaultSystemPort = 9090
+
+// Expand replaces $(VAR) with the value of VAR when it is defined, leaves
+// it as written when not, and turns $$ into $, as the kubelet does in env
+// values, command and args.
+func Expand(s string, vals map[string]string) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			name := s[i+2 : i+2+end]
+			if v, ok := vals[name]; ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString(s[i : i+3+end])
+			}
+			i += 2 + end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}

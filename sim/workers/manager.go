@@ -257,7 +257,13 @@ func EndpointsOf(p *corev1.Pod) Endpoints {
 		for _, v := range c.Env {
 			env[v.Name] = v.Value
 		}
-		procs := command.Processes(append(append([]string{}, c.Command...), c.Args...), env)
+		// The kubelet substitutes $(VAR) in command and args before it
+		// runs them (multinode pods name their leader so).
+		var argv []string
+		for _, a := range append(append([]string{}, c.Command...), c.Args...) {
+			argv = append(argv, command.Expand(a, env))
+		}
+		procs := command.Processes(argv, env)
 		if len(procs) == 0 {
 			if port, ok := command.SystemPort(env); ok && e.SystemPort == 0 {
 				e.SystemPort = port

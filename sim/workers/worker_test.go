@@ -263,6 +263,10 @@ func TestEndpointsFromCommand(t *testing.T) {
 			pod:  mk("frontend", []string{"python3", "-m", "dynamo.vllm"}, nil, systemPort),
 			want: Endpoints{SystemPort: 9090},
 		},
+		"$(VAR) in args, as the kubelet substitutes it": {
+			pod:  mk("frontend", []string{"python3", "-m", "dynamo.frontend"}, []string{"--http-port=$(FRONTEND_PORT)"}, corev1.EnvVar{Name: "FRONTEND_PORT", Value: "8123"}),
+			want: Endpoints{HTTPPort: 8123},
+		},
 		"a worker: the system port from env": {
 			pod:  mk("worker", sh, []string{"python3 -m dynamo.vllm --model m 2>&1 | tee /tmp/vllm.log"}, systemPort),
 			want: Endpoints{SystemPort: 9090},

@@ -67,7 +67,7 @@ func Run(ctx context.Context, podIP string, c *corev1.Container, p *corev1.Probe
 // execProbe evaluates an exec probe's command as the container would run
 // it (sim/command): its shell, curl, wget, jq and grep, localhost being the
 // pod's address (where its fake worker serves), env the container's
-// literal values. The probe succeeds when the command exits 0, as the
+// literal values ($(VAR) substituted as the kubelet does). The probe succeeds when the command exits 0, as the
 // kubelet's; a command the simulator cannot evaluate fails it.
 func execProbe(ctx context.Context, podIP string, c *corev1.Container, e *corev1.ExecAction) (bool, string, error) {
 	env := map[string]string{}
@@ -76,8 +76,14 @@ func execProbe(ctx context.Context, podIP string, c *corev1.Container, e *corev1
 			env[v.Name] = v.Value
 		}
 	}
+	// The kubelet substitutes $(VAR) from the container's literal env in
+	// an exec probe's command, as in the container's.
+	argv := make([]string, len(e.Command))
+	for i, a := range e.Command {
+		argv[i] = command.Expand(a, env)
+	}
 	r := &command.Runner{Host: podIP, Env: env}
-	res, err := r.Exec(ctx, e.Command)
+	res, err := r.Exec(ctx, argv)
 	if errors.Is(err, command.ErrUnsupported) {
 		return false, "exec probe not evaluated: " + err.Error(), err
 	}

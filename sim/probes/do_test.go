@@ -43,6 +43,7 @@ func TestExecProbeRunsItsCommand(t *testing.T) {
 	cases := map[string]struct {
 		podIP string
 		probe *corev1.Probe
+		env   []corev1.EnvVar
 		want  result
 	}{
 		"the planner graphs' frontend readiness, on a frontend": {
@@ -52,6 +53,9 @@ func TestExecProbeRunsItsCommand(t *testing.T) {
 			podIP: "127.0.0.2", probe: execProbeOf("/bin/sh", "-c", readiness),
 			want: result{Message: fmt.Sprintf("command %q exited with 4: ", []string{"/bin/sh", "-c", readiness})},
 		},
+		"$(VAR) from the container's env": {
+			podIP: "127.0.0.1", probe: execProbeOf("/bin/sh", "-c", "exit $(CODE)"), env: []corev1.EnvVar{{Name: "CODE", Value: "0"}}, want: result{OK: true},
+		},
 		"exit 0": {podIP: "127.0.0.1", probe: execProbeOf("/bin/sh", "-c", "exit 0"), want: result{OK: true}},
 		"a file check the simulator cannot evaluate": {
 			podIP: "127.0.0.1", probe: execProbeOf("cat", "/tmp/healthy"),
@@ -60,7 +64,7 @@ func TestExecProbeRunsItsCommand(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			ok, msg, err := Run(context.Background(), c.podIP, &corev1.Container{Name: "main"}, c.probe, 5*time.Second)
+			ok, msg, err := Run(context.Background(), c.podIP, &corev1.Container{Name: "main", Env: c.env}, c.probe, 5*time.Second)
 			if err != nil && !errors.Is(err, command.ErrUnsupported) {
 				t.Fatalf("error %v is not ErrUnsupported", err)
 			}

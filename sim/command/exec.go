@@ -130,7 +130,7 @@ func (e exitError) Error() string { return "exit " + strconv.Itoa(int(e)) }
 // before wrote (the programs here read all their input before answering).
 func (r *Runner) pipeline(ctx context.Context, p Pipeline) (string, int, error) {
 	in, code := "", 0
-	for i, c := range p.Cmds {
+	for _, c := range p.Cmds {
 		out, n, err := r.run(ctx, c.Args, overlay(r.Env, c.Assign), in)
 		if err != nil {
 			var ex exitError
@@ -143,7 +143,6 @@ func (r *Runner) pipeline(ctx context.Context, p Pipeline) (string, int, error) 
 			out = "" // to /dev/null or a file; nothing reads either here
 		}
 		in, code = out, n
-		_ = i
 	}
 	if p.Negate {
 		if code == 0 {

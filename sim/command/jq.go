@@ -439,10 +439,7 @@ func (p *jqParser) primary() (jqExpr, error) {
 		if isIdent(p.peek()) {
 			return index(id, p.next()), nil
 		}
-		if p.peek() == "[" {
-			return id, nil // steps reads the brackets
-		}
-		return id, nil
+		return id, nil // `.`, or `.[...]` whose brackets steps reads
 	case t == "(":
 		e, err := p.pipe()
 		if err != nil {

@@ -106,7 +106,8 @@ func processOf(argv []string, env map[string]string) (Process, bool) {
 				p.HTTPPort = n
 			}
 		}
-	case p.Module == "planner_sla" || p.Module == "dynamo.planner" || strings.HasPrefix(p.Module, "dynamo.planner.") && p.Module != "dynamo.planner.prometheus" || p.Module == "dynamo.global_planner":
+	case p.Module == "planner_sla" || p.Module == "dynamo.planner" || p.Module == "dynamo.global_planner" ||
+		(strings.HasPrefix(p.Module, "dynamo.planner.") && p.Module != "dynamo.planner.prometheus"):
 		p.Kind = Planner
 		if v, ok := flag(p.Args, "--prometheus-port"); ok {
 			if n, ok := port(v); ok {

@@ -372,4 +372,5 @@ Feature: Ready means serving, a stuck rollout is explained, scaling holds
     And the Deployment "shell-frontend-frontend" eventually has ".status.readyReplicas" equal to "1"
     And the Deployment "shell-frontend-unserved" eventually has ".status.unavailableReplicas" equal to "1"
     And the Deployment "shell-frontend-frontend" has ".status.readyReplicas" equal to "1"
-    And the dgd "shell-frontend" has ".status.state" equal to "pending"
+    And the dgd "shell-frontend" eventually has ".status.conditions[?(@.type=="Ready")].status" equal to "False"
+    And the Deployment "shell-frontend-unserved" has ".status.unavailableReplicas" equal to "1"

@@ -76,6 +76,17 @@ image: ## Build the operator image archive bin/dynamo-operator-<appVersion>.tar 
 	  --repository $(IMAGE_REPO) --tag $(APP_VERSION) --out $(BIN)/dynamo-operator-$(APP_VERSION).tar
 	@echo "$(BIN)/dynamo-operator-$(APP_VERSION).tar: $(IMAGE_REPO):$(APP_VERSION)"
 
+# The fake Dynamo runtime: the simulator's fake worker as an image, tagged
+# with every name of tools/image/runtime-images.txt (the runtime images the
+# example graphs run), for kind.
+.PHONY: runtime-image
+runtime-image: ## Build the fake Dynamo runtime image archive bin/dynamo-runtime-<appVersion>.tar without Docker (kind load image-archive), under the names of tools/image/runtime-images.txt.
+	GOOS=linux GOARCH=$(GOARCH_IMG) $(GOBUILD) -ldflags "-s -w" \
+	  -o $(BIN)/linux-$(GOARCH_IMG)/dynamo-runtime ./sim/cmd/dynamo-runtime
+	cd tools/image && $(GO) run . --binary $(BIN)/linux-$(GOARCH_IMG)/dynamo-runtime --arch $(GOARCH_IMG) \
+	  --runtime-names runtime-images.txt --tag $(APP_VERSION) --out $(BIN)/dynamo-runtime-$(APP_VERSION).tar
+	@echo "$(BIN)/dynamo-runtime-$(APP_VERSION).tar:"; grep -v '^#' tools/image/runtime-images.txt | sed 's/^/  /'
+
 $(CRDFIX): tools/go.mod tools/go.sum $(wildcard tools/crdfix/*.go)
 	cd tools && $(GOBUILD) -o $(CRDFIX) ./crdfix
 

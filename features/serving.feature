@@ -319,3 +319,58 @@ Feature: Ready means serving, a stuck rollout is explained, scaling holds
     Then it is accepted
     And the dgd "planner-test" eventually has ".status.state" equal to "successful"
     And the Deployment "planner-test-planner" has ".spec.template.metadata.labels.nvidia\.com/dynamo-component-type" equal to "main"
+
+  @sim-only
+  Scenario: A frontend a main component's shell starts is Ready once its curl-and-jq probe passes; a probe of nothing keeps a pod unready
+    # As Dynamo's planner test graphs run their frontend: the command says what serves, not the component type.
+    # The probe command runs against what the pod serves: the second service serves nothing on 8001.
+    When I apply the manifest:
+      """
+      apiVersion: nvidia.com/v1alpha1
+      kind: DynamoGraphDeployment
+      metadata:
+        name: shell-frontend
+      spec:
+        services:
+          Frontend:
+            componentType: main
+            replicas: 1
+            livenessProbe:
+              httpGet:
+                path: /health
+                port: 8000
+              periodSeconds: 2
+            readinessProbe:
+              exec:
+                command:
+                - /bin/sh
+                - -c
+                - 'curl -s http://localhost:8000/health | jq -e ".status == \"healthy\""'
+              periodSeconds: 2
+            extraPodSpec:
+              mainContainer:
+                image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0
+                command: ["/bin/sh", "-c"]
+                args: ["python3 -m dynamo.frontend --http-port 8000 --router-mode kv"]
+          Unserved:
+            componentType: main
+            replicas: 1
+            readinessProbe:
+              exec:
+                command:
+                - /bin/sh
+                - -c
+                - 'curl -s http://localhost:8001/health | jq -e ".status == \"healthy\""'
+              periodSeconds: 2
+            extraPodSpec:
+              mainContainer:
+                image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0
+                command: ["/bin/sh", "-c"]
+                args: ["sleep infinity"]
+      """
+    Then it is accepted
+    And the Deployment "shell-frontend-frontend" eventually has ".status.readyReplicas" equal to "1"
+    And the Deployment "shell-frontend-unserved" eventually has ".status.unavailableReplicas" equal to "1"
+    And the Deployment "shell-frontend-frontend" has ".status.readyReplicas" equal to "1"
+    And the dgd "shell-frontend" eventually has ".status.conditions[?(@.type=="Ready")].status" equal to "False"
+    And the Deployment "shell-frontend-unserved" has ".status.unavailableReplicas" equal to "1"

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/dynamoctl/dynamo-operator/sim/command"
 )
 
 // Objects looks up the Secrets and ConfigMaps a pod's env and volumes
@@ -61,7 +63,7 @@ func ResolveEnv(ctx context.Context, objs Objects, pod *corev1.Pod, c *corev1.Co
 	for _, e := range c.Env {
 		field := fmt.Sprintf("spec.containers[%s].env[%s]", c.Name, e.Name)
 		if e.ValueFrom == nil {
-			set(e.Name, Expand(e.Value, vals))
+			set(e.Name, command.Expand(e.Value, vals))
 			continue
 		}
 		v, ok, err := valueFrom(ctx, objs, pod, c, e.ValueFrom)
@@ -240,43 +242,6 @@ func resourceValue(c *corev1.Container, ref *corev1.ResourceFieldSelector) (stri
 	}
 	v := math.Ceil(float64(q.MilliValue()) / float64(divisor.MilliValue()))
 	return strconv.FormatInt(int64(v), 10), nil
-}
-
-// Expand replaces $(VAR) with the value of VAR when it is defined, leaves
-// it as written when not, and turns $$ into $, as the kubelet does in env
-// values, command and args.
-func Expand(s string, vals map[string]string) string {
-	if !strings.Contains(s, "$") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString(s[i:])
-				return b.String()
-			}
-			name := s[i+2 : i+2+end]
-			if v, ok := vals[name]; ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString(s[i : i+3+end])
-			}
-			i += 2 + end
-		default:
-			b.WriteByte('$')
-		}
-	}
-	return b.String()
 }
 
 // EnvMap turns KEY=VALUE entries into a map (later entries win).

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
+	"github.com/dynamoctl/dynamo-operator/sim/command"
 	"github.com/dynamoctl/dynamo-operator/sim/probes"
 )
 
@@ -571,15 +572,15 @@ func (cr *containerRun) commandLine(vals map[string]string) (path string, args [
 	if len(cr.c.Command) > 0 {
 		// The image's entrypoint is the mapped program; any other command
 		// path is taken as a path on this machine.
-		if cmd0 := Expand(cr.c.Command[0], vals); filepath.Base(cmd0) != filepath.Base(cr.bin) && !strings.HasPrefix(cmd0, "/dynamo-operator") {
+		if cmd0 := command.Expand(cr.c.Command[0], vals); filepath.Base(cmd0) != filepath.Base(cr.bin) && !strings.HasPrefix(cmd0, "/dynamo-operator") {
 			path = cmd0
 		}
 		for _, a := range cr.c.Command[1:] {
-			args = append(args, Expand(a, vals))
+			args = append(args, command.Expand(a, vals))
 		}
 	}
 	for _, a := range cr.c.Args {
-		args = append(args, Expand(a, vals))
+		args = append(args, command.Expand(a, vals))
 	}
 	return path, args
 }

@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/dynamoctl/dynamo-operator/sim/command"
 )
 
 // httpClient probes like the kubelet: no keep-alive (every probe is a new
@@ -26,13 +29,18 @@ var httpClient = &http.Client{
 }
 
 // Run performs probe p of container c in a pod at podIP and reports
-// whether it succeeded, and why not.
-func Run(ctx context.Context, podIP string, c *corev1.Container, p *corev1.Probe, timeout time.Duration) (bool, string) {
+// whether it succeeded, and why not. The error is an exec probe whose
+// command the simulator cannot evaluate: the probe fails, and the caller
+// says so.
+func Run(ctx context.Context, podIP string, c *corev1.Container, p *corev1.Probe, timeout time.Duration) (bool, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	switch {
+	case p.Exec != nil:
+		return execProbe(ctx, podIP, c, p.Exec)
 	case p.HTTPGet != nil:
-		return httpGet(ctx, podIP, c, p.HTTPGet)
+		ok, msg := httpGet(ctx, podIP, c, p.HTTPGet)
+		return ok, msg, nil
 	case p.TCPSocket != nil || p.GRPC != nil:
 		var port int
 		var err error
@@ -42,19 +50,51 @@ func Run(ctx context.Context, podIP string, c *corev1.Container, p *corev1.Probe
 			port = int(p.GRPC.Port)
 		}
 		if err != nil {
-			return false, err.Error()
+			return false, err.Error(), nil
 		}
 		var d net.Dialer
 		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(podIP, strconv.Itoa(port)))
 		if err != nil {
-			return false, err.Error()
+			return false, err.Error(), nil
 		}
 		_ = conn.Close()
-		return true, ""
+		return true, "", nil
 	default:
-		// Exec: there is no container to run a command in.
-		return true, ""
+		return false, "probe has no handler", nil
 	}
+}
+
+// execProbe evaluates an exec probe's command as the container would run
+// it (sim/command): its shell, curl, wget, jq and grep, localhost being the
+// pod's address (where its fake worker serves), env the container's
+// literal values ($(VAR) substituted as the kubelet does). The probe succeeds when the command exits 0, as the
+// kubelet's; a command the simulator cannot evaluate fails it.
+func execProbe(ctx context.Context, podIP string, c *corev1.Container, e *corev1.ExecAction) (bool, string, error) {
+	env := map[string]string{}
+	for _, v := range c.Env {
+		if v.ValueFrom == nil {
+			env[v.Name] = v.Value
+		}
+	}
+	// The kubelet substitutes $(VAR) from the container's literal env in
+	// an exec probe's command, as in the container's.
+	argv := make([]string, len(e.Command))
+	for i, a := range e.Command {
+		argv[i] = command.Expand(a, env)
+	}
+	r := &command.Runner{Host: podIP, Env: env}
+	res, err := r.Exec(ctx, argv)
+	if errors.Is(err, command.ErrUnsupported) {
+		return false, "exec probe not evaluated: " + err.Error(), err
+	}
+	if err != nil {
+		// The probe's timeout ended it, as the kubelet's does.
+		return false, fmt.Sprintf("command %q timed out", e.Command), nil
+	}
+	if res.Code != 0 {
+		return false, fmt.Sprintf("command %q exited with %d: %s", e.Command, res.Code, res.Stdout), nil
+	}
+	return true, "", nil
 }
 
 // httpGet is an HTTP probe: success is a status from 200 to 399.

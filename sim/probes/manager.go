@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +57,9 @@ type podProbes struct {
 	// dirty is set when a container run began: its first state may differ
 	// from what the pod's status says.
 	dirty bool
+	// reported lists the probes (container/kind) whose command the
+	// simulator could not evaluate and has said so.
+	reported map[string]bool
 }
 
 // run is one run of one container.
@@ -261,8 +265,11 @@ func (pp *podProbes) probeDue(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		ok, _ := Run(ctx, pod.Status.PodIP, d.container, d.probe, d.timing.Timeout)
+		ok, msg, err := Run(ctx, pod.Status.PodIP, d.container, d.probe, d.timing.Timeout)
 		<-pp.m.sem
+		if err != nil && ctx.Err() == nil {
+			pp.unevaluated(ctx, pod, d, msg)
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -287,6 +294,39 @@ func (pp *podProbes) probeDue(ctx context.Context) {
 			pp.m.Log("prober: status of %s/%s: %v; retrying", pod.Namespace, pod.Name, err)
 			pp.retryWrite(ctx)
 		}
+	}
+}
+
+// unevaluated says, once per probe of the pod, that an exec probe's command
+// could not be evaluated and so failed: in the simulator's log and as the
+// kubelet's Unhealthy event on the pod, where `kubectl describe` shows it.
+func (pp *podProbes) unevaluated(ctx context.Context, pod *corev1.Pod, d due, msg string) {
+	key := d.container.Name + "/" + string(d.kind)
+	pp.mu.Lock()
+	done := pp.reported[key]
+	if pp.reported == nil {
+		pp.reported = map[string]bool{}
+	}
+	pp.reported[key] = true
+	pp.mu.Unlock()
+	if done {
+		return
+	}
+	text := fmt.Sprintf("%s%s probe failed: %s", strings.ToUpper(string(d.kind[:1])), d.kind[1:], msg)
+	pp.m.Log("prober: %s/%s container %s: %s", pod.Namespace, pod.Name, d.container.Name, text)
+	now := metav1.NewTime(pp.m.Clock.Now())
+	ev := &corev1.Event{
+		// Named as the kubelet names its events (pod.<time>), the probe's
+		// kind keeping two of the same instant apart.
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x.%s", pod.Name, now.UnixNano(), d.kind), Namespace: pod.Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
+			UID: pod.UID, ResourceVersion: pod.ResourceVersion, FieldPath: "spec.containers{" + d.container.Name + "}"},
+		Reason: "Unhealthy", Message: text, Type: corev1.EventTypeWarning, Count: 1,
+		FirstTimestamp: now, LastTimestamp: now,
+		Source: corev1.EventSource{Component: "kubelet", Host: pod.Spec.NodeName},
+	}
+	if _, err := pp.m.Client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+		pp.m.Log("prober: Unhealthy event of %s/%s: %v", pod.Namespace, pod.Name, err)
 	}
 }
 

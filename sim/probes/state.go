@@ -5,8 +5,11 @@
 // timeout, success and failure thresholds; the startup probe holds the
 // others back). Readiness decides the pod's Ready and ContainersReady
 // conditions and containerStatuses[].ready; a failed liveness or startup
-// probe restarts the container through a hook. Exec probes cannot run on a
-// fake pod and count as success; gRPC probes are a TCP connect.
+// probe restarts the container through a hook. Exec probes run their
+// command as the container would (sim/command: its shell, curl, wget, jq
+// and grep, localhost being the pod's fake worker); a command the simulator
+// cannot evaluate fails the probe, logged and recorded as an Unhealthy
+// event. gRPC probes are a TCP connect.
 package probes
 
 import (

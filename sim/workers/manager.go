@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
+
+	"github.com/dynamoctl/dynamo-operator/sim/command"
 )
 
 // ComponentLabel marks the pods of Dynamo components (operator/render's
@@ -222,22 +224,32 @@ func (m *Manager) retry(k string) {
 	}
 }
 
-// Endpoints is what Dynamo's runtime in a pod would listen on, from its
-// containers' env: the system port, and a frontend's HTTP port. Older
-// runtimes start the system server only when DYN_SYSTEM_ENABLED=true;
-// current ones (DYN_SYSTEM_ENABLED deprecated) whenever DYN_SYSTEM_PORT is a
-// port, which is how Dynamo's operator runs its planner (port, probes on it,
-// no DYN_SYSTEM_ENABLED). Either starts it here.
+// Endpoints is what Dynamo's programs in a pod would listen on.
 type Endpoints struct {
-	SystemPort, HTTPPort int
+	// SystemPort is the runtime's system server (health, LoRAs).
+	SystemPort int
+	// HTTPPort is a frontend's OpenAI HTTP server.
+	HTTPPort int
+	// MetricsPort is a planner's Prometheus metrics server
+	// (--prometheus-port).
+	MetricsPort int
 	// ListenPorts are the other ports the containers' TCP socket probes
 	// check (a multinode TRT-LLM worker's sshd, which its leader's mpirun
 	// reaches): the program would listen there, so the fake does too.
 	ListenPorts []int
 }
 
-// EndpointsOf reads a pod's env as Dynamo's runtime reads it. Only literal
-// env values count (the operator renders these as values).
+// EndpointsOf reads a pod's containers as Dynamo's runtime images would run
+// them. A container's command and args say which programs start
+// (command.Processes): `python3 -m dynamo.frontend` serves its HTTP port
+// (--http-port, DYN_HTTP_PORT, 8000) whatever the pod's labels, and every
+// Dynamo program (frontend, engine worker, planner) its system server when
+// its env asks for one (command.SystemPort); a planner with
+// --prometheus-port serves its metrics there. A container whose command
+// starts no Python module (none given, the image's own entrypoint) is read
+// from its env and the pod's component type label, as before: the system
+// server from env, the HTTP port for frontends. Only literal env values
+// count (the operator renders these as values).
 func EndpointsOf(p *corev1.Pod) Endpoints {
 	var e Endpoints
 	for _, c := range p.Spec.Containers {
@@ -245,18 +257,34 @@ func EndpointsOf(p *corev1.Pod) Endpoints {
 		for _, v := range c.Env {
 			env[v.Name] = v.Value
 		}
-		port, err := strconv.Atoi(env["DYN_SYSTEM_PORT"])
-		hasPort := err == nil && port > 0
-		if e.SystemPort == 0 && (env["DYN_SYSTEM_ENABLED"] == "true" || hasPort) {
-			e.SystemPort = Port
-			if hasPort {
+		// The kubelet substitutes $(VAR) in command and args before it
+		// runs them (multinode pods name their leader so).
+		var argv []string
+		for _, a := range append(append([]string{}, c.Command...), c.Args...) {
+			argv = append(argv, command.Expand(a, env))
+		}
+		procs := command.Processes(argv, env)
+		if len(procs) == 0 {
+			if port, ok := command.SystemPort(env); ok && e.SystemPort == 0 {
 				e.SystemPort = port
 			}
+			if e.HTTPPort == 0 && p.Labels[ComponentTypeLabel] == "frontend" {
+				e.HTTPPort = FrontendPort
+				if n, err := strconv.Atoi(env["DYN_HTTP_PORT"]); err == nil && n > 0 {
+					e.HTTPPort = n
+				}
+			}
+			continue
 		}
-		if e.HTTPPort == 0 && p.Labels[ComponentTypeLabel] == "frontend" {
-			e.HTTPPort = FrontendPort
-			if n, err := strconv.Atoi(env["DYN_HTTP_PORT"]); err == nil && n > 0 {
-				e.HTTPPort = n
+		for _, proc := range procs {
+			if port, ok := command.SystemPort(proc.Env); ok && e.SystemPort == 0 {
+				e.SystemPort = port
+			}
+			if proc.Kind == command.Frontend && e.HTTPPort == 0 {
+				e.HTTPPort = proc.HTTPPort
+			}
+			if proc.MetricsPort != 0 && e.MetricsPort == 0 {
+				e.MetricsPort = proc.MetricsPort
 			}
 		}
 	}
@@ -271,7 +299,7 @@ func EndpointsOf(p *corev1.Pod) Endpoints {
 					port = int(cp.ContainerPort)
 				}
 			}
-			if port > 0 && port != e.SystemPort && port != e.HTTPPort && !slices.Contains(e.ListenPorts, port) {
+			if port > 0 && port != e.SystemPort && port != e.HTTPPort && port != e.MetricsPort && !slices.Contains(e.ListenPorts, port) {
 				e.ListenPorts = append(e.ListenPorts, port)
 			}
 		}
@@ -325,7 +353,10 @@ func (m *Manager) start(p *corev1.Pod) error {
 		err = serve(e.SystemPort, s.worker)
 	}
 	if err == nil && e.HTTPPort != 0 && e.HTTPPort != e.SystemPort {
-		err = serve(e.HTTPPort, &Frontend{pod: k, addr: net.JoinHostPort(ip, strconv.Itoa(e.HTTPPort)), rec: m.Recorder})
+		err = serve(e.HTTPPort, NewFrontend(k, net.JoinHostPort(ip, strconv.Itoa(e.HTTPPort)), m.Recorder))
+	}
+	if err == nil && e.MetricsPort != 0 && e.MetricsPort != e.SystemPort && e.MetricsPort != e.HTTPPort {
+		err = serve(e.MetricsPort, NewMetrics(k, net.JoinHostPort(ip, strconv.Itoa(e.MetricsPort)), m.Recorder))
 	}
 	for _, port := range e.ListenPorts {
 		if err == nil {

@@ -1,11 +1,17 @@
 // Package workers runs fake Dynamo workers: for each Running pod of a Dynamo
-// component, what Dynamo's runtime would serve, read from the pod's env as
-// the runtime reads it: the system server (health checks and the LoRA API
-// the DynamoModel controller calls) on <podIP>:
-// $DYN_SYSTEM_PORT when DYN_SYSTEM_ENABLED=true or DYN_SYSTEM_PORT is set, and for frontends the
-// HTTP server's /health and /live on $DYN_HTTP_PORT (default 8000). /live
-// answers at once; /health is 503 until a simulated model load completes.
-// Every call is recorded so tests and `dynamo-sim workers` can see them.
+// component, what Dynamo's runtime would serve, read from the pod's
+// containers as its images run them (EndpointsOf): the command and args say
+// which programs start (`python3 -m dynamo.frontend` serves the OpenAI HTTP
+// port, --http-port or DYN_HTTP_PORT or 8000, whatever the pod's labels;
+// `python3 -m dynamo.vllm|sglang|trtllm|...` is an engine worker), and each
+// program's env whether it serves the runtime's system server (health
+// checks and the LoRA API the DynamoModel controller calls) on <podIP>:
+// $DYN_SYSTEM_PORT when DYN_SYSTEM_ENABLED=true or DYN_SYSTEM_PORT is set.
+// A container whose command starts no Python module falls back to its env
+// and the pod's component type label (frontends serve the HTTP port). The
+// system server's /live answers at once; its /health is 503 until a
+// simulated model load completes. Every call is recorded so tests and
+// `dynamo-sim workers` can see them.
 package workers
 
 import (
@@ -18,13 +24,15 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/dynamoctl/dynamo-operator/sim/command"
 )
 
 // Port is the Dynamo system port when DYN_SYSTEM_PORT does not say.
-const Port = 9090
+const Port = command.DefaultSystemPort
 
 // FrontendPort is the frontend's HTTP port when DYN_HTTP_PORT does not say.
-const FrontendPort = 8000
+const FrontendPort = command.FrontendPort
 
 // Call is one request a fake worker received.
 type Call struct {
@@ -143,10 +151,13 @@ func (w *Worker) handle(method, path string, body []byte) (int, any) {
 		if method != http.MethodGet {
 			return http.StatusMethodNotAllowed, errBody("use GET")
 		}
+		// The runtime's system server answers both paths with its health:
+		// {"status": "ready"|"notready", "uptime": ..., "endpoints": ...}.
+		// /live is answered as ready at once: the process is up.
 		if path == "/health" && !w.loaded() {
-			return http.StatusServiceUnavailable, map[string]string{"status": "notready", "message": "model loading"}
+			return http.StatusServiceUnavailable, map[string]any{"status": "notready", "message": "model loading", "endpoints": map[string]string{}}
 		}
-		return http.StatusOK, map[string]string{"status": "healthy"}
+		return http.StatusOK, map[string]any{"status": "ready", "endpoints": map[string]string{"generate": "ready"}}
 	case path == "/v1/loras" && method == http.MethodGet:
 		return http.StatusOK, map[string]any{"loras": w.list()}
 	case path == "/v1/loras" && method == http.MethodPost:
@@ -195,20 +206,59 @@ func (w *Worker) list() []LoRA {
 
 func errBody(msg string) map[string]string { return map[string]string{"error": msg} }
 
-// Frontend is a fake Dynamo frontend's HTTP server: /health and /live.
+// Frontend is a fake Dynamo frontend's OpenAI HTTP server: /health and
+// /live with the bodies of Dynamo's HTTP service, and an empty model list.
 type Frontend struct {
 	pod, addr string
 	rec       *Recorder
 }
 
-// ServeHTTP answers the frontend's health endpoints.
+// ServeHTTP answers the frontend's health endpoints and /v1/models.
 func (f *Frontend) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	status, resp := http.StatusNotFound, any(errBody(req.Method+" "+req.URL.Path+" is not served by this fake frontend"))
-	if req.Method == http.MethodGet && (req.URL.Path == "/health" || req.URL.Path == "/live") {
-		status, resp = http.StatusOK, map[string]string{"status": "healthy"}
+	if req.Method == http.MethodGet {
+		switch req.URL.Path {
+		case "/health":
+			status, resp = http.StatusOK, map[string]any{"status": "healthy", "message": "Service is healthy", "initial_discovery_complete": true, "endpoints": []string{}, "instances": []any{}}
+		case "/live":
+			status, resp = http.StatusOK, map[string]string{"status": "live", "message": "Service is live"}
+		case "/v1/models":
+			status, resp = http.StatusOK, map[string]any{"object": "list", "data": []any{}}
+		}
 	}
 	f.rec.add(Call{Pod: f.pod, Addr: f.addr, Method: req.Method, Path: req.URL.Path, Status: status})
 	rw.Header().Set("Content-Type", "application/json")
 	rw.WriteHeader(status)
 	_ = json.NewEncoder(rw).Encode(resp)
+}
+
+// NewFrontend makes the fake frontend of pod (namespace/name) at addr.
+func NewFrontend(pod, addr string, rec *Recorder) *Frontend {
+	return &Frontend{pod: pod, addr: addr, rec: rec}
+}
+
+// Metrics is a fake planner's Prometheus metrics server: like
+// prometheus_client's, it answers every GET with the metrics.
+type Metrics struct {
+	pod, addr string
+	rec       *Recorder
+}
+
+// NewMetrics makes the fake metrics server of pod (namespace/name) at addr.
+func NewMetrics(pod, addr string, rec *Recorder) *Metrics {
+	return &Metrics{pod: pod, addr: addr, rec: rec}
+}
+
+// ServeHTTP answers with an empty exposition.
+func (m *Metrics) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
+	status := http.StatusOK
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		status = http.StatusMethodNotAllowed
+	}
+	m.rec.add(Call{Pod: m.pod, Addr: m.addr, Method: req.Method, Path: req.URL.Path, Status: status})
+	rw.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	rw.WriteHeader(status)
+	if status == http.StatusOK {
+		_, _ = io.WriteString(rw, "# simulated planner: no metrics\n")
+	}
 }

@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
+	"github.com/dynamoctl/dynamo-operator/sim/command"
 )
 
 func TestMain(m *testing.M) { os.Exit(cluster.TestMainInNamespace(m)) }
@@ -229,5 +231,93 @@ func TestWorkerFailsLoadsAndForgets(t *testing.T) {
 	w.ServeHTTP(rr, httptest.NewRequest("DELETE", "/v1/loras/org%2Fsql", nil))
 	if rr.Code != 200 || len(w.LoRAs()) != 0 {
 		t.Errorf("DELETE /v1/loras/org%%2Fsql: %d, left %v", rr.Code, w.LoRAs())
+	}
+}
+
+func TestEndpointsFromCommand(t *testing.T) {
+	mk := func(componentType string, command, args []string, env ...corev1.EnvVar) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{ComponentLabel: "c", ComponentTypeLabel: componentType}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Command: command, Args: args, Env: env}}},
+		}
+	}
+	sh := []string{"/bin/sh", "-c"}
+	systemPort := corev1.EnvVar{Name: "DYN_SYSTEM_PORT", Value: "9090"}
+	cases := map[string]struct {
+		pod  *corev1.Pod
+		want Endpoints
+	}{
+		"a main component running the frontend serves its HTTP port (Dynamo's planner graphs)": {
+			pod:  mk("main", sh, []string{"python3 -m dynamo.frontend --http-port 8000 --router-mode kv"}),
+			want: Endpoints{HTTPPort: 8000},
+		},
+		"the frontend's --http-port, whatever DYN_HTTP_PORT says": {
+			pod:  mk("frontend", []string{"python3"}, []string{"-m", "dynamo.frontend", "--http-port=8123"}, corev1.EnvVar{Name: "DYN_HTTP_PORT", Value: "8000"}),
+			want: Endpoints{HTTPPort: 8123},
+		},
+		"the frontend as the operator renders it, with a system port": {
+			pod:  mk("frontend", []string{"python3"}, []string{"-m", "dynamo.frontend"}, corev1.EnvVar{Name: "DYN_HTTP_PORT", Value: "8000"}, systemPort),
+			want: Endpoints{SystemPort: 9090, HTTPPort: 8000},
+		},
+		"a pod labelled frontend whose command is an engine serves no HTTP port": {
+			pod:  mk("frontend", []string{"python3", "-m", "dynamo.vllm"}, nil, systemPort),
+			want: Endpoints{SystemPort: 9090},
+		},
+		"$(VAR) in args, as the kubelet substitutes it": {
+			pod:  mk("frontend", []string{"python3", "-m", "dynamo.frontend"}, []string{"--http-port=$(FRONTEND_PORT)"}, corev1.EnvVar{Name: "FRONTEND_PORT", Value: "8123"}),
+			want: Endpoints{HTTPPort: 8123},
+		},
+		"a worker: the system port from env": {
+			pod:  mk("worker", sh, []string{"python3 -m dynamo.vllm --model m 2>&1 | tee /tmp/vllm.log"}, systemPort),
+			want: Endpoints{SystemPort: 9090},
+		},
+		"the system port set in the script": {
+			pod:  mk("worker", sh, []string{"DYN_SYSTEM_PORT=9345 python3 -m dynamo.sglang --model-path m"}),
+			want: Endpoints{SystemPort: 9345},
+		},
+		"the planner's metrics port": {
+			pod:  mk("planner", sh, []string{"python3 -m planner_sla --environment=kubernetes --prometheus-port=9085"}),
+			want: Endpoints{MetricsPort: 9085},
+		},
+		"no command: the frontend label, as before": {
+			pod:  mk("frontend", nil, nil, corev1.EnvVar{Name: "DYN_HTTP_PORT", Value: "8787"}),
+			want: Endpoints{HTTPPort: 8787},
+		},
+		"a command starting no Python module: env and label, as before": {
+			pod:  mk("frontend", sh, []string{"sleep infinity"}, systemPort),
+			want: Endpoints{SystemPort: 9090, HTTPPort: 8000},
+		},
+	}
+	for name, c := range cases {
+		if diff := cmp.Diff(c.want, EndpointsOf(c.pod)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+// On a pod address, a componentType main pod whose shell starts the frontend
+// serves its HTTP port, and the exec readiness probe of Dynamo's planner
+// graphs, run as the prober runs it, passes against it.
+func TestMainComponentFrontendPassesItsExecProbe(t *testing.T) {
+	m := NewManager(NewRecorder(clocktesting.NewFakeClock(time.Now())))
+	defer m.stopAll()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fe", Labels: map[string]string{ComponentLabel: "fe", ComponentTypeLabel: "main"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main",
+			Command: []string{"/bin/sh", "-c"}, Args: []string{"python3 -m dynamo.frontend --http-port 8000 --router-mode kv"}}}},
+		Status: corev1.PodStatus{PodIP: "10.244.7.11"},
+	}
+	if err := m.start(pod); err != nil {
+		t.Fatal(err)
+	}
+	probe := []string{"/bin/sh", "-c", `curl -s http://localhost:8000/health | jq -e ".status == \"healthy\""`}
+	r := &command.Runner{Host: pod.Status.PodIP}
+	await.New(t).Eventually(func() (int, error) {
+		res, err := r.Exec(context.Background(), probe)
+		return res.Code, err
+	}).WithPolling(20*time.Millisecond).Should(gomega.Equal(0), "the readiness probe passing")
+	m.SetDown("ns/fe", true)
+	if res, err := r.Exec(context.Background(), probe); err != nil || res.Code == 0 {
+		t.Errorf("the probe of a stopped frontend: exit %d, %v; want a failure", res.Code, err)
 	}
 }

@@ -5,7 +5,10 @@ module github.com/dynamoctl/dynamo-operator/tools/image
 // the operator's.
 go 1.26.0
 
-require github.com/google/go-containerregistry v0.20.7
+require (
+	github.com/google/go-cmp v0.7.0
+	github.com/google/go-containerregistry v0.20.7
+)
 
 require (
 	github.com/containerd/stargz-snapshotter/estargz v0.18.1 // indirect

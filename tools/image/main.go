@@ -44,12 +44,17 @@ func main() {
 	tag := flag.String("tag", "", "image tag: the chart's appVersion")
 	out := flag.String("out", "", "image archive to write")
 	arch := flag.String("arch", "amd64", "architecture of the binary")
+	runtimeNames := flag.String("runtime-names", "", "build the fake Dynamo runtime image from --binary (sim/cmd/dynamo-runtime) instead, tagged with every image name this file lists")
 	flag.Parse()
 	if *binary == "" || *tag == "" || *out == "" {
 		fmt.Fprintln(os.Stderr, "image: --binary, --tag and --out are required")
 		os.Exit(2)
 	}
-	if err := buildArchive(*binary, *repo+":"+*tag, *tag, *arch, *out); err != nil {
+	build := func() error { return buildArchive(*binary, *repo+":"+*tag, *tag, *arch, *out) }
+	if *runtimeNames != "" {
+		build = func() error { return buildRuntimeArchive(*binary, *runtimeNames, *tag, *arch, *out) }
+	}
+	if err := build(); err != nil {
 		fmt.Fprintf(os.Stderr, "image: %v\n", err)
 		os.Exit(1)
 	}
@@ -68,15 +73,18 @@ func buildArchive(binaryPath, ref, version, arch, out string) error {
 	if err != nil {
 		return err
 	}
-	return WriteArchive(out, tag, img)
+	return WriteArchive(out, []name.Tag{tag}, img)
 }
 
 // WriteArchive writes img as one tar holding both an OCI image layout
-// (oci-layout, index.json naming the tag, blobs/sha256/...) and Docker's
+// (oci-layout, index.json naming each tag, blobs/sha256/...) and Docker's
 // manifest.json over the same blobs, as `docker save` does since Docker 25:
 // `docker load` of any version, `kind load image-archive`, containerd's
-// `ctr import` and skopeo's oci-archive all read it.
-func WriteArchive(out string, tag name.Tag, img v1.Image) error {
+// `ctr import` and skopeo's oci-archive all read it. An image with several
+// names is one manifest listed once per name in index.json (containerd names
+// each image by its io.containerd.image.name) and once in manifest.json with
+// every name in RepoTags (docker load).
+func WriteArchive(out string, tags []name.Tag, img v1.Image) error {
 	dir, err := os.MkdirTemp("", "dynamo-image-")
 	if err != nil {
 		return err
@@ -86,11 +94,15 @@ func WriteArchive(out string, tag name.Tag, img v1.Image) error {
 	if err != nil {
 		return err
 	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
-		"org.opencontainers.image.ref.name": tag.TagStr(),
-		"io.containerd.image.name":          tag.Name(),
-	})); err != nil {
-		return err
+	var repoTags []string
+	for _, tag := range tags {
+		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
+			"org.opencontainers.image.ref.name": tag.TagStr(),
+			"io.containerd.image.name":          ContainerdName(tag),
+		})); err != nil {
+			return err
+		}
+		repoTags = append(repoTags, ContainerdName(tag))
 	}
 	cfgName, err := img.ConfigName()
 	if err != nil {
@@ -110,7 +122,7 @@ func WriteArchive(out string, tag name.Tag, img v1.Image) error {
 	}
 	manifest, err := json.Marshal([]map[string]any{{
 		"Config":   "blobs/sha256/" + cfgName.Hex,
-		"RepoTags": []string{tag.Name()},
+		"RepoTags": repoTags,
 		"Layers":   layerPaths,
 	}})
 	if err != nil {
@@ -120,6 +132,16 @@ func WriteArchive(out string, tag name.Tag, img v1.Image) error {
 		return err
 	}
 	return tarDir(dir, out)
+}
+
+// ContainerdName is tag as containerd and the kubelet spell an image:
+// Docker Hub's registry is docker.io (go-containerregistry says
+// index.docker.io, under which the kubelet would never find the image).
+func ContainerdName(tag name.Tag) string {
+	if tag.RegistryStr() == name.DefaultRegistry {
+		return "docker.io/" + tag.RepositoryStr() + ":" + tag.TagStr()
+	}
+	return tag.Name()
 }
 
 // tarDir writes the files under dir into the tar file out, in a stable order.
@@ -180,11 +202,27 @@ var epoch = time.Unix(0, 0).UTC()
 
 // Image is the operator image holding bin.
 func Image(bin []byte, version, arch string) (v1.Image, error) {
-	layerTar, err := rootFS(bin)
+	fs, err := rootFS(bin)
 	if err != nil {
 		return nil, err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar)), nil },
+	return singleLayerImage(fs, arch, func(c *v1.Config) {
+		c.Entrypoint = []string{Entrypoint}
+		c.User = User
+		c.WorkingDir = "/"
+		c.Env = []string{"PATH=/"}
+		c.Labels = map[string]string{
+			"org.opencontainers.image.title":   "dynamo-operator",
+			"org.opencontainers.image.version": version,
+			"org.opencontainers.image.source":  "https://github.com/dynamoctl/dynamo-operator",
+		}
+	})
+}
+
+// singleLayerImage is an OCI image of one layer, for linux/arch, created at
+// epoch, its config set by configure.
+func singleLayerImage(fs []byte, arch string, configure func(*v1.Config)) (v1.Image, error) {
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(fs)), nil },
 		tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		return nil, err
@@ -201,29 +239,13 @@ func Image(bin []byte, version, arch string) (v1.Image, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture, cfg.Created = "linux", arch, v1.Time{Time: epoch}
-	cfg.Config.Entrypoint = []string{Entrypoint}
-	cfg.Config.User = User
-	cfg.Config.WorkingDir = "/"
-	cfg.Config.Env = []string{"PATH=/"}
-	cfg.Config.Labels = map[string]string{
-		"org.opencontainers.image.title":   "dynamo-operator",
-		"org.opencontainers.image.version": version,
-		"org.opencontainers.image.source":  "https://github.com/dynamoctl/dynamo-operator",
-	}
+	configure(&cfg.Config)
 	return mutate.ConfigFile(img, cfg)
 }
 
 // rootFS is the single layer: the distroless static nonroot layout.
 func rootFS(bin []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	entries := []struct {
-		name string
-		mode int64
-		dir  bool
-		data []byte
-		uid  int
-	}{
+	return layerTar([]entry{
 		{name: "etc/", mode: 0o755, dir: true},
 		{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")},
 		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnonroot:x:65532:\n")},
@@ -231,12 +253,32 @@ func rootFS(bin []byte) ([]byte, error) {
 		{name: "home/nonroot/", mode: 0o700, dir: true, uid: 65532},
 		{name: "tmp/", mode: 0o1777, dir: true},
 		{name: "dynamo-operator", mode: 0o755, data: bin},
-	}
+	})
+}
+
+// entry is a file, directory or symbolic link of a layer.
+type entry struct {
+	name string
+	mode int64
+	dir  bool
+	data []byte
+	uid  int
+	// link is a symbolic link's target.
+	link string
+}
+
+// layerTar is a layer holding entries, stamped with epoch.
+func layerTar(entries []entry) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
 		h := &tar.Header{Name: e.name, Mode: e.mode, ModTime: epoch, Uid: e.uid, Gid: e.uid, Format: tar.FormatPAX}
-		if e.dir {
+		switch {
+		case e.dir:
 			h.Typeflag = tar.TypeDir
-		} else {
+		case e.link != "":
+			h.Typeflag, h.Linkname = tar.TypeSymlink, e.link
+		default:
 			h.Typeflag, h.Size = tar.TypeReg, int64(len(e.data))
 		}
 		if err := tw.WriteHeader(h); err != nil {

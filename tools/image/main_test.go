@@ -24,13 +24,7 @@ import (
 // image's layer.
 func TestImageArchive(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "dynamo-operator")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./operator/cmd/manager")
-	build.Dir = filepath.Join("..", "..")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the operator: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, dir, "./operator/cmd/manager")
 	archive := filepath.Join(dir, "image.tar")
 	if err := buildArchive(bin, "ghcr.io/dynamoctl/dynamo-operator:0.1.0", "0.1.0", runtime.GOARCH, archive); err != nil {
 		t.Fatal(err)
@@ -64,38 +58,8 @@ func TestImageArchive(t *testing.T) {
 		t.Errorf("os %s, version label %q", cfg.OS, c.Labels["org.opencontainers.image.version"])
 	}
 
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers: %d, %v", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	extracted := filepath.Join(dir, "from-layer")
-	files := map[string]*tar.Header{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[h.Name] = h
-		if h.Name == "dynamo-operator" {
-			f, err := os.OpenFile(extracted, os.O_CREATE|os.O_WRONLY, os.FileMode(h.Mode))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.Copy(f, tr); err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
-		}
-	}
+	files := layerFiles(t, img, "dynamo-operator", extracted)
 	for _, want := range []string{"etc/passwd", "etc/group", "tmp/", "dynamo-operator"} {
 		if files[want] == nil {
 			t.Errorf("layer lacks %s", want)
@@ -115,9 +79,79 @@ func TestImageArchive(t *testing.T) {
 	}
 }
 
+// buildBinary builds the module's package pkg for linux, static, as the
+// Makefile does, into dir.
+func buildBinary(t *testing.T, dir, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, pkg)
+	build.Dir = filepath.Join("..", "..")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+// layerFiles reads the image's only layer: its entries by name, the file
+// named extract written to the path to.
+func layerFiles(t *testing.T, img v1.Image, extract, to string) map[string]*tar.Header {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers: %d, %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	files := map[string]*tar.Header{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[h.Name] = h
+		if h.Name == extract {
+			f, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY, os.FileMode(h.Mode))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.Copy(f, tr); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+}
+
 // readOCILayout unpacks the archive and opens it as an OCI image layout,
 // returning the image index.json tags 0.1.0.
 func readOCILayout(t *testing.T, archive, dir string) v1.Image {
+	t.Helper()
+	idx := untarLayout(t, archive, dir)
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) != 1 || im.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "0.1.0" {
+		t.Fatalf("index.json: %+v", im.Manifests)
+	}
+	img, err := idx.Image(im.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// untarLayout unpacks the archive into dir and opens it as an OCI image
+// layout.
+func untarLayout(t *testing.T, archive, dir string) v1.ImageIndex {
 	t.Helper()
 	f, err := os.Open(archive)
 	if err != nil {
@@ -155,16 +189,5 @@ func readOCILayout(t *testing.T, archive, dir string) v1.Image {
 	if err != nil {
 		t.Fatalf("not an OCI image layout: %v", err)
 	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(im.Manifests) != 1 || im.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "0.1.0" {
-		t.Fatalf("index.json: %+v", im.Manifests)
-	}
-	img, err := idx.Image(im.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
+	return idx
 }

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strconv"
+	"testing"
+
+	"github.com/onsi/gomega"
+
+	"github.com/dynamoctl/dynamo-operator/internal/await"
+)
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// exec runs the program as a probe would, and returns its exit code.
+func exec(args ...string) int {
+	var out, errOut bytes.Buffer
+	return run(context.Background(), args, nil, "", &out, &errOut)
+}
+
+// The container's command starts the frontend, which serves its HTTP port;
+// the readiness probe of Dynamo's planner graphs, run by the same program as
+// the container's shell, passes once it serves; SIGTERM ends it with 0.
+func TestFrontendFromItsCommand(t *testing.T) {
+	port := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		var out, errOut bytes.Buffer
+		done <- run(ctx, []string{"/bin/sh", "-c", "python3 -m dynamo.frontend --http-port " + port + " --router-mode kv"}, nil, "", &out, &errOut)
+	}()
+	g := await.New(t)
+	probe := []string{"/bin/sh", "-c", `curl -s http://localhost:` + port + `/health | jq -e ".status == \"healthy\""`}
+	g.Eventually(func() int { return exec(probe...) }).Should(gomega.Equal(0))
+	if code := exec("/usr/bin/curl", "-sf", "http://127.0.0.1:"+port+"/live"); code != 0 {
+		t.Errorf("curl -sf /live: exit %d", code)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("the frontend ended with %d after SIGTERM, want 0", code)
+	}
+	if code := exec(probe...); code == 0 {
+		t.Errorf("the readiness probe passed after the frontend stopped")
+	}
+}
+
+// A worker serves the system port its env names: /live at once, /health
+// 503 until the model has loaded.
+func TestWorkerSystemPortFromEnv(t *testing.T) {
+	port := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		var out, errOut bytes.Buffer
+		run(ctx, []string{Entrypoint, "python3", "-m", "dynamo.vllm", "--model", "m"},
+			[]string{"DYN_SYSTEM_PORT=" + port, LoadDelayEnv + "=1h"}, "", &out, &errOut)
+	}()
+	g := await.New(t)
+	g.Eventually(func() int { return exec("curl", "-sf", "http://localhost:"+port+"/live") }).Should(gomega.Equal(0))
+	if code := exec("curl", "-sf", "http://localhost:"+port+"/health"); code != 22 {
+		t.Errorf("curl -sf /health while the model loads: exit %d, want 22", code)
+	}
+}
+
+func TestWhatItCannotRun(t *testing.T) {
+	cases := map[string]struct {
+		args []string
+		env  []string
+		want int
+	}{
+		"a module that is not Dynamo's":       {args: []string{"python3", "-m", "http.server"}, want: 1},
+		"a program the image does not have":   {args: []string{"/bin/sh", "-c", "nvidia-smi"}, want: 127},
+		"the entrypoint without arguments":    {args: []string{Entrypoint}, want: 0},
+		"an exec probe's exit code":           {args: []string{"/bin/sh", "-c", "exit 3"}, want: 3},
+		"a script the shell cannot read":      {args: []string{"/bin/bash", "-c", "echo $(date)"}, want: 127},
+		"an invalid simulated load delay env": {args: []string{"python3", "-m", "dynamo.vllm"}, env: []string{LoadDelayEnv + "=soon"}, want: 2},
+	}
+	for name, c := range cases {
+		var out, errOut bytes.Buffer
+		if got := run(context.Background(), c.args, c.env, "", &out, &errOut); got != c.want {
+			t.Errorf("%s: exit %d, want %d (stderr %q)", name, got, c.want, errOut.String())
+		}
+	}
+}

@@ -18,6 +18,7 @@ func TestGraphKinds(t *testing.T) {
 	for _, gvk := range []schema.GroupVersionKind{
 		{Group: "nvidia.com", Version: "v1alpha1", Kind: "DynamoGraphDeployment"},
 		{Group: "nvidia.com", Version: "v1alpha1", Kind: "DynamoComponentDeployment"},
+		{Group: "nvidia.com", Version: "v1alpha1", Kind: "DynamoGraphDeploymentScalingAdapter"},
 		{Group: "apps", Version: "v1", Kind: "Deployment"},
 		{Group: "apps", Version: "v1", Kind: "ReplicaSet"},
 		{Group: "leaderworkerset.x-k8s.io", Version: "v1", Kind: "LeaderWorkerSet"},

@@ -33,7 +33,9 @@ func (l installerOwnedLeaseLock) Create(context.Context, resourcelock.LeaderElec
 // timeout under the renew deadline) with identity id, wrapped so that it
 // never creates the Lease when the installer owns it.
 func newLeaseLock(cfg *rest.Config, le config.LeaderElectionOptions, id string) (resourcelock.Interface, error) {
-	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election")
+	// rest.AddUserAgent would replace the identity withIdentity put there.
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent += "/leader-election"
 	cfg.Timeout = max(le.RenewDeadline/2, time.Second)
 	core, err := corev1client.NewForConfig(cfg)
 	if err != nil {

@@ -171,7 +171,7 @@ func (m *Manager) SetNodeLost(node string, lost bool) {
 	var stop []types.UID
 	for uid, pp := range m.pods {
 		pp.mu.Lock()
-		on := pp.pod.Spec.NodeName == node
+		on := pp.pod != nil && pp.pod.Spec.NodeName == node
 		pp.mu.Unlock()
 		if on {
 			stop = append(stop, uid)

@@ -71,6 +71,11 @@ func TestManagerOptions(t *testing.T) {
 			if id := app.ReplicaIdentity(cfg.UserAgent); !strings.HasPrefix(id, host+"_") || len(id) <= len(host)+1 {
 				t.Errorf("user agent %q carries identity %q, want %s_<uuid>", cfg.UserAgent, id, host)
 			}
+			if opts.LeaderElection {
+				if lock := opts.LeaderElectionResourceLockInterface; lock == nil || lock.Identity() != app.ReplicaIdentity(cfg.UserAgent) {
+					t.Errorf("the election lock %v does not run as the identity of the user agent %q", lock, cfg.UserAgent)
+				}
+			}
 			if opts.LeaderElection != o.LeaderElection.Enabled || opts.LeaderElectionID != o.LeaderElection.ID {
 				t.Errorf("leader election %v %q", opts.LeaderElection, opts.LeaderElectionID)
 			}

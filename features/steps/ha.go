@@ -61,6 +61,8 @@ type haFault struct {
 
 // haState is the HA steps' part of a fault scenario.
 type haState struct {
+	// one serializes the faults of a work: each hits a healthy pair.
+	one    sync.Mutex
 	mu     sync.Mutex
 	faults []haFault
 	// evictions are the drain's eviction requests, refused the ones the
@@ -136,22 +138,39 @@ func (f *faultWorld) replicasSpread(ctx context.Context, n int) error {
 // killReplica SIGKILLs one operator replica, chosen with seed, once every
 // replica is Ready.
 func (f *faultWorld) killReplica(ctx context.Context, seed uint64) (string, error) {
+	// One fault at a time: the next waits until this one is seen (the
+	// killed container's restart counted) and both replicas are Ready.
+	f.ha.one.Lock()
+	defer f.ha.one.Unlock()
 	pods, leader, err := f.replicasReady(ctx)
 	if err != nil {
 		return "", err
 	}
-	target := pods[rand.New(rand.NewPCG(seed, seed)).IntN(len(pods))].Name
+	pod := pods[rand.New(rand.NewPCG(seed, seed)).IntN(len(pods))]
+	target := pod.Name
 	msg, err := f.retryFault(ctx, faults.Request{Kind: "pod-kill", Pod: ClusterNamespace + "/" + target})
 	if err != nil {
 		return msg, err
 	}
 	f.note(haFault{what: "killed", pod: target, leader: target == leader, at: time.Now()})
-	return map[bool]string{true: "the leader", false: "a standby"}[target == leader] + ": " + msg, nil
+	err = f.w.eventually(ctx, "the kill of "+target+" seen", func() error {
+		p := &corev1.Pod{}
+		if err := f.w.Client.Get(ctx, types.NamespacedName{Namespace: ClusterNamespace, Name: target}, p); err != nil {
+			return err
+		}
+		if n := restarts(p.Status.ContainerStatuses); n <= restarts(pod.Status.ContainerStatuses) {
+			return fmt.Errorf("pod %s restarted %d times, as before the kill", target, n)
+		}
+		return nil
+	})
+	return map[bool]string{true: "the leader", false: "a standby"}[target == leader] + ": " + msg, err
 }
 
 // loseLeaderNode loses the node under the leading replica (sim/faults
 // node-loss: the machine goes dark with the operator's process).
 func (f *faultWorld) loseLeaderNode(ctx context.Context, _ uint64) (string, error) {
+	f.ha.one.Lock()
+	defer f.ha.one.Unlock()
 	pods, leader, err := f.replicasReady(ctx)
 	if err != nil {
 		return "", err
@@ -171,6 +190,8 @@ func (f *faultWorld) loseLeaderNode(ctx context.Context, _ uint64) (string, erro
 // the PodDisruptionBudget's refusal, is retried every second), then, once
 // the evicted replica's replacement is Ready elsewhere, uncordon it.
 func (f *faultWorld) drainLeaderNode(ctx context.Context, _ uint64) (string, error) {
+	f.ha.one.Lock()
+	defer f.ha.one.Unlock()
 	pods, leader, err := f.replicasReady(ctx)
 	if err != nil {
 		return "", err
@@ -231,6 +252,8 @@ func (f *faultWorld) cordon(ctx context.Context, node string, on bool) error {
 // that changes them (the image, a value); the fault's moment is when the
 // leader's pod began terminating.
 func (f *faultWorld) upgradeRelease(ctx context.Context, _ uint64) (string, error) {
+	f.ha.one.Lock()
+	defer f.ha.one.Unlock()
 	_, leader, err := f.replicasReady(ctx)
 	if err != nil {
 		return "", err

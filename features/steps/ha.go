@@ -69,6 +69,8 @@ type haState struct {
 	// PodDisruptionBudget turned away (429); drained the nodes drained.
 	evictions, refused int
 	drained            []string
+	// dead are the election identities of the leaders killed.
+	dead map[string]bool
 }
 
 func (f *faultWorld) note(h haFault) {
@@ -101,10 +103,27 @@ func (f *faultWorld) replicasReady(ctx context.Context) ([]corev1.Pod, string, e
 		if pods, err = OperatorPods(ctx, f.w.Client, ClusterRelease, ClusterNamespace); err != nil {
 			return err
 		}
-		leader, _, err = operatorLeader(ctx, f.w.Client, ClusterRelease, ClusterNamespace)
-		return err
+		var holder string
+		if leader, holder, err = operatorLeader(ctx, f.w.Client, ClusterRelease, ClusterNamespace); err != nil {
+			return err
+		}
+		f.ha.mu.Lock()
+		dead := f.ha.dead[holder]
+		f.ha.mu.Unlock()
+		if dead {
+			// The killed process's container restarted in the same pod,
+			// under a new identity: the Lease is not yet taken over.
+			return fmt.Errorf("the Lease is still held by the killed process %s", holder)
+		}
+		return nil
 	}, await.Within(3*time.Minute))
 	return pods, leader, err
+}
+
+// holder is the election Lease's holder identity now.
+func (f *faultWorld) holder(ctx context.Context) (string, error) {
+	_, holder, err := operatorLeader(ctx, f.w.Client, ClusterRelease, ClusterNamespace)
+	return holder, err
 }
 
 func podNode(pods []corev1.Pod, name string) string {
@@ -148,9 +167,21 @@ func (f *faultWorld) killReplica(ctx context.Context, seed uint64) (string, erro
 	}
 	pod := pods[rand.New(rand.NewPCG(seed, seed)).IntN(len(pods))]
 	target := pod.Name
+	holder, err := f.holder(ctx)
+	if err != nil {
+		return "", err
+	}
 	msg, err := f.retryFault(ctx, faults.Request{Kind: "pod-kill", Pod: ClusterNamespace + "/" + target})
 	if err != nil {
 		return msg, err
+	}
+	if target == leader {
+		f.ha.mu.Lock()
+		if f.ha.dead == nil {
+			f.ha.dead = map[string]bool{}
+		}
+		f.ha.dead[holder] = true
+		f.ha.mu.Unlock()
 	}
 	f.note(haFault{what: "killed", pod: target, leader: target == leader, at: time.Now()})
 	err = f.w.eventually(ctx, "the kill of "+target+" seen", func() error {

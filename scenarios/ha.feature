@@ -10,8 +10,8 @@ Feature: Two operator replicas by default: faults that take the leader away lose
   ServiceAccount in the API server's audit log with the election Lease's holder at that moment (each
   replica's user agent carries its election identity): a replica that does not lead writes nothing.
 
-  A fault hits a healthy pair: it waits until both replicas are Ready, as two replicas mask one failure at a
-  time. The kills are SIGKILL (no Lease released: a standby waits the Lease out); a drain and an upgrade
+  A fault hits a healthy pair, one at a time: it waits until both replicas are Ready and a live process holds
+  the Lease (a killed leader's is taken over first), as two replicas mask one failure at a time. The kills are SIGKILL (no Lease released: a standby waits the Lease out); a drain and an upgrade
   delete the pod (SIGTERM: it drains its webhook server and releases the Lease); a lost node takes the
   operator's process with it (sim/faults node-loss) and stays lost, so node loss comes last. The scenarios
   share one simulator and release, each continuing on the graphs the one before left (a failed one stops the

@@ -161,10 +161,10 @@ type disruption func(f *faultWorld, ctx context.Context, seed uint64) (string, e
 var disruptions = map[string]disruption{
 	"the operator is killed":               (*faultWorld).killOperator,
 	"the API server restarts":              (*faultWorld).restartAPIServer,
-	"an operator replica is killed":        (*faultWorld).killReplica,
-	"the leader's node is lost":            (*faultWorld).loseLeaderNode,
-	"the leader's node is drained":         (*faultWorld).drainLeaderNode,
-	"the cluster-wide release is upgraded": (*faultWorld).upgradeRelease,
+	"an operator replica is killed":        onHealthyPair((*faultWorld).killReplica),
+	"the leader's node is lost":            onHealthyPair((*faultWorld).loseLeaderNode),
+	"the leader's node is drained":         onHealthyPair((*faultWorld).drainLeaderNode),
+	"the cluster-wide release is upgraded": onHealthyPair((*faultWorld).upgradeRelease),
 }
 
 func disruptionPattern() string {

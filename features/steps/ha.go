@@ -154,17 +154,24 @@ func (f *faultWorld) replicasSpread(ctx context.Context, n int) error {
 	return nil
 }
 
-// killReplica SIGKILLs one operator replica, chosen with seed, once every
-// replica is Ready.
-func (f *faultWorld) killReplica(ctx context.Context, seed uint64) (string, error) {
-	// One fault at a time: the next waits until this one is seen (the
-	// killed container's restart counted) and both replicas are Ready.
-	f.ha.one.Lock()
-	defer f.ha.one.Unlock()
-	pods, leader, err := f.replicasReady(ctx)
-	if err != nil {
-		return "", err
+// onHealthyPair makes a disruption of do, which gets the release's pods
+// and its leader once every replica is Ready and a live process leads.
+// Faults hit one at a time: the next waits until do returned (a kill seen,
+// a drain or an upgrade done) and the pair is healthy again.
+func onHealthyPair(do func(f *faultWorld, ctx context.Context, seed uint64, pods []corev1.Pod, leader string) (string, error)) disruption {
+	return func(f *faultWorld, ctx context.Context, seed uint64) (string, error) {
+		f.ha.one.Lock()
+		defer f.ha.one.Unlock()
+		pods, leader, err := f.replicasReady(ctx)
+		if err != nil {
+			return "", err
+		}
+		return do(f, ctx, seed, pods, leader)
 	}
+}
+
+// killReplica SIGKILLs one operator replica, chosen with seed.
+func (f *faultWorld) killReplica(ctx context.Context, seed uint64, pods []corev1.Pod, leader string) (string, error) {
 	pod := pods[rand.New(rand.NewPCG(seed, seed)).IntN(len(pods))]
 	target := pod.Name
 	holder, err := f.holder(ctx)
@@ -199,13 +206,7 @@ func (f *faultWorld) killReplica(ctx context.Context, seed uint64) (string, erro
 
 // loseLeaderNode loses the node under the leading replica (sim/faults
 // node-loss: the machine goes dark with the operator's process).
-func (f *faultWorld) loseLeaderNode(ctx context.Context, _ uint64) (string, error) {
-	f.ha.one.Lock()
-	defer f.ha.one.Unlock()
-	pods, leader, err := f.replicasReady(ctx)
-	if err != nil {
-		return "", err
-	}
+func (f *faultWorld) loseLeaderNode(ctx context.Context, _ uint64, pods []corev1.Pod, leader string) (string, error) {
 	node := podNode(pods, leader)
 	msg, err := f.fault(ctx, faults.Request{Kind: "node-loss", Node: node})
 	if err != nil {
@@ -220,13 +221,7 @@ func (f *faultWorld) loseLeaderNode(ctx context.Context, _ uint64) (string, erro
 // node: cordon it, evict every pod on it through the Eviction API (a 429,
 // the PodDisruptionBudget's refusal, is retried every second), then, once
 // the evicted replica's replacement is Ready elsewhere, uncordon it.
-func (f *faultWorld) drainLeaderNode(ctx context.Context, _ uint64) (string, error) {
-	f.ha.one.Lock()
-	defer f.ha.one.Unlock()
-	pods, leader, err := f.replicasReady(ctx)
-	if err != nil {
-		return "", err
-	}
+func (f *faultWorld) drainLeaderNode(ctx context.Context, _ uint64, pods []corev1.Pod, leader string) (string, error) {
 	node := podNode(pods, leader)
 	if err := f.cordon(ctx, node, true); err != nil {
 		return "", err
@@ -282,13 +277,7 @@ func (f *faultWorld) cordon(ctx context.Context, node string, on bool) error {
 // runs with a new pod annotation, so its pods roll out as in any upgrade
 // that changes them (the image, a value); the fault's moment is when the
 // leader's pod began terminating.
-func (f *faultWorld) upgradeRelease(ctx context.Context, _ uint64) (string, error) {
-	f.ha.one.Lock()
-	defer f.ha.one.Unlock()
-	_, leader, err := f.replicasReady(ctx)
-	if err != nil {
-		return "", err
-	}
+func (f *faultWorld) upgradeRelease(ctx context.Context, _ uint64, _ []corev1.Pod, leader string) (string, error) {
 	r, ns, ok := f.w.InstalledRelease(ClusterRelease)
 	if !ok {
 		return "", fmt.Errorf("the cluster-wide release is not installed")

@@ -25,6 +25,7 @@ import (
 
 	"github.com/cucumber/godog"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -122,8 +123,11 @@ func (f *faultWorld) replicasReady(ctx context.Context) ([]corev1.Pod, string, e
 
 // holder is the election Lease's holder identity now.
 func (f *faultWorld) holder(ctx context.Context) (string, error) {
-	_, holder, err := operatorLeader(ctx, f.w.Client, ClusterRelease, ClusterNamespace)
-	return holder, err
+	l := &coordinationv1.Lease{}
+	if err := f.w.Client.Get(ctx, types.NamespacedName{Namespace: ClusterNamespace, Name: leaderElectionLease}, l); err != nil {
+		return "", err
+	}
+	return ptr.Deref(l.Spec.HolderIdentity, ""), nil
 }
 
 func podNode(pods []corev1.Pod, name string) string {
@@ -275,43 +279,47 @@ func (f *faultWorld) cordon(ctx context.Context, node string, on bool) error {
 
 // upgradeRelease helm-upgrades the cluster-wide release to the chart it
 // runs with a new pod annotation, so its pods roll out as in any upgrade
-// that changes them (the image, a value); the fault's moment is when the
-// leader's pod began terminating.
-func (f *faultWorld) upgradeRelease(ctx context.Context, _ uint64, _ []corev1.Pod, leader string) (string, error) {
+// that changes them (the image, a value). Each pod that leads when it is
+// seen terminating is a fault of the leader at that moment (the rollout
+// may hand leadership over twice).
+func (f *faultWorld) upgradeRelease(ctx context.Context, _ uint64, pods []corev1.Pod, _ string) (string, error) {
 	r, ns, ok := f.w.InstalledRelease(ClusterRelease)
 	if !ok {
 		return "", fmt.Errorf("the cluster-wide release is not installed")
 	}
-	going := make(chan time.Time, 1)
 	watchCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	go func() {
-		_ = await.Until(watchCtx, "the leader pod "+leader+" terminating", func() error {
-			p := &corev1.Pod{}
-			err := f.w.Client.Get(watchCtx, types.NamespacedName{Namespace: ns, Name: leader}, p)
-			if apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil) {
-				going <- time.Now()
+	var wg sync.WaitGroup
+	for _, p := range pods {
+		wg.Add(1)
+		go func(name string) {
+			defer wg.Done()
+			_ = await.Until(watchCtx, "the pod "+name+" terminating", func() error {
+				holder, herr := f.holder(watchCtx)
+				pod := &corev1.Pod{}
+				err := f.w.Client.Get(watchCtx, types.NamespacedName{Namespace: ns, Name: name}, pod)
+				if !apierrors.IsNotFound(err) && (err != nil || pod.DeletionTimestamp == nil) {
+					return fmt.Errorf("still running (%v)", err)
+				}
+				// Seen going: it led if it still held the Lease just before
+				// (a pod releases it only once it stops).
+				f.note(haFault{what: "upgraded", pod: name, leader: herr == nil && strings.HasPrefix(holder, name+"_"), graceful: true, at: time.Now()})
 				return nil
-			}
-			return fmt.Errorf("still running (%v)", err)
-		}, await.Within(5*time.Minute), await.Every(100*time.Millisecond))
-	}()
+			}, await.Within(5*time.Minute), await.Every(100*time.Millisecond))
+		}(p.Name)
+	}
 	start := time.Now()
 	// An annotation no earlier upgrade of the chain set.
 	if _, err := f.w.Helm.Upgrade(ctx, ClusterRelease, ns, r, fmt.Sprintf("dynamo-operator.controllerManager.podAnnotations.scenario-upgrade=at-%d", start.UnixNano())); err != nil {
 		return "", err
 	}
 	took := time.Since(start)
-	select {
-	case at := <-going:
-		f.note(haFault{what: "upgraded", pod: leader, leader: true, graceful: true, at: at})
-	case <-time.After(time.Minute):
-		return "", fmt.Errorf("the upgrade ended but the leader pod %s was never seen terminating", leader)
-	}
 	if _, _, err := f.replicasReady(ctx); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("helm upgrade rolled both replicas in %.1fs (the leader was %s)", took.Seconds(), leader), nil
+	stop()
+	wg.Wait()
+	return fmt.Sprintf("helm upgrade rolled both replicas in %.1fs", took.Seconds()), nil
 }
 
 func (f *faultWorld) noWriteRefused(context.Context) error {

@@ -11,8 +11,9 @@ Feature: Two operator replicas by default: faults that take the leader away lose
   replica's user agent carries its election identity): a replica that does not lead writes nothing.
 
   A fault hits a healthy pair, one at a time: it waits until both replicas are Ready and a live process holds
-  the Lease (a killed leader's is taken over first), as two replicas mask one failure at a time. The kills are SIGKILL (no Lease released: a standby waits the Lease out); a drain and an upgrade
-  delete the pod (SIGTERM: it drains its webhook server and releases the Lease); a lost node takes the
+  the Lease (a killed leader's is taken over first), as two replicas mask one failure at a time. The kills
+  are SIGKILL (no Lease released: a standby waits the Lease out); a drain and an upgrade delete the pod
+  (SIGTERM: it drains its webhook server and releases the Lease); a lost node takes the
   operator's process with it (sim/faults node-loss) and stays lost, so node loss comes last. The scenarios
   share one simulator and release, each continuing on the graphs the one before left (a failed one stops the
   chain, and the next says so); the random moments come from a seed each prints (DYNAMO_FAULT_SEED replays it).

@@ -195,16 +195,22 @@ func (f *faultWorld) killReplica(ctx context.Context, seed uint64, pods []corev1
 		f.ha.mu.Unlock()
 	}
 	f.note(haFault{what: "killed", pod: target, leader: target == leader, at: time.Now()})
+	fmt.Printf("    %s killed %s (%s)\n", time.Now().Format("15:04:05.000"), target, map[bool]string{true: "leader", false: "standby"}[target == leader])
 	err = f.w.eventually(ctx, "the kill of "+target+" seen", func() error {
-		p := &corev1.Pod{}
-		if err := f.w.Client.Get(ctx, types.NamespacedName{Namespace: ClusterNamespace, Name: target}, p); err != nil {
+		now, err := OperatorPods(ctx, f.w.Client, ClusterRelease, ClusterNamespace)
+		if err != nil {
 			return err
 		}
-		if n := restarts(p.Status.ContainerStatuses); n <= restarts(pod.Status.ContainerStatuses) {
-			return fmt.Errorf("pod %s restarted %d times, as before the kill", target, n)
+		for i := range now {
+			if now[i].Name == target {
+				if n := restarts(now[i].Status.ContainerStatuses); n <= restarts(pod.Status.ContainerStatuses) {
+					return fmt.Errorf("pod %s restarted %d times, as before the kill", target, n)
+				}
+				return nil
+			}
 		}
-		return nil
-	})
+		return nil // gone: replaced
+	}, await.Within(time.Minute))
 	return map[bool]string{true: "the leader", false: "a standby"}[target == leader] + ": " + msg, err
 }
 

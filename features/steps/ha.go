@@ -302,10 +302,14 @@ func (f *faultWorld) upgradeRelease(ctx context.Context, _ uint64, pods []corev1
 			defer wg.Done()
 			_ = await.Until(watchCtx, "the pod "+name+" terminating", func() error {
 				holder, herr := f.holder(watchCtx)
-				pod := &corev1.Pod{}
-				err := f.w.Client.Get(watchCtx, types.NamespacedName{Namespace: ns, Name: name}, pod)
-				if !apierrors.IsNotFound(err) && (err != nil || pod.DeletionTimestamp == nil) {
-					return fmt.Errorf("still running (%v)", err)
+				now, err := OperatorPods(watchCtx, f.w.Client, ClusterRelease, ns)
+				if err != nil {
+					return err
+				}
+				for i := range now {
+					if now[i].Name == name && now[i].DeletionTimestamp == nil {
+						return fmt.Errorf("still running")
+					}
 				}
 				// Seen going: it led if it still held the Lease just before
 				// (a pod releases it only once it stops).

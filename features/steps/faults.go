@@ -88,6 +88,7 @@ type faultWorld struct {
 	// (and retried), refusedBy by cause.
 	refused   int
 	refusedBy map[string]int
+	refusedAt []time.Time
 	// ha is the high-availability steps' state (ha.go).
 	ha haState
 }
@@ -266,6 +267,7 @@ func (f *faultWorld) workWhileDisrupted(ctx context.Context, verb string, n int,
 			if err != nil {
 				refused++
 				retries[refusal(err)]++
+				f.refusedAt = append(f.refusedAt, time.Now())
 			}
 			return err
 		}, await.Within(4*time.Minute), await.Every(250*time.Millisecond))

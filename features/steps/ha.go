@@ -47,6 +47,7 @@ func registerHASteps(sc *godog.ScenarioContext, w *simWorld) {
 	sc.Step(`^after each fault a leader reconciled within (\d+) seconds( plus the node's NotReady detection)?$`, f.reconciledAfterFaults)
 	sc.Step(`^no operator replica wrote while another led$`, f.noStandbyWrites)
 	sc.Step(`^the drain respected the operator's PodDisruptionBudget$`, f.drainRespectedBudget)
+	sc.Step(`^every refused admission came within (\d+) seconds of a fault( plus the node's NotReady detection)?$`, f.refusalsAtFaults)
 }
 
 // haFault is one fault that hit an operator pod.
@@ -571,6 +572,71 @@ func (f *faultWorld) drainRespectedBudget(ctx context.Context) error {
 	}
 	if evictions == 0 {
 		return fmt.Errorf("the drain evicted nothing")
+	}
+	return nil
+}
+
+// refusalsAtFaults: no admission was refused (the client's dry-runs and the
+// graph writes) but in the moments after a fault, within window (plus,
+// after a lost node, the time the cluster took to see it NotReady). A
+// SIGKILLed replica's pod stays in the webhook Service's endpoints until its
+// death is seen (its kubelet writes it at once; a lost node's pod, until
+// the node lifecycle controller marks it), and the API server does not
+// retry an admission call a dead endpoint failed: those are the calls that
+// fail. It stops the admission client.
+func (f *faultWorld) refusalsAtFaults(ctx context.Context, window int, plusDetection string) error {
+	w := f.w
+	if w.watch == nil || w.watch.admission == nil {
+		return fmt.Errorf("no admission client runs: add \"a client dry-runs a graph through admission every 100 ms\" first")
+	}
+	a := w.watch.admission
+	a.halt()
+	w.watch.admission = nil
+	sent, failed := a.sent.Load(), a.failed.Load()
+	w.Figure("admissions sent", sent)
+	w.Figure("admissions failed", failed)
+	w.Figure("graph writes refused (and retried)", f.refused)
+	if sent == 0 {
+		return fmt.Errorf("the admission client sent nothing")
+	}
+	limit := time.Duration(window) * time.Second
+	if plusDetection != "" {
+		d, err := f.notReadyDetection(ctx)
+		if err != nil {
+			return err
+		}
+		limit += d
+	}
+	f.ha.mu.Lock()
+	hits := append([]haFault(nil), f.ha.faults...)
+	f.ha.mu.Unlock()
+	// A refusal is seen once the request failed; the fault's moment is
+	// noted once the fault was done: allow a second before it.
+	near := func(t time.Time) bool {
+		for _, h := range hits {
+			if !t.Before(h.at.Add(-time.Second)) && !t.After(h.at.Add(limit)) {
+				return true
+			}
+		}
+		return false
+	}
+	var apart []string
+	failures := a.Failures()
+	for i, t := range a.FailedAt() {
+		if !near(t) {
+			apart = append(apart, "admission "+failures[i])
+		}
+	}
+	for _, t := range f.refusedAt {
+		if !near(t) {
+			apart = append(apart, "graph write refused at "+t.Format("15:04:05.000"))
+		}
+	}
+	if failed > 0 {
+		fmt.Printf("    failed admissions:\n      %s\n", strings.Join(head(failures, 20), "\n      "))
+	}
+	if len(apart) > 0 {
+		return fmt.Errorf("%d refusals more than %s after any fault:\n  %s", len(apart), limit, strings.Join(head(apart, 20), "\n  "))
 	}
 	return nil
 }

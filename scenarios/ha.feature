@@ -17,7 +17,8 @@ Feature: Two operator replicas by default: faults that take the leader away lose
   that moment after a fault; a drain and an upgrade, which stop a replica cleanly, refuse none.
 
   A fault hits a healthy pair, one at a time: it waits until both replicas are Ready and a live process holds
-  the Lease (a killed leader's is taken over first), as two replicas mask one failure at a time. The kills
+  the Lease and has reconciled since the last fault (a killed leader's is taken over first), as two replicas
+  mask one failure at a time. The kills
   are SIGKILL (no Lease released: a standby waits the Lease out); a drain and an upgrade delete the pod
   (SIGTERM: it drains its webhook server and releases the Lease); a lost node takes the
   operator's process with it (sim/faults node-loss) and stays lost, so node loss comes last. The scenarios

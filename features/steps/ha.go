@@ -160,7 +160,8 @@ func (f *faultWorld) replicasSpread(ctx context.Context, n int) error {
 }
 
 // onHealthyPair makes a disruption of do, which gets the release's pods
-// and its leader once every replica is Ready and a live process leads.
+// and its leader once every replica is Ready and a live process leads and
+// has reconciled since the last fault.
 // Faults hit one at a time: the next waits until do returned (a kill seen,
 // a drain or an upgrade done) and the pair is healthy again.
 func onHealthyPair(do func(f *faultWorld, ctx context.Context, seed uint64, pods []corev1.Pod, leader string) (string, error)) disruption {
@@ -171,8 +172,41 @@ func onHealthyPair(do func(f *faultWorld, ctx context.Context, seed uint64, pods
 		if err != nil {
 			return "", err
 		}
+		if err := f.reconcilingSinceLastFault(ctx); err != nil {
+			return "", err
+		}
 		return do(f, ctx, seed, pods, leader)
 	}
+}
+
+// reconcilingSinceLastFault waits until a leader has reconciled since the
+// last fault noted: a fault then hits a pair whose fail-over is complete,
+// not a leader still starting its controllers.
+func (f *faultWorld) reconcilingSinceLastFault(ctx context.Context) error {
+	f.ha.mu.Lock()
+	var last *haFault
+	if n := len(f.ha.faults); n > 0 {
+		h := f.ha.faults[n-1]
+		last = &h
+	}
+	f.ha.mu.Unlock()
+	if last == nil {
+		return nil
+	}
+	skip := ""
+	if last.graceful {
+		skip = last.pod
+	}
+	return f.w.eventually(ctx, "a reconcile since the last fault", func() error {
+		byPod, err := f.reconcileTimes()
+		if err != nil {
+			return err
+		}
+		if _, ok := nextReconcile(byPod, last.at, skip); !ok {
+			return fmt.Errorf("no reconcile logged since %s %s at %s", last.what, last.pod, last.at.Format("15:04:05.000"))
+		}
+		return nil
+	}, await.Within(2*time.Minute))
 }
 
 // killReplica SIGKILLs one operator replica, chosen with seed.

@@ -8,7 +8,8 @@ Feature: Two operator replicas by default: faults that take the leader away lose
   the graph writes'), duplicate, missing and orphaned children, and the time from each fault that hit the
   leader to the next reconcile in the operator pods' logs; and it matches every write of the operator's
   ServiceAccount in the API server's audit log with the election Lease's holder at that moment (each
-  replica's user agent carries its election identity): a replica that does not lead writes nothing.
+  replica's user agent carries its election identity): a replica that does not lead writes nothing but its
+  serving certificate's CA where a starting replica finds it missing (every replica serves, with it).
 
   A replica that dies without a word (SIGKILL, a lost node) is still one of the webhook Service's endpoints
   until its death is seen: its kubelet says so at once (a lost node's pod waits for the node lifecycle

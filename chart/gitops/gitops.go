@@ -31,6 +31,13 @@ const Group = "nvidia.com"
 // an application's health.
 var Kinds = []string{"DynamoComponent", "DynamoComponentDeployment", "DynamoGraphDeployment", "DynamoModel"}
 
+// WithoutHealth are the kinds with a status that get no health check, and
+// why: Argo CD leaves them out of an application's health.
+var WithoutHealth = map[string]string{
+	"DynamoGraphDeploymentScalingAdapter": "a scaling handle for HPA, KEDA and the planner: its status copies " +
+		"its component's replica count and pod selector, and the graph's own health covers that component",
+}
+
 // scriptPath is the health script, the same for every kind: Argo CD has no
 // way to share code between the scripts of several kinds, and one script
 // that tells kinds apart by obj.kind keeps their common rules in one place.

@@ -46,7 +46,7 @@ type TimedWrites interface {
 type LeaseRenewals interface {
 	// LeaseRenewals lists when each successful renewal of the Lease name in
 	// namespace was sent (its renewTime).
-	LeaseRenewals(namespace, name string) []time.Time
+	LeaseRenewals(namespace, name string) []scope.Renewal
 }
 
 // modes is the scenario state of the mode steps.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/config"
+	"github.com/dynamoctl/dynamo-operator/operator/scope"
 )
 
 // Operator runs the operator, as app.New assembles it for the binary, in
@@ -207,17 +208,18 @@ func (o *Operator) WritesIn(namespace string, from, to time.Time) []string {
 	return out
 }
 
-// LeaseRenewals lists when each successful PUT or PATCH of the Lease
-// name in namespace was sent: a Lease holder sets renewTime just before it
-// sends, so these are the renewals' times as the Lease records them.
-func (o *Operator) LeaseRenewals(namespace, name string) []time.Time {
+// LeaseRenewals lists each successful PUT or PATCH of the Lease name in
+// namespace: when it was sent (a Lease holder sets renewTime just before it
+// sends, so the renewal's time as the Lease records it) and when its answer
+// came (the stored Lease says the renewal from then on).
+func (o *Operator) LeaseRenewals(namespace, name string) []scope.Renewal {
 	o.logMu.Lock()
 	defer o.logMu.Unlock()
-	var out []time.Time
+	var out []scope.Renewal
 	suffix := "/namespaces/" + namespace + "/leases/" + name
 	for _, w := range o.log {
 		if w.ok && (w.method == http.MethodPut || w.method == http.MethodPatch) && strings.HasSuffix(w.path, suffix) {
-			out = append(out, w.sent)
+			out = append(out, scope.Renewal{Sent: w.sent, Landed: w.at})
 		}
 	}
 	return out

@@ -13,6 +13,7 @@ func TestHeldSpans(t *testing.T) {
 	const d, settle = 2 * time.Second, 750 * time.Millisecond
 	for name, tc := range map[string]struct {
 		renewals     []int
+		landed       map[int]int // a renewal answered late: sent -> landed
 		until        int
 		held, lapses []Span
 	}{"renewed on time: held once settled, throughout": {
@@ -23,6 +24,12 @@ func TestHeldSpans(t *testing.T) {
 		renewals: []int{500, 3000, 3500},
 		until:    4000,
 		held:     []Span{{at(750), at(2500)}, {at(3750), at(4000)}},
+		lapses:   []Span{{at(2500), at(3750)}},
+	}, "a renewal sent on time but answered 2 s late: a lapse until it has landed and settled": {
+		renewals: []int{500, 2000, 3500},
+		landed:   map[int]int{2000: 3000},
+		until:    5000,
+		held:     []Span{{at(750), at(2500)}, {at(3750), at(5000)}},
 		lapses:   []Span{{at(2500), at(3750)}},
 	}, "no renewal after the last one: lapsed until the end": {
 		renewals: []int{500},
@@ -35,9 +42,13 @@ func TestHeldSpans(t *testing.T) {
 		held:     []Span{{at(750), at(2500)}},
 	}} {
 		t.Run(name, func(t *testing.T) {
-			var renewals []time.Time
+			var renewals []Renewal
 			for _, r := range tc.renewals {
-				renewals = append(renewals, at(r))
+				landed, late := tc.landed[r]
+				if !late {
+					landed = r
+				}
+				renewals = append(renewals, Renewal{Sent: at(r), Landed: at(landed)})
 			}
 			held, lapses := HeldSpans(at(0), at(tc.until), renewals, d, settle)
 			if diff := cmp.Diff(tc.held, held); diff != "" {

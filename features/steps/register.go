@@ -50,7 +50,6 @@ var scenarioSteps = []func(*godog.ScenarioContext, *simWorld){
 	registerFaultChildrenSteps,
 	registerNodeLossSteps,
 	registerCertExpirySteps,
-	registerHASteps,
 	registerGraphSteps,
 	registerHandoverSteps,
 	registerMigrationSteps,

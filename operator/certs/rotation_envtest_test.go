@@ -294,7 +294,10 @@ func waitForWebhook(t *testing.T, ns string) {
 func dialVerified(port string, bundle []byte) (string, error) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(bundle)
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", "127.0.0.1:"+port,
+	// The API server allows a webhook call 10 s; on a loaded machine a
+	// handshake alone took over 2 s. A probe that fails is one the API
+	// server would have failed too.
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", "127.0.0.1:"+port,
 		&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
 	if err != nil {
 		return "", err

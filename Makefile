@@ -224,7 +224,7 @@ features: k8s-bins ## Only the feature files; GODOG_TAGS=@api or GODOG_PATHS=api
 .PHONY: features-sim
 features-sim: k8s-bins sim-build $(HELM) $(LWS) ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, probes, the operator installed by helm.
 	DYNAMO_SIM_LWS=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./sim/cluster/ -run TestLeaderWorkerSetController
-	DYNAMO_SIM_FEATURES=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run TestFeatures -v -timeout 45m
+	DYNAMO_SIM_FEATURES=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run TestFeatures -v -timeout 60m
 
 .PHONY: scenarios
 scenarios: k8s-bins sim-build $(HELM) $(LWS) ## Upgrade and fault scenarios on the simulator (scenarios/*.feature): releases built from git tags and the working tree, installed with helm; report in scenarios/report/.

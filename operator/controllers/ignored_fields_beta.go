@@ -13,11 +13,8 @@ import (
 // act on them. They are named at their v1beta1 paths, as the user wrote them.
 // A graph without the annotation has none, and costs no conversion.
 func betaOnlyIgnoredFields(dgd *v1alpha1.DynamoGraphDeployment) []string {
-	if _, ok := dgd.Annotations[v1beta1.AnnotationBetaSpec]; !ok {
-		return nil
-	}
-	beta := &v1beta1.DynamoGraphDeployment{}
-	if err := beta.ConvertFrom(dgd.DeepCopy()); err != nil {
+	beta := savedBeta(dgd)
+	if beta == nil {
 		return nil
 	}
 	const notYet = " (not acted on yet)"
@@ -36,6 +33,20 @@ func betaOnlyIgnoredFields(dgd *v1alpha1.DynamoGraphDeployment) []string {
 		out = append(out, betaOnlyComponentFields("spec.components["+strconv.Itoa(i)+"]", &s.Components[i], notYet)...)
 	}
 	return out
+}
+
+// savedBeta is dgd as v1beta1 when it keeps v1beta1-only parts in the
+// conversion's annotation (v1beta1.AnnotationBetaSpec), else nil: a graph
+// without the annotation costs no conversion.
+func savedBeta(dgd *v1alpha1.DynamoGraphDeployment) *v1beta1.DynamoGraphDeployment {
+	if _, ok := dgd.Annotations[v1beta1.AnnotationBetaSpec]; !ok {
+		return nil
+	}
+	beta := &v1beta1.DynamoGraphDeployment{}
+	if err := beta.ConvertFrom(dgd.DeepCopy()); err != nil {
+		return nil
+	}
+	return beta
 }
 
 func betaOnlyComponentFields(path string, c *v1beta1.DynamoComponentDeploymentSharedSpec, why string) []string {

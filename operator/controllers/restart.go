@@ -3,6 +3,7 @@ package controllers
 import (
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
@@ -219,16 +220,15 @@ func completed(id string) *v1alpha1.RestartStatus {
 // seen, Superseded, so that it restarts nothing when a later write through
 // v1beta1 (a GitOps tool applying the same manifest) brings it into
 // v1alpha1; a new id restarts. nil for any other graph, or once
-// status.restart says anything.
+// status.restart says anything. Only an annotation that names a restart
+// is converted: the graph's status converts it on each reconcile already
+// (betaOnlyIgnoredFields).
 func legacyRestart(dgd *v1alpha1.DynamoGraphDeployment) *v1alpha1.RestartStatus {
-	if dgd.Status.Restart != nil {
+	if dgd.Status.Restart != nil || !strings.Contains(dgd.Annotations[v1beta1.AnnotationBetaSpec], `"restart"`) {
 		return nil
 	}
-	if _, ok := dgd.Annotations[v1beta1.AnnotationBetaSpec]; !ok {
-		return nil
-	}
-	beta := &v1beta1.DynamoGraphDeployment{}
-	if err := beta.ConvertFrom(dgd.DeepCopy()); err != nil || beta.Spec.Restart == nil || beta.Spec.Restart.ID == "" {
+	beta := savedBeta(dgd)
+	if beta == nil || beta.Spec.Restart == nil || beta.Spec.Restart.ID == "" {
 		return nil
 	}
 	return &v1alpha1.RestartStatus{ObservedID: beta.Spec.Restart.ID, Phase: v1alpha1.RestartPhaseSuperseded}

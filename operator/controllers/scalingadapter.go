@@ -73,23 +73,14 @@ func (r *GraphReconciler) ensureScalingAdapters(ctx context.Context, s *graphSta
 	return proceed()
 }
 
-// createScalingAdapter creates the adapter of service, seeded with the
+// createScalingAdapter creates the adapter of service, starting at the
 // replicas its component runs (opting in changes nothing that runs), or
 // the graph's when it has no component yet.
 func (r *GraphReconciler) createScalingAdapter(ctx context.Context, s *graphState,
 	service string) (*v1alpha1.DynamoGraphDeploymentScalingAdapter, error) {
 	replicas := render.ServiceReplicas(s.dgd, service)
-	for _, dcd := range s.desired {
-		if dcd.Spec.ServiceName != service {
-			continue
-		}
-		live, err := getOptional(ctx, r.Client, client.ObjectKeyFromObject(dcd), &v1alpha1.DynamoComponentDeployment{})
-		if err != nil {
-			return nil, err
-		}
-		if live != nil && live.Spec.Replicas != nil {
-			replicas = *live.Spec.Replicas
-		}
+	if live := s.live[service]; live != nil && live.Spec.Replicas != nil {
+		replicas = *live.Spec.Replicas
 	}
 	a := render.ScalingAdapter(s.dgd, service, replicas)
 	if err := controllerutil.SetControllerReference(s.dgd, a, r.Client.Scheme()); err != nil {
@@ -108,8 +99,8 @@ func (r *GraphReconciler) createScalingAdapter(ctx context.Context, s *graphStat
 	return a, nil
 }
 
-// adapterReplicas makes desired, the component of a service with adapter
-// a, run a's replicas. A new component is created with them. An existing
+// adapterReplicas gives desired, the component of a service with an
+// adapter, the adapter's replicas. A new component is created with them. An existing
 // one gets them under AdapterFieldOwner (scaleToAdapter), and desired is
 // applied without replicas. The graph's own replicas are still recorded
 // (AnnotationGraphReplicas), so that after an opt-out the component keeps

@@ -46,7 +46,7 @@ func ScalingAdapterServices(dgd *v1alpha1.DynamoGraphDeployment) []string {
 }
 
 // ScalingAdapter is the adapter of dgd's service serviceName as created:
-// spec.replicas is seeded with replicas (what the service runs when it opts
+// spec.replicas starts at replicas (what the service runs when it opts
 // in) and never written by the operator again. It carries no owner
 // reference: the controller sets it.
 func ScalingAdapter(dgd *v1alpha1.DynamoGraphDeployment, serviceName string, replicas int32) *v1alpha1.DynamoGraphDeploymentScalingAdapter {

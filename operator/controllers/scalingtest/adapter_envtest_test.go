@@ -53,7 +53,7 @@ func worker(name string) *builders.BetaComponentWrapper {
 var serverSet = cmpopts.IgnoreFields(metav1.ObjectMeta{}, "UID", "ResourceVersion", "Generation", "CreationTimestamp", "ManagedFields")
 
 // Each service that opts in gets one adapter, named as Dynamo names it,
-// owned by the graph and seeded with the service's replicas; the others
+// owned by the graph and starting at the service's replicas; the others
 // get none.
 func TestScalingAdaptersFollowTheOptIn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -97,7 +97,7 @@ func TestScalingAdaptersFollowTheOptIn(t *testing.T) {
 				}
 			},
 		},
-		"replicas unset: seeded with 1": {
+		"replicas unset: starts at 1": {
 			graph:     builders.MakeBetaGraph("unset", ns).Component(worker("decode").ScalingAdapter(&v1beta1.ScalingAdapter{})),
 			component: "unset-decode",
 			want: func(g *v1alpha1.DynamoGraphDeployment) []v1alpha1.DynamoGraphDeploymentScalingAdapter {

@@ -34,7 +34,12 @@ func TestJQ(t *testing.T) {
 		"? swallows the error":            {args: []string{".status.x?"}, input: health, want: result{}},
 		"input that is not JSON (2)":      {args: []string{"-e", ".status"}, input: "Service Unavailable", want: result{Code: 2}},
 		"two values, the last decides -e": {args: []string{"-e", ".ok"}, input: `{"ok":true} {"ok":false}`, want: result{Out: "true\nfalse\n", Code: 1}},
-		"a filter beyond the subset":      {args: []string{"-e", `.endpoints | to_entries`}, input: health, want: result{Code: 3, Unsupported: true}},
+		"to_entries and all":              {args: []string{"-e", `.endpoints | to_entries | all(.value == "ready")`}, input: health, want: result{Out: "true\n"}},
+		"a filter that does not compile":  {args: []string{"-e", `.status ==`}, input: health, want: result{Code: 3}},
+		"-n needs no input":               {args: []string{"-n", "-e", `1 + 1 == 2`}, input: "", want: result{Out: "true\n"}},
+		"-s reads every value as one":     {args: []string{"-s", "-c", `map(.ok)`}, input: `{"ok":true} {"ok":false}`, want: result{Out: "[true,false]\n"}},
+		"halt_error's exit code":          {args: []string{"-n", `"down" | halt_error(7)`}, input: "", want: result{Code: 7}},
+		"an unknown option":               {args: []string{"--tab", "."}, input: "{}", want: result{Code: 2, Unsupported: true}},
 		"a file argument":                 {args: []string{".", "/tmp/x.json"}, input: "", want: result{Code: 2, Unsupported: true}},
 	}
 	for name, c := range cases {

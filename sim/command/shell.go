@@ -9,8 +9,8 @@
 //   - Exec: the outcome of a command a probe runs in the container
 //     (`sh -c 'curl -s http://localhost:8000/health | jq -e ".status ==
 //     \"healthy\""'`), evaluated with a small shell and the few programs
-//     Dynamo's manifests call in probes (curl, wget, jq, grep), localhost
-//     being the pod. A command it cannot evaluate is an error, never a
+//     Dynamo's manifests call in probes (curl, wget, grep, and jq through
+//     gojq), localhost being the pod. A command it cannot evaluate is an error, never a
 //     success.
 //
 // The shell is a subset of POSIX sh: words with single and double quotes

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	"github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,6 +123,20 @@ func bindTo(t *testing.T, role *rbacv1.ClusterRole, user string) *rest.Config {
 		}
 		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
 	}
+	// The API server authorizes from its own cache of roles and bindings: a
+	// migrator started before that cache has them would be forbidden.
+	first := role.Rules[0]
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user, Groups: []string{"system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Group: first.APIGroups[0], Resource: first.Resources[0], Name: first.ResourceNames[0], Verb: first.Verbs[0],
+		},
+	}}
+	await.New(t).Eventually(func() (bool, error) {
+		r := review.DeepCopy()
+		err := env.Client.Create(ctx, r)
+		return r.Status.Allowed, err
+	}).WithTimeout(await.Long).Should(gomega.BeTrue(), "%s allowed by the role %s", user, role.Name)
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 	return cfg

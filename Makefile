@@ -19,11 +19,28 @@ LDFLAGS   := -X github.com/dynamoctl/dynamo-operator/operator/config.Version=$(V
 # binaries and the LeaderWorkerSet controller share another. On a fresh
 # machine each copy is minutes of compiling (docs/dev/fresh-machine.md).
 GOBUILD   := CGO_ENABLED=0 $(GO) build -trimpath
-# -race in CI and by default; RACE= turns it off for a quicker local loop.
+# FULL=1 is what CI runs (.ci/run): the tests with the race detector, the
+# long real-time tests, fuzzing and the drift checks. Without it `make test`
+# is a newcomer's first run: the same tests but for the long ones (go test
+# -short skips them), without the race detector, compiled with the binaries'
+# flags so they reuse the dependencies `make sim` compiled.
+FULL      ?=
+ifeq ($(FULL),)
+RACE      ?=
+SHORT     ?= -short
+else
+RACE      ?= -race
+SHORT     ?=
+endif
+# Without -race, tests and vet build as the binaries do (GOBUILD), so they
+# share its compiled dependencies; -race needs cgo.
+ifeq ($(RACE),)
+GOFLAGS_TEST := CGO_ENABLED=0 GOFLAGS=-trimpath
+endif
 # -w: no DWARF in test binaries, a quarter less linking for each of about 45
 # (nothing runs them under a debugger; panics and race reports do not use it).
-RACE      ?= -race
-GOTEST    := $(GO) test $(RACE) -count=1 -ldflags=-w
+GOTEST    := $(GOFLAGS_TEST) $(GO) test $(RACE) -count=1 -ldflags=-w
+GOVET     := $(GOFLAGS_TEST) $(GO) vet $(RACE)
 
 .PHONY: help
 help: ## List the targets.
@@ -179,25 +196,30 @@ lint: ## gofmt and go vet, for the main module and the tools module.
 	if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
 	@# With the tests' build flags: vet compiles every dependency, and these
 	@# are the copies the tests then use.
-	$(GO) vet $(RACE) ./...
-	cd tools && $(GO) vet $(RACE) ./...
-	cd tools/image && $(GO) vet $(RACE) ./...
-	cd tools/kind && $(GO) vet $(RACE) ./...
+	$(GOVET) ./...
+	cd tools && $(GOVET) ./...
+	cd tools/image && $(GOVET) ./...
+	cd tools/kind && $(GOVET) ./...
 
+# What a newcomer's run leaves to CI (FULL=1): the drift checks, which keep
+# the checked-in generated files honest rather than test the code, and
+# fuzzing.
+CI_CHECKS := $(if $(FULL),chart-lint verify-generate verify-golden verify-align verify-docs)
 .PHONY: test
-test: lint chart-lint verify-generate verify-golden verify-align verify-docs ## Everything CI runs: lint, chart lint, generated-code and golden drift, every Go test with -race, brief fuzzing.
+test: lint $(CI_CHECKS) ## gofmt, go vet and every Go test (unit, envtest, the feature files on envtest) but the long ones; FULL=1 is CI's: with -race, the long tests, fuzzing and the drift checks.
 	@# Fuzzing beside the Go tests: its instrumented build (minutes on a fresh
 	@# machine) and run fill the time the tests spend waiting on API servers.
-	$(MAKE) --no-print-directory -j2 test-go fuzz
+	$(MAKE) --no-print-directory -j2 test-go $(if $(FULL),fuzz)
+	@[ -n "$(FULL)" ] || echo "make test passed; CI also runs the race detector, the long tests, fuzzing and the drift checks: make test FULL=1"
 
 .PHONY: test-go
 test-go: k8s-bins $(HELM) ## Every Go test: unit, envtest and the feature files against a real kube-apiserver.
 	# 20m a package: operator/certs takes its API servers through certificate
 	# rotations in real time, and beside the simulator suites it ran past 10m.
-	HELM=$(HELM) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) -timeout 20m ./...
-	cd tools && $(GOTEST) ./...
-	cd tools/image && $(GOTEST) ./...
-	cd tools/kind && $(GOTEST) ./...
+	HELM=$(HELM) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) $(SHORT) -timeout 20m ./...
+	cd tools && $(GOTEST) $(SHORT) ./...
+	cd tools/image && $(GOTEST) $(SHORT) ./...
+	cd tools/kind && $(GOTEST) $(SHORT) ./...
 
 # Each fuzz target of the webhook validators and of the v1beta1 conversion
 # runs FUZZTIME; CI keeps it short, a longer local run is FUZZTIME=5m make fuzz.

@@ -85,6 +85,7 @@ func eventuallyCRDBundles(t *testing.T, what string, want func() []byte) {
 // names the operator, restores it when edited, writes nothing when nothing
 // changed, and leaves CRDs that name another webhook alone.
 func TestCRDBundleInjectedRestoredAndLeftToOthers(t *testing.T) {
+	testenv.Long(t)
 	op, port := startAuto(t, "crd-cert")
 	env.RouteConversion(t, crdinstall.Conversion{URL: "https://127.0.0.1:" + port})
 	eventuallyCRDBundles(t, "the operator's CA", func() []byte { return storedCA(t, "crd-cert") })
@@ -123,6 +124,7 @@ func TestCRDBundleInjectedRestoredAndLeftToOthers(t *testing.T) {
 // operator reads and writes) keeps working; v1beta1 requests fail with the
 // API server's conversion error naming the webhook.
 func TestNoConversionEndpoint(t *testing.T) {
+	testenv.Long(t)
 	op, port := startAuto(t, "no-conversion-cert")
 	url := "https://127.0.0.1:" + port
 	env.RouteConversion(t, crdinstall.Conversion{URL: url})
@@ -157,6 +159,7 @@ func TestNoConversionEndpoint(t *testing.T) {
 // cert-manager mode asks for injection with the annotation, and external
 // mode applies the installer's bundle.
 func TestInstallerLeavesTheInjectedBundle(t *testing.T) {
+	testenv.Long(t)
 	name := convertedCRDs(t)[0]
 	own := crdinstall.Conversion{URL: "https://127.0.0.1:1"}
 	t.Cleanup(func() {
@@ -202,6 +205,7 @@ func TestInstallerLeavesTheInjectedBundle(t *testing.T) {
 // A CRD whose conversion Service another field manager set (kubectl, a
 // replace) is switched to a URL, and back, without an invalid state.
 func TestInstallerSwitchesAnotherManagersEndpoint(t *testing.T) {
+	testenv.Long(t)
 	name := convertedCRDs(t)[0]
 	t.Cleanup(func() {
 		if err := env.ApplyCRDs(context.Background(), env.Conversion()); err != nil {

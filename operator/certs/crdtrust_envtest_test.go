@@ -93,6 +93,7 @@ var errNotFrozen = &annotationError{frozenCRD, "not frozen yet"}
 // completes once the CRD can take the new bundle. (A manager that counted
 // the configurations' bundles alone fails here at the new CA's grace.)
 func TestNewCAWaitsUntilTheCRDsTrustIt(t *testing.T) {
+	testenv.Long(t)
 	// The next CA enters the bundle at 45 s (CAValidity - CertValidity -
 	// 2 grace) and may sign 7.5 s later; the freeze lasts to 62 s. Lifetimes
 	// this long leave a loaded CI machine running -race 45 s to start the

@@ -55,6 +55,7 @@ func releaseBeforeConversion(t *testing.T, name string) *unstructured.Unstructur
 // webhook: {clientConfig: {caBundle}}}) is refused by the API server, and the
 // older release's init container would fail.
 func TestDowngradeToReleaseWithoutConversion(t *testing.T) {
+	testenv.Long(t)
 	op, port := startAuto(t, "downgrade-cert")
 	env.RouteConversion(t, crdinstall.Conversion{URL: "https://127.0.0.1:" + port})
 	eventuallyCRDBundles(t, "the operator's CA", func() []byte { return storedCA(t, "downgrade-cert") })

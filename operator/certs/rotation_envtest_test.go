@@ -49,6 +49,7 @@ func TestMain(m *testing.M) {
 // against the bundle the configuration and the CRD hold at that moment, to
 // check the new certificate is served without a restart.
 func TestRotationLosesNoAdmission(t *testing.T) {
+	testenv.Long(t)
 	// Renewal is due a third of a certificate's life before its expiry
 	// (10 s) and a new CA waits a quarter of it (7.5 s) in the bundle:
 	// margins a loaded CI machine running -race keeps, with the CRD patches

@@ -131,6 +131,7 @@ func count(objs []*unstructured.Unstructured, kind string) int {
 // through a controller-runtime cache, listing and watching: the informer
 // that once failed on status.service now syncs.
 func TestDynamoObjectsDecode(t *testing.T) {
+	testenv.Long(t)
 	ns, created := dynamoCluster(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -350,6 +351,7 @@ func startOperator(t *testing.T, args ...string) *testenv.Operator {
 // our status readable in Dynamo's shape and valid under Dynamo's schema,
 // and a claim Dynamo owned by its graph outlives the graph.
 func TestTakeOverRestartsNothing(t *testing.T) {
+	testenv.Long(t)
 	ns, created := dynamoCluster(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

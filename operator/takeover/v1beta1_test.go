@@ -139,6 +139,7 @@ func metricValue(t *testing.T, name string, labels map[string]string) float64 {
 // v1alpha1 and storedVersions trimmed, every object readable in both
 // versions; an operator started again writes no migration.
 func TestTakeOverV1beta1StoredRestartsNothing(t *testing.T) {
+	testenv.Long(t)
 	// Earlier tests' objects, in namespaces being deleted, as our CRDs
 	// store them, and Dynamo's objects made here: every object the
 	// migration may list.

@@ -222,6 +222,7 @@ func pidOf(p *corev1.Pod) int {
 // coexist (both bind :8081 in their own network namespace), and deleting
 // a pod stops its process.
 func TestOperatorPods(t *testing.T) {
+	testenv.Long(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s := startSim(t, ctx)
@@ -376,6 +377,7 @@ func (s *sim) calls(pod, path string, status int) int {
 // never Ready; one whose model loads in 2 s becomes Ready after that; a
 // failing liveness probe restarts the worker (restartCount, LoRAs gone).
 func TestFakeWorkerProbes(t *testing.T) {
+	testenv.Long(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s := startSim(t, ctx)
@@ -455,6 +457,7 @@ func TestFakeWorkerProbes(t *testing.T) {
 // messages, and starts once the cause is gone; a pod with none of these
 // starts (the control that the checks ran and let it through).
 func TestAdmitterReportsAsTheKubelet(t *testing.T) {
+	testenv.Long(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s := startSim(t, ctx)

@@ -79,7 +79,7 @@ func run(ctx context.Context, args, environ []string, stdin string, stdout, stde
 		}
 		rt.loadDelay = d
 	}
-	r := &command.Runner{Host: "127.0.0.1", Env: env, Stdin: stdin, Programs: map[string]command.Program{
+	r := &command.Runner{Host: "127.0.0.1", Resolve: net.DefaultResolver.LookupHost, Env: env, Stdin: stdin, Programs: map[string]command.Program{
 		"python3": rt.python, "python": rt.python, "sleep": sleep,
 	}}
 	if filepath.Base(args[0]) == filepath.Base(Entrypoint) {

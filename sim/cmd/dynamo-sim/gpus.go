@@ -19,10 +19,13 @@ const controlPlaneLabel = "node-role.kubernetes.io/control-plane"
 
 // cmdGPUs gives a real cluster's nodes the GPUs of a simulator pool (make
 // kind: its workers become H100 machines), so graphs asking for
-// nvidia.com/gpu schedule and run there with the fake runtime image.
+// nvidia.com/gpu schedule and run there with the fake runtime image, and
+// creates NVIDIA's RuntimeClass as the simulator does, with a handler the
+// nodes have (graphs that name it are refused where it does not exist).
 func cmdGPUs(args []string) error {
 	fs := flag.NewFlagSet("gpus", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", "", "the cluster's kubeconfig (required: the simulator's nodes have their GPUs already)")
+	handler := fs.String("runtime-handler", "runc", "the container runtime handler of the nvidia RuntimeClass (kind's containerd has runc)")
 	poolFlag := fs.String("pool", "", "the GPUs of each node, as up's --pool (name=h100,gpus=8,product=...,memory=...); default the simulator's h100 pool")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -62,6 +65,9 @@ func cmdGPUs(args []string) error {
 		return fmt.Errorf("no node to give GPUs to (every node is a control plane)")
 	}
 	if err := nodes.AdvertiseGPUs(ctx, cs, pool, names); err != nil {
+		return err
+	}
+	if err := nodes.CreateRuntimeClass(ctx, cs, *handler); err != nil {
 		return err
 	}
 	for _, n := range names {

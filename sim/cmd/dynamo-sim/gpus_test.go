@@ -8,7 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
@@ -18,7 +20,8 @@ import (
 // gpus on a cluster as kind creates it (a control plane, two workers):
 // the workers get the h100 pool's GPUs in their status and GPU feature
 // discovery's labels, the control plane nothing, and what the kubelet
-// reported stays; run again, it changes nothing.
+// reported stays; NVIDIA's RuntimeClass runs runc; run again, it changes
+// nothing.
 func TestGPUsOnAnotherCluster(t *testing.T) {
 	env, err := testenv.Start()
 	if err != nil {
@@ -85,6 +88,13 @@ func TestGPUsOnAnotherCluster(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("run %d: nodes (-want +got):\n%s", run, diff)
+		}
+		var rc nodev1.RuntimeClass
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: nodes.NVIDIARuntimeClass}, &rc); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		if rc.Handler != "runc" {
+			t.Errorf("run %d: RuntimeClass %s runs handler %q, want runc", run, rc.Name, rc.Handler)
 		}
 	}
 }

@@ -259,7 +259,10 @@ SIM_GRAPH ?= examples/v1beta1/disagg.yaml
 SIM_FLAGS ?=
 
 .PHONY: sim-build
-sim-build: build ## Build the simulator CLI into bin/dynamo-sim (and the operator it runs).
+sim-build: build sim-cli ## Build the simulator CLI into bin/dynamo-sim (and the operator it runs).
+
+.PHONY: sim-cli
+sim-cli: ## Build the simulator CLI alone into bin/dynamo-sim (make kind runs its apply, wait, status and gpus).
 	$(GOBUILD) -o $(SIM) ./sim/cmd/dynamo-sim
 
 .PHONY: sim
@@ -287,7 +290,8 @@ run: k8s-bins build ## Start a local control plane (etcd, kube-apiserver, CRDs) 
 
 # A kind cluster on this machine's Docker: real kubelets, containerd,
 # kube-proxy and CNI in containers (tools/kind/README.md). The node image is
-# built here without a registry and cached in .cache/kind by its inputs;
+# built here without a registry and cached by its inputs in KIND_CACHE,
+# outside the clone so that a fresh clone (CI) finds it;
 # KIND_NODE_IMAGE=kindest/node:<tag> uses a stock image instead (a machine
 # that reaches its registry), then nothing is built.
 KIND_DIR        := $(CACHE)/kind
@@ -296,6 +300,10 @@ KIND_CLUSTER    := $(KIND_DIR)/bin/cluster
 KIND_NAME       ?= dynamo
 KIND_KUBECONFIG ?= $(KIND_DIR)/$(KIND_NAME).kubeconfig
 KIND_NODE_IMAGE ?=
+KIND_CACHE      ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/dynamo-operator/kind
+export KIND_CACHE
+# The graph make kind applies: the one make sim applies.
+KIND_GRAPH      ?= $(SIM_GRAPH)
 ETCD_TAG        := $(shell awk '$$1 == "require" && $$2 == "go.etcd.io/etcd/server/v3" {print $$3}' tools/etcd/go.mod)
 
 $(KIND) $(KIND_CLUSTER) &: tools/kind/go.mod tools/kind/go.sum $(wildcard tools/kind/cluster/*.go)
@@ -313,11 +321,23 @@ docker-down: ## Stop the dockerd that make docker started (and its containerd).
 	@rm -f $(KIND_DIR)/dockerd.pid
 
 .PHONY: kind-image
-kind-image: docker ## Build kind's node image (or load it from .cache/kind): Debian, containerd, the pinned Kubernetes, no registry.
+kind-image: docker ## Build kind's node image (or load it from KIND_CACHE): Debian, containerd, the pinned Kubernetes, no registry.
 	@tools/kind/node-image.sh >/dev/null
 
 .PHONY: kind
-kind: docker $(KIND) $(KIND_CLUSTER) ## A kind cluster named KIND_NAME (1 control plane, 2 workers) on the node image of make kind-image, or KIND_NODE_IMAGE.
+kind: kind-operator kind-runtime ## The whole kind cluster: nodes with GPUs, the operator from its image (helm), the fake runtime, KIND_GRAPH applied and Ready; left running.
+	$(SIM) apply --kubeconfig $(KIND_KUBECONFIG) -f $(KIND_GRAPH)
+	$(SIM) wait --kubeconfig $(KIND_KUBECONFIG) --timeout 5m -f $(KIND_GRAPH)
+	@KUBECONFIG=$(KIND_KUBECONFIG) kubectl get dgd,dcd,pods -o wide
+	@echo
+	@$(SIM) status --kubeconfig $(KIND_KUBECONFIG)
+	@echo
+	@echo "The kind cluster $(KIND_NAME) keeps running:"
+	@echo "  export KUBECONFIG=$(KIND_KUBECONFIG); kubectl get dgd,pods -o wide"
+	@echo "  make kind-down deletes it; make docker-down stops dockerd"
+
+.PHONY: kind-cluster
+kind-cluster: docker $(KIND) $(KIND_CLUSTER) sim-cli ## A kind cluster named KIND_NAME (1 control plane, 2 workers with 8 GPUs each) on the node image of make kind-image, or KIND_NODE_IMAGE.
 	@if $(KIND) get clusters 2>/dev/null | grep -qx '$(KIND_NAME)'; then \
 	  echo "kind cluster $(KIND_NAME) exists (make kind-down deletes it)"; \
 	  $(KIND) export kubeconfig --name $(KIND_NAME) --kubeconfig $(KIND_KUBECONFIG) 2>/dev/null; \
@@ -326,18 +346,19 @@ kind: docker $(KIND) $(KIND_CLUSTER) ## A kind cluster named KIND_NAME (1 contro
 	  if [ -z "$$image" ]; then image=$$(tools/kind/node-image.sh); etcd=--etcd-tag=$(ETCD_TAG); fi; \
 	  $(KIND_CLUSTER) create --name $(KIND_NAME) --image "$$image" --kubeconfig $(KIND_KUBECONFIG) $$etcd; \
 	fi
-	@KUBECONFIG=$(KIND_KUBECONFIG) kubectl get nodes -o wide 2>/dev/null || true
-	@echo
+	$(SIM) gpus --kubeconfig $(KIND_KUBECONFIG)
 	@echo "kubeconfig: $(KIND_KUBECONFIG)"
-	@echo "  export KUBECONFIG=$(KIND_KUBECONFIG)"
-	@echo "  make kind-down deletes the cluster; make docker-down stops dockerd"
 
 .PHONY: kind-operator
-kind-operator: kind image $(HELM) ## The operator on the kind cluster: make image loaded into its nodes, the chart installed with helm (release dynamo-platform in dynamo-system).
+kind-operator: kind-cluster image $(HELM) ## The operator on the kind cluster: make image loaded into its nodes, the chart installed with helm (release dynamo-platform in dynamo-system).
 	$(KIND) load image-archive $(BIN)/dynamo-operator-$(APP_VERSION).tar --name $(KIND_NAME)
 	$(HELM) upgrade --install dynamo-platform chart/dynamo-platform --namespace dynamo-system --create-namespace \
 	  --kubeconfig $(KIND_KUBECONFIG) --wait --timeout 5m
 	KUBECONFIG=$(KIND_KUBECONFIG) kubectl get pods --namespace dynamo-system -o wide
+
+.PHONY: kind-runtime
+kind-runtime: kind-cluster runtime-image ## The fake Dynamo runtime image (make runtime-image) loaded into the kind cluster's nodes.
+	$(KIND) load image-archive $(BIN)/dynamo-runtime-$(APP_VERSION).tar --name $(KIND_NAME)
 
 .PHONY: kind-down
 kind-down: ## Delete the kind cluster KIND_NAME.

@@ -42,6 +42,12 @@ type Runner struct {
 	Programs map[string]Program
 	// Stdin is the standard input of a command run without a shell.
 	Stdin string
+	// Resolve lets curl and wget reach other hosts by name: the fake
+	// runtime image in a real pod passes the system's resolver
+	// (net.DefaultResolver.LookupHost), whose /etc/resolv.conf names the
+	// cluster's DNS. Without it (the simulator's prober: there is no
+	// cluster DNS) a name is a command it cannot evaluate.
+	Resolve func(ctx context.Context, host string) ([]string, error)
 
 	bg sync.WaitGroup
 }
@@ -207,8 +213,8 @@ func (r *Runner) run(ctx context.Context, argv []string, env map[string]string, 
 }
 
 // request performs an HTTP request as curl or wget would from inside the
-// pod: localhost is the pod, other hosts must be IP addresses (the
-// simulator resolves no names).
+// pod: localhost is the pod, other hosts must be IP addresses unless the
+// runner resolves names (the simulator resolves none).
 func (r *Runner) request(ctx context.Context, method, rawURL string, headers http.Header, body string, timeout time.Duration, follow, insecure bool) (*http.Response, []byte, error) {
 	if !strings.Contains(rawURL, "://") {
 		rawURL = "http://" + rawURL
@@ -220,28 +226,44 @@ func (r *Runner) request(ctx context.Context, method, rawURL string, headers htt
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, nil, unsupported("URL scheme %q", u.Scheme)
 	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	// A name resolved here is still the request's Host, as curl sends it.
+	named := ""
 	host := u.Hostname()
 	switch host {
 	case "localhost", "127.0.0.1", "0.0.0.0", "::1", "":
 		host = r.Host
 	default:
-		if net.ParseIP(host) == nil {
+		if net.ParseIP(host) != nil {
+			break
+		}
+		if r.Resolve == nil {
 			return nil, nil, unsupported("host name %q: the simulator resolves no names", host)
 		}
+		addrs, err := r.Resolve(ctx, host)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(addrs) == 0 {
+			return nil, nil, &net.DNSError{Err: "no addresses", Name: host, IsNotFound: true}
+		}
+		named, host = u.Host, addrs[0]
 	}
 	port := u.Port()
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
 	u.Host = net.JoinHostPort(host, port)
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), strings.NewReader(body))
 	if err != nil {
 		return nil, nil, unsupported("request: %v", err)
+	}
+	if named != "" {
+		req.Host = named
 	}
 	for k, v := range headers {
 		req.Header[k] = v
@@ -385,6 +407,10 @@ func (r *Runner) curl(ctx context.Context, args []string) (string, int, error) {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			return "", 28, nil // operation timed out
+		}
+		var dns *net.DNSError
+		if errors.As(err, &dns) {
+			return "", 6, nil // could not resolve host
 		}
 		return "", 7, nil // failed to connect
 	}

@@ -187,3 +187,44 @@ func TestParseReportsWhatItCannotRead(t *testing.T) {
 		}
 	}
 }
+
+// A runner that resolves names (the fake runtime image in a real pod, with
+// the system's resolver) sends curl and wget to the address a name resolves
+// to; a name that does not resolve ends curl with 6 and wget with 4, as
+// theirs do.
+func TestResolveNames(t *testing.T) {
+	rec := workers.NewRecorder(clocktesting.NewFakeClock(time.Now()))
+	frontend := httptest.NewServer(workers.NewFrontend("ns/fe", "fe", rec))
+	defer frontend.Close()
+	addr, port, _ := net.SplitHostPort(frontend.Listener.Addr().String())
+	names := map[string][]string{"vllm-agg-frontend": {addr}}
+	resolve := func(_ context.Context, host string) ([]string, error) {
+		if a, ok := names[host]; ok {
+			return a, nil
+		}
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	cases := map[string]struct {
+		argv []string
+		want int
+	}{
+		"curl of a Service name":               {argv: []string{"curl", "-sf", "http://vllm-agg-frontend:" + port + "/health"}, want: 0},
+		"wget of a Service name":               {argv: []string{"wget", "-qO-", "http://vllm-agg-frontend:" + port + "/health"}, want: 0},
+		"curl of a name that does not resolve": {argv: []string{"curl", "-sf", "http://vllm-disagg-frontend:" + port + "/health"}, want: 6},
+		"wget of a name that does not resolve": {argv: []string{"wget", "-qO-", "http://vllm-disagg-frontend:" + port + "/health"}, want: 4},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := &command.Runner{Host: "127.0.0.1", Resolve: resolve}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			res, err := r.Exec(ctx, c.argv)
+			if err != nil {
+				t.Fatalf("Exec: %v", err)
+			}
+			if res.Code != c.want {
+				t.Errorf("%q: exit %d, want %d", c.argv, res.Code, c.want)
+			}
+		})
+	}
+}

@@ -57,7 +57,7 @@ func CreatePools(ctx context.Context, cs kubernetes.Interface, pools []Pool) err
 		return err
 	default:
 	}
-	if err := createRuntimeClass(ctx, cs); err != nil {
+	if err := CreateRuntimeClass(ctx, cs, NVIDIARuntimeClass); err != nil {
 		return err
 	}
 	return createDRA(ctx, cs, pools)
@@ -69,8 +69,12 @@ func CreatePools(ctx context.Context, cs kubernetes.Interface, pools []Pool) err
 // refused where it does not exist; KWOK's nodes run any handler.
 const NVIDIARuntimeClass = "nvidia"
 
-func createRuntimeClass(ctx context.Context, cs kubernetes.Interface) error {
-	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: NVIDIARuntimeClass}, Handler: NVIDIARuntimeClass}
+// CreateRuntimeClass creates the RuntimeClass NVIDIARuntimeClass, running
+// the container runtime's handler (NVIDIA's own on the simulator's nodes;
+// runc on a kind cluster's, whose containerd has no other), unless it
+// exists.
+func CreateRuntimeClass(ctx context.Context, cs kubernetes.Interface, handler string) error {
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: NVIDIARuntimeClass}, Handler: handler}
 	if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating RuntimeClass %s: %w", NVIDIARuntimeClass, err)
 	}

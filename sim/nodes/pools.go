@@ -6,6 +6,7 @@ package nodes
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -214,14 +215,7 @@ func (p Pool) Node(i int) *corev1.Node {
 	}
 	if p.GPUs > 0 {
 		capacity[GPUResource] = *resource.NewQuantity(int64(p.GPUs), resource.DecimalSI)
-		labels[LabelGPUProduct] = p.Product
-		labels[LabelGPUCount] = strconv.Itoa(p.GPUs)
-		labels[LabelGPUMemory] = strconv.Itoa(p.MemoryMiB)
-		labels["nvidia.com/gpu.present"] = "true"
-		rack, block := p.Rack(i)
-		labels[LabelRack] = rack
-		labels[LabelNVLink] = rack
-		labels[LabelBlock] = block
+		maps.Copy(labels, p.GPULabels(i))
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
@@ -234,6 +228,25 @@ func (p Pool) Node(i int) *corev1.Node {
 			Allocatable: capacity.DeepCopy(),
 			Phase:       corev1.NodeRunning,
 		},
+	}
+}
+
+// GPULabels are the labels of GPU node i of the pool beyond a node's own:
+// GPU feature discovery's (product, count, memory, present) and the
+// topology labels of its rack and block. None for a pool without GPUs.
+func (p Pool) GPULabels(i int) map[string]string {
+	if p.GPUs == 0 {
+		return nil
+	}
+	rack, block := p.Rack(i)
+	return map[string]string{
+		LabelGPUProduct:          p.Product,
+		LabelGPUCount:            strconv.Itoa(p.GPUs),
+		LabelGPUMemory:           strconv.Itoa(p.MemoryMiB),
+		"nvidia.com/gpu.present": "true",
+		LabelRack:                rack,
+		LabelNVLink:              rack,
+		LabelBlock:               block,
 	}
 }
 

@@ -16,7 +16,9 @@ import (
 // runtime images are used by graphs: the program answers as python3 and
 // python (`python3 -m dynamo.frontend ...`), as sh and bash (`sh -c "..."`
 // commands and exec probes), as curl, wget, jq and grep (the probes'
-// pipelines), and as NVIDIA's entrypoint script, which runs its arguments.
+// pipelines), as sleep, echo, cat, true and false (a container's or an exec
+// probe's command without a shell, which the simulator runs as well), and
+// as NVIDIA's entrypoint script, which runs its arguments.
 // It runs as root with /workspace as working directory, as the runtime
 // images do.
 const (
@@ -29,7 +31,8 @@ const (
 // RuntimeNames are the programs the image links to RuntimeBinary.
 var RuntimeNames = []string{
 	"/bin/sh", "/bin/bash", "/usr/bin/python3", "/usr/bin/python",
-	"/usr/bin/curl", "/usr/bin/wget", "/usr/bin/jq", "/usr/bin/grep", RuntimeEntrypoint,
+	"/usr/bin/curl", "/usr/bin/wget", "/usr/bin/jq", "/usr/bin/grep",
+	"/bin/sleep", "/bin/echo", "/bin/cat", "/bin/true", "/bin/false", RuntimeEntrypoint,
 }
 
 // RuntimeImage is the fake runtime image holding bin.

@@ -114,7 +114,8 @@ func TestRuntimeImageArchive(t *testing.T) {
 		}
 	}
 	wantLinks := map[string]string{}
-	for _, n := range []string{"/bin/sh", "/bin/bash", "/usr/bin/python3", "/usr/bin/python", "/usr/bin/curl", "/usr/bin/wget", "/usr/bin/jq", "/usr/bin/grep", "/opt/nvidia/nvidia_entrypoint.sh"} {
+	for _, n := range []string{"/bin/sh", "/bin/bash", "/usr/bin/python3", "/usr/bin/python", "/usr/bin/curl", "/usr/bin/wget", "/usr/bin/jq", "/usr/bin/grep",
+		"/bin/sleep", "/bin/echo", "/bin/cat", "/bin/true", "/bin/false", "/opt/nvidia/nvidia_entrypoint.sh"} {
 		wantLinks[n] = RuntimeBinary
 	}
 	if diff := cmp.Diff(wantLinks, links); diff != "" {

@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # Builds kind's node image without a registry (make kind-image), or loads it
-# from its archive in .cache/kind when one was built from the same inputs.
+# from its archive in KIND_CACHE when one was built from the same inputs.
 # Prints the image's name on stdout.
+#
+# KIND_CACHE (default $XDG_CACHE_HOME/dynamo-operator/kind, else
+# ~/.cache/dynamo-operator/kind) holds what takes long to make: the node's
+# Kubernetes binaries, CoreDNS, the Debian root and the node image's
+# archive. It is outside the clone, so a fresh clone of the repository (CI)
+# finds them, as it finds Go's build cache; what a clone made in its own
+# .cache/kind before is taken over (hard links) the first time.
 #
 # kind's own node image (kindest/node) comes from a registry. This one is
 # assembled from what is reachable here, in the layout kind expects (kind's
@@ -22,16 +29,29 @@
 #     capability bounding set is reduced (tools/kind/runc-capfilter).
 #
 # The archive's name carries a hash of every input (versions, package list,
-# this directory's files), as .cache/k8s is keyed by versions: a changed
+# this directory's files but the cluster tool's and docker.sh), as .cache/k8s
+# is keyed by versions: a changed
 # input builds a new image, an unchanged one loads in seconds. The archive
 # of the last build is kept, no older one.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here="$root/tools/kind"
-cache="$root/.cache/kind"
-mkdir -p "$cache/bin"
+cache="${KIND_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dynamo-operator/kind}"
+local_dir="$root/.cache/kind" # the clone's: the programs built from this directory
+mkdir -p "$cache" "$local_dir/bin"
 log() { echo "kind-image: $*" >&2; }
+# adopt <path relative to the cache>: take over what the clone's
+# .cache/kind holds from before KIND_CACHE, as hard links (a copy across
+# file systems); the clone's copy stays.
+adopt() {
+  local from="$local_dir/$1" to="$cache/$1"
+  [ -e "$to" ] || [ ! -e "$from" ] || [ "$(cd "$local_dir" && pwd -P)" = "$(cd "$cache" && pwd -P)" ] && return 0
+  log "taking over $from into $cache"
+  mkdir -p "$(dirname "$to")"
+  cp -al "$from" "$to.tmp" 2>/dev/null || { rm -rf "$to.tmp"; cp -a "$from" "$to.tmp"; }
+  mv "$to.tmp" "$to"
+}
 
 gomod_version() { awk -v m="$2" '($1 == "require" && $2 == m) || $1 == m {print ($1 == "require" ? $3 : $2); exit}' "$1"; }
 kube_version=$(gomod_version "$root/tools/kube/go.mod" k8s.io/kubernetes)
@@ -58,10 +78,12 @@ routes_image=kind.local/kind-routes:v1
 
 inputs_hash=$( {
   echo "$kube_version $etcd_version $coredns_version $kind_version $suite $packages $pause_image $routes_image"
-  cd "$root" && git ls-files -co --exclude-standard -- tools/kind tools/kube/go.mod tools/etcd/go.mod | grep -v '\.md$' | LC_ALL=C sort | xargs -r sha256sum
+  cd "$root" && git ls-files -co --exclude-standard -- tools/kind tools/kube/go.mod tools/etcd/go.mod |
+    grep -v -e '\.md$' -e '^tools/kind/cluster/' -e '^tools/kind/docker\.sh$' | LC_ALL=C sort | xargs -r sha256sum
 } | sha256sum | cut -c1-12)
 image="kind.local/node:${kube_version}-${inputs_hash}"
 archive="$cache/node-${kube_version}-${inputs_hash}.tar"
+adopt "$(basename "$archive")"
 
 if docker image inspect "$image" >/dev/null 2>&1; then
   log "$image is loaded"
@@ -81,6 +103,7 @@ log "building $image (inputs $inputs_hash)"
 # 1. Binaries: the control plane from tools/build-k8s.sh; the node's own
 #    from tools/kind/kube, keyed by version as build-k8s.sh keys its own.
 k8s_dir=$("$root/tools/build-k8s.sh")
+adopt "k8s/$kube_version"
 node_bins="$cache/k8s/$kube_version"
 mkdir -p "$node_bins"
 kver="-X k8s.io/component-base/version.gitVersion=${kube_version} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$kube_version" | cut -d. -f2)"
@@ -96,18 +119,22 @@ build() { # build <module dir> <package> <output> [ldflags]
 for b in kubelet kubeadm kubectl kube-proxy; do
   build "$here/kube" "k8s.io/kubernetes/cmd/$b" "$node_bins/$b" "$kver"
 done
+adopt "coredns/$coredns_version"
 coredns_bin="$cache/coredns/$coredns_version/coredns"
 mkdir -p "$(dirname "$coredns_bin")"
 build "$here/coredns" github.com/coredns/coredns "$coredns_bin"
 # Built every time (seconds): they are this directory's own source.
-(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$cache/bin/" ./pause ./runc-capfilter)
+(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$local_dir/bin/" ./pause ./runc-capfilter)
 
 # 2. The Debian root, cached by release and package list (the slowest step
 #    on a fresh machine: a few hundred packages to fetch).
 debian_hash=$(echo "$suite $mirror $packages" | sha256sum | cut -c1-12)
+adopt "debian-$suite-$debian_hash.tar"
 debian_tar="$cache/debian-$suite-$debian_hash.tar"
-work="$cache/build"
+# Two clones may build at once: each in a directory of its own.
+work="$cache/build-$$"
 rm -rf "$work" && mkdir -p "$work"
+trap 'rm -rf "$work"' EXIT
 if [ ! -f "$debian_tar" ]; then
   log "debootstrap $suite (log: $work/debootstrap.log)..."
   t=$SECONDS
@@ -142,7 +169,7 @@ install -m 0644 "$files"/etc/systemd/system/kubelet.service.d/* "$rootfs/etc/sys
 # takes CAP_SYS_RESOURCE, which the node does not hold ("can't get final
 # child's PID from pipe" from runc), so containerd clamps it to its own.
 # Debian's containerd is at /usr/bin; kind's unit runs /usr/local/bin.
-install -m 0755 "$cache/bin/runc-capfilter" "$rootfs/usr/local/sbin/runc-capfilter"
+install -m 0755 "$local_dir/bin/runc-capfilter" "$rootfs/usr/local/sbin/runc-capfilter"
 ln -sf /usr/bin/containerd "$rootfs/usr/local/bin/containerd"
 sed -e "s#sandbox_image = .*#sandbox_image = \"$pause_image\"#" \
   -e 's#restrict_oom_score_adj = false#restrict_oom_score_adj = true#' \
@@ -207,7 +234,7 @@ mkimage "$images/etcd" "registry.k8s.io/etcd:${etcd_version}"
 install -D -m 0755 "$coredns_bin" "$images/coredns/coredns"
 install -D -m 0644 "$rootfs/etc/ssl/certs/ca-certificates.crt" "$images/coredns/etc/ssl/certs/ca-certificates.crt"
 mkimage "$images/coredns" "registry.k8s.io/coredns/coredns:$coredns_version" --change 'ENTRYPOINT ["/coredns"]'
-install -D -m 0755 "$cache/bin/pause" "$images/pause/pause"
+install -D -m 0755 "$local_dir/bin/pause" "$images/pause/pause"
 mkimage "$images/pause" "$pause_image" --change 'ENTRYPOINT ["/pause"]'
 # kube-proxy runs iptables (and nft, conntrack); iptables here is the nft
 # back end, as Docker's rules on this Debian are (kind's entrypoint picks
@@ -239,7 +266,7 @@ tar -C "$rootfs" --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' -c
 rm -rf "$rootfs"
 builder="kind-node-build-$$"
 docker run -d --privileged --name "$builder" --entrypoint sleep "$base" infinity >/dev/null
-trap 'docker rm -f -v "$builder" >/dev/null 2>&1 || true' EXIT
+trap 'docker rm -f -v "$builder" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 docker cp "$work/images.tar" "$builder:/images.tar"
 docker exec "$builder" sh -euc '
   containerd >/var/log/containerd-build.log 2>&1 &
@@ -256,7 +283,7 @@ docker commit \
   "$builder" "$image" >/dev/null
 docker rm -f -v "$builder" >/dev/null
 docker rmi "$base" >/dev/null
-trap - EXIT
+trap 'rm -rf "$work"' EXIT
 
 docker save -o "$archive.tmp" "$image"
 mv "$archive.tmp" "$archive"

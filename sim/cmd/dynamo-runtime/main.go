@@ -15,7 +15,9 @@
 //     container's `sh -c "python3 -m dynamo.frontend ..."` starts the
 //     frontend, and an exec probe's `curl ... | jq -e ...` is evaluated
 //     against the container's own servers.
-//   - as curl, wget, jq, grep: the simulator's subsets of those programs.
+//   - as curl, wget, jq, grep: the simulator's subsets of those programs;
+//     as sleep, echo, cat, true, false: the shell's (cat of standard input
+//     only, as the simulator's pods have no files).
 //   - as nvidia_entrypoint.sh (the entrypoint, as NVIDIA's images have one):
 //     runs its arguments as a command.
 //
@@ -56,7 +58,7 @@ func main() {
 	defer stop()
 	var stdin string
 	switch filepath.Base(os.Args[0]) {
-	case "jq", "grep":
+	case "jq", "grep", "cat":
 		b, _ := io.ReadAll(io.LimitReader(os.Stdin, 1<<20))
 		stdin = string(b)
 	}
@@ -79,7 +81,7 @@ func run(ctx context.Context, args, environ []string, stdin string, stdout, stde
 		}
 		rt.loadDelay = d
 	}
-	r := &command.Runner{Host: "127.0.0.1", Env: env, Stdin: stdin, Programs: map[string]command.Program{
+	r := &command.Runner{Host: "127.0.0.1", Resolve: net.DefaultResolver.LookupHost, Env: env, Stdin: stdin, Programs: map[string]command.Program{
 		"python3": rt.python, "python": rt.python, "sleep": sleep,
 	}}
 	if filepath.Base(args[0]) == filepath.Base(Entrypoint) {

@@ -92,3 +92,28 @@ func TestWhatItCannotRun(t *testing.T) {
 		}
 	}
 }
+
+// A container's command or an exec probe without a shell runs the image's
+// other names as the simulator runs them.
+func TestCommandsWithoutAShell(t *testing.T) {
+	cases := map[string]struct {
+		args       []string
+		stdin      string
+		want       int
+		wantStdout string
+	}{
+		"sleep":               {args: []string{"/bin/sleep", "0.01"}, want: 0},
+		"true":                {args: []string{"/bin/true"}, want: 0},
+		"false":               {args: []string{"/bin/false"}, want: 1},
+		"echo":                {args: []string{"/bin/echo", "ready"}, want: 0, wantStdout: "ready\n"},
+		"cat of its input":    {args: []string{"/bin/cat"}, stdin: "ok", want: 0, wantStdout: "ok"},
+		"cat of a file fails": {args: []string{"/bin/cat", "/tmp/healthy"}, want: 1},
+	}
+	for name, c := range cases {
+		var out, errOut bytes.Buffer
+		got := run(context.Background(), c.args, nil, c.stdin, &out, &errOut)
+		if got != c.want || out.String() != c.wantStdout {
+			t.Errorf("%s: exit %d, stdout %q; want %d, %q (stderr %q)", name, got, out.String(), c.want, c.wantStdout, errOut.String())
+		}
+	}
+}

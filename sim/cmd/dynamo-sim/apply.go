@@ -29,6 +29,7 @@ import (
 func cmdApply(args []string) error {
 	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
 	dir := stateDirFlag(fs)
+	kubeconfig := kubeconfigFlag(fs)
 	var files listFlag
 	fs.Var(&files, "f", "manifest file or directory (repeatable; - reads stdin)")
 	ns := fs.String("n", "default", "namespace of objects that name none")
@@ -39,7 +40,7 @@ func cmdApply(args []string) error {
 	if len(files) == 0 {
 		return fmt.Errorf("apply needs -f FILE")
 	}
-	c, err := kubeClient(*dir)
+	c, err := kubeClient(*dir, *kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -139,6 +140,7 @@ func parseManifests(name string, data []byte) ([]*unstructured.Unstructured, err
 func cmdWait(args []string) error {
 	fs := flag.NewFlagSet("wait", flag.ContinueOnError)
 	dir := stateDirFlag(fs)
+	kubeconfig := kubeconfigFlag(fs)
 	ns := fs.String("n", "default", "namespace")
 	timeout := fs.Duration("timeout", 3*time.Minute, "give up after")
 	var files listFlag
@@ -161,7 +163,7 @@ func cmdWait(args []string) error {
 	if len(targets) == 0 {
 		return fmt.Errorf("wait needs dgd/NAME or -f FILE with graphs")
 	}
-	c, err := kubeClient(*dir)
+	c, err := kubeClient(*dir, *kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -173,7 +175,12 @@ func cmdWait(args []string) error {
 		if !ok || (kind != "dgd" && kind != "dynamographdeployment") {
 			return fmt.Errorf("wait: %q: only dgd/NAME is supported", arg)
 		}
-		if err := waitReady(ctx, c, *dir, *ns, name, start); err != nil {
+		// Another cluster's operator is not the simulator's to report on.
+		simDir := *dir
+		if *kubeconfig != "" {
+			simDir = ""
+		}
+		if err := waitReady(ctx, c, simDir, *ns, name, start); err != nil {
 			return fmt.Errorf("%w within %s", err, *timeout)
 		}
 	}
@@ -183,7 +190,9 @@ func cmdWait(args []string) error {
 // waitReady polls a graph, read in v1alpha1 whichever version it was
 // written in, until it is Ready for its current generation, printing each
 // change; when ctx ends first it names the last state read and the Ready
-// condition's whole message (the progress lines shorten it).
+// condition's whole message (the progress lines shorten it). With dir, the
+// simulator's state directory, it says when the simulator's operator is
+// not running.
 func waitReady(ctx context.Context, c client.Client, dir, ns, name string, start time.Time) error {
 	last, message := "", ""
 	deadline, _ := ctx.Deadline()
@@ -208,8 +217,10 @@ func waitReady(ctx context.Context, c client.Client, dir, ns, name string, start
 				return nil
 			}
 		}
-		if st, err := daemon.NewClient(dir).Status(ctx); err == nil && st.Operator.Pid != 0 && !st.Operator.Running {
-			line += fmt.Sprintf(" (the operator is not running; see %s)", st.Operator.Log)
+		if dir != "" {
+			if st, err := daemon.NewClient(dir).Status(ctx); err == nil && st.Operator.Pid != 0 && !st.Operator.Running {
+				line += fmt.Sprintf(" (the operator is not running; see %s)", st.Operator.Log)
+			}
 		}
 		if line != last && ctx.Err() == nil {
 			fmt.Printf("  [%5.1fs] dgd/%s: %s\n", time.Since(start).Seconds(), name, line)

@@ -64,7 +64,7 @@ func TestUpApplyFaultDown(t *testing.T) {
 		t.Errorf("a second up on the same state directory: %v", err)
 	}
 
-	c, err := kubeClient(dir)
+	c, err := kubeClient(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@
 //	dynamo-sim kubeconfig          print the kubeconfig path
 //	dynamo-sim exec -- CMD         run CMD inside the simulator's network namespace
 //	dynamo-sim down                stop everything
+//	dynamo-sim gpus --kubeconfig K give another cluster's workers (kind's) GPUs
 package main
 
 import (
@@ -36,8 +37,11 @@ const usage = `dynamo-sim: the Dynamo operator simulator
   exec        run a command inside the simulator's network namespace: exec -- CMD ARGS
   helm        the pinned helm against the simulator: helm -- install|upgrade|uninstall ...
   down        stop the simulator and everything it started
+  gpus        give another cluster's nodes GPUs as a device plugin and GPU feature discovery do:
+              gpus --kubeconfig FILE [--pool SPEC] [NODE...] (default: every node but the control plane)
 
 Every command takes --state-dir (default: $DYNAMO_SIM_DIR, else .cache/sim of the repository).
+apply, wait and status take --kubeconfig FILE to work on another cluster (make kind's) instead.
 Run "dynamo-sim COMMAND -h" for a command's flags.
 `
 
@@ -49,6 +53,7 @@ func main() {
 	cmds := map[string]func([]string) error{
 		"up": cmdUp, "daemon": cmdDaemon, "down": cmdDown, "status": cmdStatus, "apply": cmdApply,
 		"wait": cmdWait, "fault": cmdFault, "operator": cmdOperator, "workers": cmdWorkers, "kubeconfig": cmdKubeconfig, "exec": cmdExec, "helm": cmdHelm,
+		"gpus": cmdGPUs,
 	}
 	name := os.Args[1]
 	if name == "-h" || name == "--help" || name == "help" {

@@ -26,9 +26,20 @@ const componentLabel = "nvidia.com/dynamo-component"
 func cmdStatus(args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	dir := stateDirFlag(fs)
+	kubeconfig := kubeconfigFlag(fs)
 	ns := fs.String("n", "", "only this namespace (default: all)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *kubeconfig != "" {
+		// Another cluster: its graphs, nodes and pods, no simulator.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := kubeClient("", *kubeconfig)
+		if err != nil {
+			return err
+		}
+		return printStatus(ctx, os.Stdout, c, *ns)
 	}
 	if err := requireUp(*dir); err != nil {
 		return err
@@ -54,7 +65,7 @@ func cmdStatus(args []string) error {
 		fmt.Printf("operator %s: %s, pid %d, running=%v, restarts %d, log %s\n", op.Name, scope, op.Pid, op.Running, op.Restarts, op.Log)
 	}
 	fmt.Println()
-	c, err := kubeClient(*dir)
+	c, err := kubeClient(*dir, "")
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,16 @@ $(HELM): tools/helm/go.mod tools/helm/go.sum tools/helm/build.sh
 .PHONY: helm
 helm: $(HELM) ## Build the pinned helm CLI into .cache/bin (tools/helm/go.mod).
 
+# kubectl, for the documentation's commands on the simulator (make
+# features-sim): built from the Kubernetes module the control plane is
+# (tools/kube/go.mod), so a machine needs no other copy.
+KUBECTL := $(TOOLS_BIN)/kubectl
+$(KUBECTL): tools/kube/go.mod tools/kube/go.sum
+	cd tools/kube && $(GOBUILD) -mod=readonly -ldflags "-s -w" -o $(KUBECTL) k8s.io/kubernetes/cmd/kubectl
+
+.PHONY: kubectl
+kubectl: $(KUBECTL) ## Build the pinned kubectl into .cache/bin (tools/kube/go.mod), which the documentation's commands run with.
+
 # The LeaderWorkerSet controller the simulator runs, and its CRDs beside it
 # (the module's config/crd/bases, at the pinned version). Only the suites
 # that run multinode graphs on the simulator need it beforehand: its cold
@@ -222,9 +232,13 @@ features: k8s-bins ## Only the feature files; GODOG_TAGS=@api or GODOG_PATHS=api
 	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/... -run TestFeatures -v -timeout 20m
 
 .PHONY: features-sim
-features-sim: k8s-bins sim-build $(HELM) $(LWS) ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, probes, the operator installed by helm.
+features-sim: k8s-bins sim-build $(HELM) $(LWS) $(KUBECTL) ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, probes, the operator installed by helm; then the documentation's commands on the same cluster.
 	DYNAMO_SIM_LWS=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./sim/cluster/ -run TestLeaderWorkerSetController
-	DYNAMO_SIM_FEATURES=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run TestFeatures -v -timeout 60m
+	DYNAMO_SIM_FEATURES=1 KUBECTL=$(KUBECTL) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run '^(TestFeatures|TestDocs)$$' -v -timeout 70m
+
+.PHONY: docs-sim
+docs-sim: k8s-bins sim-build $(HELM) $(LWS) $(KUBECTL) ## Only the documentation's commands on a simulator (what make features-sim runs after the features).
+	DYNAMO_SIM_FEATURES=1 KUBECTL=$(KUBECTL) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run '^TestDocs$$' -v -timeout 30m
 
 .PHONY: scenarios
 scenarios: k8s-bins sim-build $(HELM) $(LWS) ## Upgrade and fault scenarios on the simulator (scenarios/*.feature): releases built from git tags and the working tree, installed with helm; report in scenarios/report/.

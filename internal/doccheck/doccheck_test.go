@@ -124,14 +124,15 @@ func TestSubstitute(t *testing.T) {
 }
 
 func TestStatements(t *testing.T) {
-	f, err := ParseShell("make sim   # a cluster\nkubectl -n demo get dgd x -w\nfor c in a b; do\n  echo \"$c\"\ndone\n")
+	f, err := ParseShell("make sim   # a cluster\nkubectl -n demo get dgd x -w\nkubectl get dgd,pods --watch\nfor c in a b; do\n  echo \"$c\"\ndone\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Statement{
 		{Line: 1, Text: "make sim", NotRun: "make builds, tests or starts a cluster of its own"},
-		{Line: 2, Text: "kubectl -n demo get dgd x"},
-		{Line: 3, Text: "for c in a b; do\n\techo \"$c\"\ndone"},
+		{Line: 2, Text: "kubectl -n demo wait --for=condition=Ready --timeout=5m dgd/x && kubectl -n demo get dgd x"},
+		{Line: 3, Text: "kubectl get dgd,pods"},
+		{Line: 4, Text: "for c in a b; do\n\techo \"$c\"\ndone"},
 	}
 	if diff := cmp.Diff(want, Statements(f)); diff != "" {
 		t.Errorf("statements (-want +got):\n%s", diff)

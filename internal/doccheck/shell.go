@@ -143,7 +143,9 @@ type Statement struct {
 // the simulator's two rules, both reported: a make command is not run (it
 // builds, tests or starts a cluster of its own; the static checks prove
 // its target exists), and a kubectl watch (-w, --watch) runs once, without
-// the flag, since it would never end.
+// the flag, since it would never end; a watch of one named object (kubectl
+// get dgd vllm-agg -w, "Ready once ...") first waits for it to be Ready,
+// as its reader does.
 func Statements(f *syntax.File) []Statement {
 	var out []Statement
 	for _, st := range f.Stmts {
@@ -153,17 +155,56 @@ func Statements(f *syntax.File) []Statement {
 			case "make":
 				s.NotRun = "make builds, tests or starts a cluster of its own"
 			case "kubectl":
-				args := call.Args[:0:0]
-				for _, a := range call.Args {
-					if t := wordText(a); t != "-w" && t != "--watch" {
-						args = append(args, a)
-					}
-				}
-				call.Args = args
+				s.Text = unwatched(call)
 			}
 		}
-		s.Text = printed(st)
+		if s.Text == "" {
+			s.Text = printed(st)
+		} else if st.Background || st.Negated || len(st.Redirs) > 0 {
+			s.Text = printed(st) // a watch only stands alone
+		}
 		out = append(out, s)
 	}
 	return out
+}
+
+// unwatched is a kubectl command without its watch flag, preceded by a
+// kubectl wait for Ready when it watched one named object; "" when it did
+// not watch.
+func unwatched(call *syntax.CallExpr) string {
+	var (
+		args       []*syntax.Word
+		watched    bool
+		positional []string
+		namespace  []string
+	)
+	for i := 0; i < len(call.Args); i++ {
+		a := call.Args[i]
+		t := wordText(a)
+		switch {
+		case t == "-w" || t == "--watch":
+			watched = true
+			continue
+		case (t == "-n" || t == "--namespace") && i+1 < len(call.Args):
+			namespace = []string{t, wordText(call.Args[i+1])}
+			args = append(args, a, call.Args[i+1])
+			i++
+			continue
+		case strings.HasPrefix(t, "-"):
+		default:
+			positional = append(positional, t)
+		}
+		args = append(args, a)
+	}
+	if !watched {
+		return ""
+	}
+	call.Args = args
+	get := printed(call)
+	if len(positional) != 4 || positional[1] != "get" || strings.Contains(positional[2], ",") {
+		return get
+	}
+	wait := append([]string{"kubectl"}, namespace...)
+	wait = append(wait, "wait", "--for=condition=Ready", "--timeout=5m", positional[2]+"/"+positional[3])
+	return strings.Join(wait, " ") + " && " + get
 }

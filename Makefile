@@ -52,14 +52,14 @@ $(HELM): tools/helm/go.mod tools/helm/go.sum tools/helm/build.sh
 helm: $(HELM) ## Build the pinned helm CLI into .cache/bin (tools/helm/go.mod).
 
 # kubectl, for the documentation's commands on the simulator (make
-# features-sim): built from the Kubernetes module the control plane is
-# (tools/kube/go.mod), so a machine needs no other copy.
+# features-sim): pinned to the control plane's Kubernetes version
+# (tools/kubectl), so a machine needs no other copy.
 KUBECTL := $(TOOLS_BIN)/kubectl
-$(KUBECTL): tools/kube/go.mod tools/kube/go.sum
-	cd tools/kube && $(GOBUILD) -mod=readonly -ldflags "-s -w" -o $(KUBECTL) k8s.io/kubernetes/cmd/kubectl
+$(KUBECTL): tools/kubectl/go.mod tools/kubectl/go.sum tools/kubectl/main.go
+	cd tools/kubectl && $(GOBUILD) -mod=readonly -ldflags "-s -w" -o $(KUBECTL) .
 
 .PHONY: kubectl
-kubectl: $(KUBECTL) ## Build the pinned kubectl into .cache/bin (tools/kube/go.mod), which the documentation's commands run with.
+kubectl: $(KUBECTL) ## Build the pinned kubectl into .cache/bin (tools/kubectl/go.mod), which the documentation's commands run with.
 
 # The LeaderWorkerSet controller the simulator runs, and its CRDs beside it
 # (the module's config/crd/bases, at the pinned version). Only the suites

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/features/steps"
@@ -42,6 +43,9 @@ type docsTally struct {
 	blocks, statements, notRun int
 	skipped                    map[string][]string
 	notRunWhy                  map[string]int
+	// conversionWaits are the waits after each install of the cluster-wide
+	// release until the API server trusted its conversion webhook.
+	conversionWaits []string
 }
 
 // runDocs runs every shell block of the user documentation that is not
@@ -92,9 +96,9 @@ func runDocs(t *testing.T, c client.Client, kubeconfig string) {
 		reasons = append(reasons, fmt.Sprintf("  %d: %s (%s)", len(where), r, strings.Join(where, ", ")))
 	}
 	sort.Strings(reasons)
-	t.Logf("docs on the simulator: %d blocks, %d statements run, %d statements not run (%v), in %s; %d blocks marked skip:\n%s",
+	t.Logf("docs on the simulator: %d blocks, %d statements run, %d statements not run (%v), in %s; after each install of the cluster-wide release, the API server trusted its conversion webhook after %v; %d reasons to skip blocks:\n%s",
 		tally.blocks, tally.statements, tally.notRun, tally.notRunWhy, time.Since(start).Round(time.Second),
-		len(reasons), strings.Join(reasons, "\n"))
+		tally.conversionWaits, len(reasons), strings.Join(reasons, "\n"))
 }
 
 // docsEnv is the pages' environment: the suite's kubeconfig, the
@@ -165,8 +169,27 @@ func runPage(t *testing.T, c client.Client, repo *doccheck.Repo, env []string, b
 				t.Fatalf("%s:%d: %s: %v\n%s", b.Page, b.Line+s.Line, s.Text, err, out)
 			}
 			t.Logf("%s:%d: %s\n%s", b.Page, b.Line+s.Line, s.Text, indent(out))
+			if installsClusterWide(s.Text) {
+				// helm's --wait returns once the operator pod is Ready,
+				// which it is before it has injected its CA into the
+				// CRDs: a v1beta1 write right after can meet "certificate
+				// signed by unknown authority". Waited for here, as the
+				// suite does after its own install, and reported.
+				waited := time.Now()
+				waitForConversion(t, c)
+				tally.conversionWaits = append(tally.conversionWaits, time.Since(waited).Round(100*time.Millisecond).String())
+			}
 		}
 	}
+}
+
+// installsClusterWide says whether a statement installs or upgrades a
+// cluster-wide release of the chart (a namespace-scoped one serves no
+// conversion).
+func installsClusterWide(stmt string) bool {
+	f := strings.Fields(stmt)
+	return len(f) >= 4 && f[0] == "helm" && (f[1] == "install" || f[1] == "upgrade") &&
+		strings.Contains(stmt, "chart/dynamo-platform") && !strings.Contains(stmt, "namespaceRestriction.enabled=true")
 }
 
 // installsClusterRelease says whether the page's first helm command on the
@@ -236,21 +259,22 @@ func namespaceNames(ctx context.Context, c client.Client) (map[string]bool, erro
 // namespace/kind/name.
 func graphNames(ctx context.Context, c client.Client) (map[string]client.Object, error) {
 	out := map[string]client.Object{}
-	var graphs v1alpha1.DynamoGraphDeploymentList
-	if err := c.List(ctx, &graphs); err != nil {
-		return nil, err
+	lists := map[string]client.ObjectList{
+		"DynamoGraphDeployment": &v1alpha1.DynamoGraphDeploymentList{},
+		"DynamoModel":           &v1alpha1.DynamoModelList{},
 	}
-	for i := range graphs.Items {
-		g := &graphs.Items[i]
-		out[g.Namespace+"/DynamoGraphDeployment/"+g.Name] = g
-	}
-	var models v1alpha1.DynamoModelList
-	if err := c.List(ctx, &models); err != nil {
-		return nil, err
-	}
-	for i := range models.Items {
-		m := &models.Items[i]
-		out[m.Namespace+"/DynamoModel/"+m.Name] = m
+	for kind, list := range lists {
+		if err := c.List(ctx, list); err != nil {
+			return nil, err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range items {
+			o := item.(client.Object)
+			out[o.GetNamespace()+"/"+kind+"/"+o.GetName()] = o
+		}
 	}
 	return out, nil
 }
@@ -336,6 +360,7 @@ func uninstallRelease(t *testing.T, c client.Client, env []string, release, ns s
 	if err := steps.RecordRemoval(context.Background(), c, release, ns); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("uninstalling %s in %s at %s", release, ns, time.Now().Format("15:04:05.000"))
 	if out, err := docsRun(env, fmt.Sprintf("helm uninstall %s -n %s --wait --timeout 3m", release, ns)); err != nil {
 		t.Fatalf("helm uninstall %s: %v\n%s", release, err, out)
 	}

@@ -15,14 +15,8 @@ import (
 // against the repository, and reports what it checked and which blocks the
 // simulator leaves out, with their reasons.
 func TestPages(t *testing.T) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := LoadRepo(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := loadRepo(t)
+	root := repo.Root
 	pages, err := Pages(root)
 	if err != nil {
 		t.Fatal(err)
@@ -141,14 +135,7 @@ func TestStatements(t *testing.T) {
 
 // TestCheckFindsStaleCommands: each kind of stale statement is found.
 func TestCheckFindsStaleCommands(t *testing.T) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := LoadRepo(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := loadRepo(t)
 	cases := map[string]struct {
 		block Block
 		want  string // a part of the one problem found; empty: none
@@ -177,4 +164,18 @@ func TestCheckFindsStaleCommands(t *testing.T) {
 			}
 		})
 	}
+}
+
+// loadRepo reads the repository the test runs in.
+func loadRepo(t *testing.T) *Repo {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := LoadRepo(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repo
 }

@@ -55,8 +55,11 @@ helm: $(HELM) ## Build the pinned helm CLI into .cache/bin (tools/helm/go.mod).
 # features-sim): pinned to the control plane's Kubernetes version
 # (tools/kubectl), so a machine needs no other copy.
 KUBECTL := $(TOOLS_BIN)/kubectl
+# kubectl version reports the Kubernetes release of its k8s.io/kubectl v0.x.y: v1.x.y.
+KUBECTL_VERSION := $(shell awk '$$1 == "k8s.io/kubectl" {sub(/^v0\./, "v1.", $$2); print $$2}' tools/kubectl/go.mod)
 $(KUBECTL): tools/kubectl/go.mod tools/kubectl/go.sum tools/kubectl/main.go
-	cd tools/kubectl && $(GOBUILD) -mod=readonly -ldflags "-s -w" -o $(KUBECTL) .
+	cd tools/kubectl && $(GOBUILD) -mod=readonly -o $(KUBECTL) \
+	  -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$(KUBECTL_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBECTL_VERSION)))" .
 
 .PHONY: kubectl
 kubectl: $(KUBECTL) ## Build the pinned kubectl into .cache/bin (tools/kubectl/go.mod), which the documentation's commands run with.

@@ -66,6 +66,9 @@ func runDocs(t *testing.T, c client.Client, kubeconfig string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The features leave the cluster-wide release installed; should one
+	// have failed half-way, the pages still start from README's install.
+	ensureClusterRelease(t, c, env, helmReleases(t, env))
 	tally := docsTally{skipped: map[string][]string{}, notRunWhy: map[string]int{}}
 	for _, page := range pages {
 		blocks, err := doccheck.ReadPage(root, page)
@@ -284,29 +287,13 @@ func graphNames(ctx context.Context, c client.Client) (map[string]client.Object,
 // installed, the graphs, models and namespaces the page created deleted.
 func restoreCluster(t *testing.T, c client.Client, env []string, namespaces map[string]bool, graphs map[string]client.Object) {
 	ctx := context.Background()
-	out, err := docsRun(env, "helm list -A -o json")
-	if err != nil {
-		t.Fatalf("helm list: %v\n%s", err, out)
-	}
-	var releases []struct{ Name, Namespace, Status string }
-	if err := json.Unmarshal([]byte(out), &releases); err != nil {
-		t.Fatalf("helm list: %v\n%s", err, out)
-	}
-	cluster := false
+	releases := helmReleases(t, env)
 	for _, r := range releases {
-		if r.Name == docsRelease && r.Namespace == docsNamespace && r.Status == "deployed" {
-			cluster = true
-			continue
+		if r.Name != docsRelease || r.Namespace != docsNamespace {
+			uninstallRelease(t, c, env, r.Name, r.Namespace)
 		}
-		uninstallRelease(t, c, env, r.Name, r.Namespace)
 	}
-	if !cluster {
-		if out, err := docsRun(env, fmt.Sprintf("helm uninstall %s -n %s --ignore-not-found --wait && helm install %s chart/dynamo-platform -n %s --create-namespace --wait --timeout 3m",
-			docsRelease, docsNamespace, docsRelease, docsNamespace)); err != nil {
-			t.Fatalf("installing the cluster-wide release again: %v\n%s", err, out)
-		}
-		waitForConversion(t, c)
-	}
+	ensureClusterRelease(t, c, env, releases)
 	now, err := graphNames(ctx, c)
 	if err != nil {
 		t.Fatal(err)
@@ -354,6 +341,38 @@ func restoreCluster(t *testing.T, c client.Client, env []string, namespaces map[
 	}, await.Within(await.Long)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// helmReleases lists every release, as helm list -A -o json does.
+func helmReleases(t *testing.T, env []string) []helmRelease {
+	out, err := docsRun(env, "helm list -A -o json")
+	if err != nil {
+		t.Fatalf("helm list: %v\n%s", err, out)
+	}
+	var releases []helmRelease
+	if err := json.Unmarshal([]byte(out), &releases); err != nil {
+		t.Fatalf("helm list: %v\n%s", err, out)
+	}
+	return releases
+}
+
+type helmRelease struct{ Name, Namespace, Status string }
+
+// ensureClusterRelease installs the cluster-wide release as README says
+// unless releases has it deployed, and waits until the API server trusts
+// its conversion webhook.
+func ensureClusterRelease(t *testing.T, c client.Client, env []string, releases []helmRelease) {
+	deployed := false
+	for _, r := range releases {
+		deployed = deployed || (r.Name == docsRelease && r.Namespace == docsNamespace && r.Status == "deployed")
+	}
+	if !deployed {
+		if out, err := docsRun(env, fmt.Sprintf("helm uninstall %s -n %s --ignore-not-found --wait && helm install %s chart/dynamo-platform -n %s --create-namespace --wait --timeout 3m",
+			docsRelease, docsNamespace, docsRelease, docsNamespace)); err != nil {
+			t.Fatalf("installing the cluster-wide release: %v\n%s", err, out)
+		}
+	}
+	waitForConversion(t, c)
 }
 
 func uninstallRelease(t *testing.T, c client.Client, env []string, release, ns string) {

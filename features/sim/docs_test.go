@@ -142,9 +142,11 @@ func runPage(t *testing.T, c client.Client, repo *doccheck.Repo, env []string, b
 	}
 	t.Cleanup(func() { restoreCluster(t, c, env, namespaces, graphs) })
 
+	values := doccheck.Placeholders(repo.AppVersion)
+	values[workerAddress] = liveWorker
 	parsed := make([][]doccheck.Statement, len(blocks))
 	for i, b := range blocks {
-		text, err := doccheck.Substitute(b.Text, doccheck.Placeholders(repo.AppVersion))
+		text, err := doccheck.Substitute(b.Text, values)
 		if err != nil {
 			t.Fatalf("%s: %v", b.Where(), err)
 		}
@@ -185,6 +187,14 @@ func runPage(t *testing.T, c client.Client, repo *doccheck.Repo, env []string, b
 		}
 	}
 }
+
+// workerAddress is the placeholder of a fake worker's address (sim/README),
+// which the runner has bash read from bin/dynamo-sim workers when the
+// statement runs, after the block's graphs came up, as its reader does.
+const (
+	workerAddress = "<worker address>"
+	liveWorker    = `$(bin/dynamo-sim workers | awk '/ at [0-9.]+:[0-9]+$/ {print $NF; exit}')`
+)
 
 // installsClusterWide says whether a statement installs or upgrades a
 // cluster-wide release of the chart (a namespace-scoped one serves no

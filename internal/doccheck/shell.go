@@ -27,6 +27,7 @@ func Placeholders(appVersion string) map[string]string {
 		"<prometheus service account>": "prometheus-k8s",
 		"<that service account>":       "prometheus-k8s",
 		"<its namespace>":              "monitoring",
+		"<worker address>":             "10.244.0.2:9090", // the simulator's runner names a live one
 		"REGISTRY":                     "registry.example.com",
 		"NS":                           "default",
 		"NAME":                         "vllm-agg",

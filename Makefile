@@ -68,6 +68,19 @@ $(HELM): tools/helm/go.mod tools/helm/go.sum tools/helm/build.sh
 .PHONY: helm
 helm: $(HELM) ## Build the pinned helm CLI into .cache/bin (tools/helm/go.mod).
 
+# kubectl, for the documentation's commands on the simulator (make
+# features-sim): pinned to the control plane's Kubernetes version
+# (tools/kubectl), so a machine needs no other copy.
+KUBECTL := $(TOOLS_BIN)/kubectl
+# kubectl version reports the Kubernetes release of its k8s.io/kubectl v0.x.y: v1.x.y.
+KUBECTL_VERSION := $(shell awk '$$1 == "k8s.io/kubectl" {sub(/^v0\./, "v1.", $$2); print $$2}' tools/kubectl/go.mod)
+$(KUBECTL): tools/kubectl/go.mod tools/kubectl/go.sum tools/kubectl/main.go
+	cd tools/kubectl && $(GOBUILD) -mod=readonly -o $(KUBECTL) \
+	  -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$(KUBECTL_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBECTL_VERSION)))" .
+
+.PHONY: kubectl
+kubectl: $(KUBECTL) ## Build the pinned kubectl into .cache/bin (tools/kubectl/go.mod), which the documentation's commands run with.
+
 # The LeaderWorkerSet controller the simulator runs, and its CRDs beside it
 # (the module's config/crd/bases, at the pinned version). Only the suites
 # that run multinode graphs on the simulator need it beforehand: its cold
@@ -244,9 +257,13 @@ features: k8s-bins ## Only the feature files; GODOG_TAGS=@api or GODOG_PATHS=api
 	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/... -run TestFeatures -v -timeout 20m
 
 .PHONY: features-sim
-features-sim: k8s-bins sim-build $(HELM) $(LWS) ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, probes, the operator installed by helm.
+features-sim: k8s-bins sim-build $(HELM) $(LWS) $(KUBECTL) ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, probes, the operator installed by helm; then the documentation's commands on the same cluster.
 	DYNAMO_SIM_LWS=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./sim/cluster/ -run TestLeaderWorkerSetController
-	DYNAMO_SIM_FEATURES=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run TestFeatures -v -timeout 60m
+	DYNAMO_SIM_FEATURES=1 KUBECTL=$(KUBECTL) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run '^(TestFeatures|TestDocs)$$' -v -timeout 70m
+
+.PHONY: docs-sim
+docs-sim: k8s-bins sim-build $(HELM) $(LWS) $(KUBECTL) ## Only the documentation's commands on a simulator (what make features-sim runs after the features).
+	DYNAMO_SIM_FEATURES=1 KUBECTL=$(KUBECTL) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run '^TestDocs$$' -v -timeout 30m
 
 .PHONY: scenarios
 scenarios: k8s-bins sim-build $(HELM) $(LWS) ## Upgrade and fault scenarios on the simulator (scenarios/*.feature): releases built from git tags and the working tree, installed with helm; report in scenarios/report/.

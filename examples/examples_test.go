@@ -1,18 +1,12 @@
 package examples
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/conversion"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dynamoctl/dynamo-operator/internal/compat"
-	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
-	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
-	"github.com/dynamoctl/dynamo-operator/operator/webhooks/rules"
 )
 
 // TestExamplesAreAccepted reads every document of every example, strictly
@@ -53,7 +47,7 @@ func TestExamplesAreAccepted(t *testing.T) {
 		}
 		got[d.File] = append(got[d.File], head.APIVersion+" "+head.Kind+" "+head.Metadata.Name)
 
-		errs, warnings, err := admit(head.APIVersion+" "+head.Kind, d.Raw)
+		errs, warnings, err := compat.Admit(head.APIVersion+" "+head.Kind, d.Raw)
 		if err != nil {
 			t.Errorf("%s: %s %s: %v", d.File, head.Kind, head.Metadata.Name, err)
 			continue
@@ -68,44 +62,5 @@ func TestExamplesAreAccepted(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("examples (-want +got):\n%s", diff)
-	}
-}
-
-// admit parses one document strictly into its API type and returns what the
-// validating webhook would answer on its creation.
-func admit(kind string, raw []byte) (field.ErrorList, []string, error) {
-	switch kind {
-	case "nvidia.com/v1alpha1 DynamoGraphDeployment":
-		return check(raw, &v1alpha1.DynamoGraphDeployment{}, rules.ValidateGraph)
-	case "nvidia.com/v1beta1 DynamoGraphDeployment":
-		return check(raw, &v1beta1.DynamoGraphDeployment{}, viaHub[*v1beta1.DynamoGraphDeployment](&v1alpha1.DynamoGraphDeployment{}, rules.ValidateGraph))
-	case "nvidia.com/v1alpha1 DynamoComponentDeployment":
-		return check(raw, &v1alpha1.DynamoComponentDeployment{}, rules.ValidateComponentDeployment)
-	case "nvidia.com/v1beta1 DynamoComponentDeployment":
-		return check(raw, &v1beta1.DynamoComponentDeployment{}, viaHub[*v1beta1.DynamoComponentDeployment](&v1alpha1.DynamoComponentDeployment{}, rules.ValidateComponentDeployment))
-	case "nvidia.com/v1alpha1 DynamoModel":
-		return check(raw, &v1alpha1.DynamoModel{}, rules.ValidateModel)
-	}
-	return nil, nil, fmt.Errorf("no API type for %s in this test", kind)
-}
-
-// check decodes raw strictly into obj and validates it.
-func check[T any](raw []byte, obj *T, validate func(*T) (field.ErrorList, []string)) (field.ErrorList, []string, error) {
-	if err := yaml.UnmarshalStrict(raw, obj); err != nil {
-		return nil, nil, err
-	}
-	errs, warnings := validate(obj)
-	return errs, warnings, nil
-}
-
-// viaHub validates a v1beta1 object as the webhooks see it: converted to
-// the stored v1alpha1 (the webhook configurations name v1alpha1 with
-// matchPolicy Equivalent, so the API server converts before calling them).
-func viaHub[B conversion.Convertible, H conversion.Hub](hub H, validate func(H) (field.ErrorList, []string)) func(B) (field.ErrorList, []string) {
-	return func(obj B) (field.ErrorList, []string) {
-		if err := obj.ConvertTo(hub); err != nil {
-			return field.ErrorList{field.InternalError(nil, err)}, nil
-		}
-		return validate(hub)
 	}
 }

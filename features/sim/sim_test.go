@@ -428,3 +428,27 @@ func TestFeatures(t *testing.T) {
 		t.Fatal("feature scenarios failed on the simulator")
 	}
 }
+
+// TestDocs runs the user documentation's shell blocks on the suite's
+// cluster (doccheck: those not marked skip), after TestFeatures: go test
+// runs a package's tests in the order they are declared, and the pages
+// uninstall and install the operator. Not on another cluster, whose
+// operator the pages would uninstall, nor with the operator as a process.
+func TestDocs(t *testing.T) {
+	if !isSimulator() || !chartInstall() {
+		t.Skip("the documentation's commands run on the suite's own simulator with the chart-installed operator")
+	}
+	if os.Getenv("GODOG_TAGS") != "" || os.Getenv("GODOG_PATHS") != "" {
+		t.Skip("a run narrowed to some features leaves the documentation out (make docs-sim runs it alone)")
+	}
+	cfg := testEnv.EnvConf()
+	rc, err := clientcmd.BuildConfigFromFlags("", cfg.KubeconfigFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(rc, client.Options{Scheme: testenv.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDocs(t, c, cfg.KubeconfigFile())
+}

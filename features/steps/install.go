@@ -150,8 +150,10 @@ var removals struct {
 	at map[string][]time.Time
 }
 
-// recordRemoval notes that the removal of release's operator in ns begins.
-func recordRemoval(ctx context.Context, c client.Client, release, ns string) error {
+// RecordRemoval notes that the removal of release's operator in ns begins,
+// so the RBAC refusals its pods log from then on are not held against the
+// chart (RemovedAt).
+func RecordRemoval(ctx context.Context, c client.Client, release, ns string) error {
 	var deps appsv1.DeploymentList
 	if err := c.List(ctx, &deps, client.InNamespace(ns), operatorSelector(release)); err != nil {
 		return err
@@ -194,7 +196,7 @@ func RemovedAt(namespace, pod string, started time.Time) (time.Time, bool) {
 
 func (w *world) uninstallRelease(ctx context.Context, name string) error {
 	ns := w.releaseNamespace(name)
-	if err := recordRemoval(ctx, w.cluster.Client, name, ns); err != nil {
+	if err := RecordRemoval(ctx, w.cluster.Client, name, ns); err != nil {
 		return err
 	}
 	if _, err := w.runHelm(ctx, "uninstall", name, "--namespace", ns, "--wait", "--timeout", helmTimeout); err != nil {
@@ -246,7 +248,7 @@ func (w *world) cleanUpReleases() error {
 func (w *world) stopOperator(ctx context.Context, release, ns string) error {
 	// A stopping pod drains its webhooks for a few seconds (--webhook-drain)
 	// while the scenario's namespace, RBAC included, may already be going.
-	if err := recordRemoval(ctx, w.cluster.Client, release, ns); err != nil {
+	if err := RecordRemoval(ctx, w.cluster.Client, release, ns); err != nil {
 		return err
 	}
 	var deps appsv1.DeploymentList

@@ -36,3 +36,21 @@ func (s *SecretWrapper) Label(k, v string) *SecretWrapper {
 	s.Labels[k] = v
 	return s
 }
+
+// DataKey sets a key of its data.
+func (s *SecretWrapper) DataKey(k, v string) *SecretWrapper {
+	if s.Secret.Data == nil {
+		s.Secret.Data = map[string][]byte{}
+	}
+	s.Secret.Data[k] = []byte(v)
+	return s
+}
+
+// StringDataKey sets a key of its stringData, as a manifest writes it.
+func (s *SecretWrapper) StringDataKey(k, v string) *SecretWrapper {
+	if s.Secret.StringData == nil {
+		s.Secret.StringData = map[string]string{}
+	}
+	s.Secret.StringData[k] = v
+	return s
+}

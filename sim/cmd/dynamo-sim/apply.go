@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -253,6 +255,14 @@ func createPrerequisites(ctx context.Context, c client.Client, objs []*unstructu
 			kind := o.GetObjectKind().GroupVersionKind().Kind
 			err := c.Create(ctx, o)
 			if apierrors.IsAlreadyExists(err) {
+				added, err := addPlaceholderKeys(ctx, c, o)
+				if err != nil {
+					return fmt.Errorf("updating %s %s/%s: %w", kind, ns, o.GetName(), err)
+				}
+				if len(added) > 0 {
+					fmt.Printf("%s/%s: placeholder keys %s added (the manifest names them)\n",
+						strings.ToLower(kind), o.GetName(), strings.Join(added, ", "))
+				}
 				continue
 			}
 			if err != nil {
@@ -263,6 +273,59 @@ func createPrerequisites(ctx context.Context, c client.Client, objs []*unstructu
 		}
 	}
 	return nil
+}
+
+// addPlaceholderKeys adds to a Secret or ConfigMap that an earlier apply
+// made (every value the placeholder) the keys want names and it lacks: one
+// graph's pods name hf-token-secret without a key, another's name its key
+// HF_TOKEN. An object a user made is left alone.
+func addPlaceholderKeys(ctx context.Context, c client.Client, want client.Object) ([]string, error) {
+	var (
+		have  client.Object
+		added []string
+	)
+	switch want := want.(type) {
+	case *corev1.Secret:
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(want), s); err != nil {
+			return nil, err
+		}
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		have, added = s, placeholderKeys(s.Data, want.StringData, func(v []byte) string { return string(v) }, []byte(prereq.Placeholder))
+	case *corev1.ConfigMap:
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(want), cm); err != nil {
+			return nil, err
+		}
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		have, added = cm, placeholderKeys(cm.Data, want.Data, func(v string) string { return v }, prereq.Placeholder)
+	}
+	if len(added) == 0 {
+		return nil, nil
+	}
+	return added, c.Update(ctx, have)
+}
+
+// placeholderKeys adds to have, when all its values are the placeholder,
+// the keys of want it lacks, and returns them sorted.
+func placeholderKeys[V any](have map[string]V, want map[string]string, text func(V) string, placeholder V) []string {
+	for _, v := range have {
+		if text(v) != prereq.Placeholder {
+			return nil
+		}
+	}
+	var added []string
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if _, ok := have[k]; !ok {
+			have[k] = placeholder
+			added = append(added, k)
+		}
+	}
+	return added
 }
 
 // reportMissingClaims says which claims objs mount that neither they nor

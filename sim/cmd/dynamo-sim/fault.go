@@ -41,6 +41,10 @@ func cmdFault(args []string) error {
 		fmt.Fprintln(os.Stderr, "\nflags:")
 		fs.PrintDefaults()
 	}
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fs.Usage() // asked for: not an error, as dynamo-sim -h
+		return nil
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fs.Usage()
 		return fmt.Errorf("fault needs a KIND")

@@ -171,13 +171,64 @@ func TestExecProbes(t *testing.T) {
 	}
 }
 
+// Scripts as the shell reads them: lists left to right, pipelines, !,
+// quotes, expansions from the container's env, and where output goes.
+func TestParse(t *testing.T) {
+	env := map[string]string{"PORT": "9090", "MSG": "two words"}
+	cmd := func(args ...string) command.Simple { return command.Simple{Args: args} }
+	cases := map[string]struct {
+		script string
+		want   command.Script
+	}{
+		"a pipeline and an and-or list": {
+			script: `curl -sf localhost:$PORT/health | grep -q ready && echo ok || exit 1`,
+			want: command.Script{
+				{Pipeline: command.Pipeline{Cmds: []command.Simple{cmd("curl", "-sf", "localhost:9090/health"), cmd("grep", "-q", "ready")}}, Op: "&&"},
+				{Pipeline: command.Pipeline{Cmds: []command.Simple{cmd("echo", "ok")}}, Op: "||"},
+				{Pipeline: command.Pipeline{Cmds: []command.Simple{cmd("exit", "1")}}},
+			},
+		},
+		"quotes, defaults and field splitting": {
+			script: `echo "${MSG}" ${UNSET:-8000} $MSG 'a b'\ c`,
+			want:   command.Script{{Pipeline: command.Pipeline{Cmds: []command.Simple{cmd("echo", "two words", "8000", "two", "words", "a b c")}}}},
+		},
+		"negation, background, sequence": {
+			script: "! curl -sf x & true\nfalse",
+			want: command.Script{
+				{Pipeline: command.Pipeline{Negate: true, Cmds: []command.Simple{cmd("curl", "-sf", "x")}}, Op: "&"},
+				{Pipeline: command.Pipeline{Cmds: []command.Simple{cmd("true")}}, Op: ";"},
+				{Pipeline: command.Pipeline{Cmds: []command.Simple{cmd("false")}}},
+			},
+		},
+		"assignments and redirections": {
+			script: `A=1 curl -s x >/dev/null 2>&1; echo err >&2`,
+			want: command.Script{
+				{Pipeline: command.Pipeline{Cmds: []command.Simple{{Assign: map[string]string{"A": "1"}, Args: []string{"curl", "-s", "x"}, StdoutTo: "/dev/null"}}}, Op: ";"},
+				{Pipeline: command.Pipeline{Cmds: []command.Simple{{Args: []string{"echo", "err"}, StdoutTo: "/dev/stderr"}}}},
+			},
+		},
+	}
+	for name, c := range cases {
+		got, err := command.Parse(c.script, env)
+		if err != nil {
+			t.Errorf("%s: Parse(%q): %v", name, c.script, err)
+			continue
+		}
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("%s: Parse(%q) (-want +got):\n%s", name, c.script, diff)
+		}
+	}
+}
+
 func TestParseReportsWhatItCannotRead(t *testing.T) {
 	cases := map[string]string{
 		"unterminated quote":    `curl "http://x`,
 		"subshell":              `(curl -s localhost:9090/health)`,
 		"backquotes":            "echo `date`",
 		"dangling &&":           `curl -s x &&`,
-		"parameter expansion":   `echo ${PORT:-8000}`,
+		"$? of a running shell": `curl -s x; echo $?`,
+		"a control structure":   `if true; then echo ok; fi`,
+		"a function":            `f() { true; }; f`,
 		"input redirection":     `jq . < /tmp/x`,
 		"empty pipeline member": `curl -s x | | jq .`,
 	}

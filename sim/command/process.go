@@ -3,6 +3,8 @@ package command
 import (
 	"strconv"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Kind is the role of a Dynamo program.
@@ -223,4 +225,11 @@ func Expand(s string, vals map[string]string) string {
 		}
 	}
 	return b.String()
+}
+
+// isAssignment reports whether w is NAME=value, as env(1) reads its
+// arguments.
+func isAssignment(w string) bool {
+	k, _, ok := strings.Cut(w, "=")
+	return ok && syntax.ValidName(k)
 }

@@ -13,16 +13,21 @@
 //     gojq), localhost being the pod. A command it cannot evaluate is an error, never a
 //     success.
 //
-// The shell is a subset of POSIX sh: words with single and double quotes
-// and backslashes, $VAR and ${VAR}, pipelines, `&&`, `||`, `;`, `&`, `!`,
-// redirections of stdout and stderr, and leading NAME=value assignments.
-// Command substitution, globbing, control structures and functions are not
-// understood; a script using them is reported as such.
+// Scripts are parsed and their words expanded by mvdan.cc/sh (POSIX sh):
+// quotes, $VAR and ${VAR...} expansions from the container's env,
+// pipelines, `&&`, `||`, `;`, `&`, `!`, redirections of stdout and stderr,
+// and leading NAME=value assignments are run. Command substitution,
+// globbing, input redirection, control structures and functions are not:
+// a script using them is reported as such, and its probe fails.
 package command
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Simple is one command of a pipeline: its words, the assignments before
@@ -51,248 +56,185 @@ type Item struct {
 // Script is a parsed shell script.
 type Script []Item
 
-// token is a word or an operator.
-type token struct {
-	word string
-	op   string // "|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>>", "2>&1", ">&2", "&>", newline as ";"
-}
-
-// lex splits a script into words and operators, expanding variables from
-// env. It reports what it does not understand.
-func lex(s string, env map[string]string) ([]token, error) {
-	var toks []token
-	var cur strings.Builder
-	inWord := false
-	flush := func() {
-		if inWord {
-			toks = append(toks, token{word: cur.String()})
-			cur.Reset()
-			inWord = false
-		}
-	}
-	expand := func(i int) (int, error) {
-		// s[i] == '$'
-		if i+1 >= len(s) {
-			cur.WriteByte('$')
-			return i + 1, nil
-		}
-		switch c := s[i+1]; {
-		case c == '(' || c == '`':
-			return 0, fmt.Errorf("command substitution %q is not supported", s[i:])
-		case c == '{':
-			end := strings.IndexByte(s[i:], '}')
-			if end < 0 {
-				return 0, fmt.Errorf("unterminated ${")
-			}
-			name := s[i+2 : i+end]
-			if !isName(name) {
-				return 0, fmt.Errorf("parameter expansion ${%s} is not supported", name)
-			}
-			cur.WriteString(env[name])
-			return i + end + 1, nil
-		case c == '?':
-			return 0, fmt.Errorf("$? is not supported")
-		case isNameStart(c):
-			j := i + 1
-			for j < len(s) && isNameChar(s[j]) {
-				j++
-			}
-			cur.WriteString(env[s[i+1:j]])
-			return j, nil
-		default:
-			cur.WriteByte('$')
-			return i + 1, nil
-		}
-	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\'':
-			end := strings.IndexByte(s[i+1:], '\'')
-			if end < 0 {
-				return nil, fmt.Errorf("unterminated single quote")
-			}
-			cur.WriteString(s[i+1 : i+1+end])
-			inWord = true
-			i += end + 2
-		case c == '"':
-			inWord = true
-			i++
-			closed := false
-			for i < len(s) && !closed {
-				switch d := s[i]; {
-				case d == '"':
-					closed = true
-					i++
-				case d == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`\n", s[i+1]) >= 0:
-					if s[i+1] != '\n' {
-						cur.WriteByte(s[i+1])
-					}
-					i += 2
-				case d == '$':
-					var err error
-					if i, err = expand(i); err != nil {
-						return nil, err
-					}
-				case d == '`':
-					return nil, fmt.Errorf("command substitution is not supported")
-				default:
-					cur.WriteByte(d)
-					i++
-				}
-			}
-			if !closed {
-				return nil, fmt.Errorf("unterminated double quote")
-			}
-		case c == '\\':
-			if i+1 < len(s) {
-				if s[i+1] != '\n' {
-					cur.WriteByte(s[i+1])
-					inWord = true
-				}
-				i += 2
-			} else {
-				i++
-			}
-		case c == '$':
-			inWord = true
-			var err error
-			if i, err = expand(i); err != nil {
-				return nil, err
-			}
-		case c == '`':
-			return nil, fmt.Errorf("command substitution is not supported")
-		case c == ' ' || c == '\t':
-			flush()
-			i++
-		case c == '\n':
-			flush()
-			toks = append(toks, token{op: ";"})
-			i++
-		case c == '#' && !inWord:
-			end := strings.IndexByte(s[i:], '\n')
-			if end < 0 {
-				i = len(s)
-			} else {
-				i += end
-			}
-		case c == '2' && !inWord && strings.HasPrefix(s[i:], "2>&1"):
-			toks = append(toks, token{op: "2>&1"})
-			i += 4
-		case c == '2' && !inWord && strings.HasPrefix(s[i:], "2>>"):
-			toks = append(toks, token{op: "2>"})
-			i += 3
-		case c == '2' && !inWord && strings.HasPrefix(s[i:], "2>"):
-			toks = append(toks, token{op: "2>"})
-			i += 2
-		case c == '1' && !inWord && strings.HasPrefix(s[i:], "1>"):
-			i++ // 1> is >
-		case strings.IndexByte("|&;<>()", c) >= 0:
-			flush()
-			op := string(c)
-			for _, two := range []string{"||", "&&", ">>", ">&", "&>", ";;"} {
-				if strings.HasPrefix(s[i:], two) {
-					op = two
-				}
-			}
-			switch op {
-			case "(", ")", ";;":
-				return nil, fmt.Errorf("%q (subshells, case) is not supported", op)
-			case ">&":
-				if !strings.HasPrefix(s[i:], ">&2") {
-					return nil, fmt.Errorf("redirection %q is not supported", s[i:min(len(s), i+4)])
-				}
-				op = ">&2"
-			}
-			toks = append(toks, token{op: op})
-			i += len(op)
-		default:
-			cur.WriteByte(c)
-			inWord = true
-			i++
-		}
-	}
-	flush()
-	return toks, nil
-}
-
-// Parse parses a shell script, expanding variables from env.
+// Parse parses a shell script with mvdan.cc/sh's POSIX parser and expands
+// its words (variables from env; no globbing, nothing read from this
+// machine). It reports what it does not understand: the parts of the
+// language beyond simple commands, pipelines, lists and redirections of
+// output, and expansions that need a running shell (command substitution,
+// $?, $!, $$).
 func Parse(script string, env map[string]string) (Script, error) {
-	toks, err := lex(script, env)
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(script), "")
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseUnsupported(f); err != nil {
+		return nil, err
+	}
+	pairs := make([]string, 0, len(env))
+	for k, v := range env {
+		pairs = append(pairs, k+"="+v)
+	}
+	p := &parser{cfg: &expand.Config{Env: expand.ListEnviron(pairs...)}}
 	var out Script
-	var pl Pipeline
-	cmd := Simple{}
-	endCmd := func() error {
-		if len(cmd.Args) == 0 {
-			if len(cmd.Assign) > 0 {
-				return fmt.Errorf("assignments without a command are not supported")
-			}
-			return fmt.Errorf("syntax error: empty command")
-		}
-		pl.Cmds = append(pl.Cmds, cmd)
-		cmd = Simple{}
-		return nil
-	}
-	for i := 0; i < len(toks); i++ {
-		t := toks[i]
-		switch t.op {
-		case "":
-			switch {
-			case len(cmd.Args) == 0 && t.word == "!" && len(pl.Cmds) == 0:
-				pl.Negate = !pl.Negate
-			case len(cmd.Args) == 0 && isAssignment(t.word):
-				if cmd.Assign == nil {
-					cmd.Assign = map[string]string{}
-				}
-				k, v, _ := strings.Cut(t.word, "=")
-				cmd.Assign[k] = v
-			default:
-				cmd.Args = append(cmd.Args, t.word)
-			}
-		case ">", ">>", "2>", "&>", "<":
-			if i+1 >= len(toks) || toks[i+1].op != "" {
-				return nil, fmt.Errorf("syntax error: %s without a file", t.op)
-			}
-			i++
-			switch t.op {
-			case ">", ">>", "&>":
-				cmd.StdoutTo = toks[i].word
-			case "<":
-				return nil, fmt.Errorf("input redirection is not supported")
-			}
-		case "2>&1":
-			// Standard error joins standard output; the programs here write
-			// what matters to standard output only.
-		case ">&2":
-			cmd.StdoutTo = "/dev/stderr"
-		case "|":
-			if err := endCmd(); err != nil {
-				return nil, err
-			}
-		case "&&", "||", ";", "&":
-			if len(cmd.Args) == 0 && len(pl.Cmds) == 0 && !pl.Negate && (t.op == ";" || t.op == "&") {
-				continue // empty line, or a trailing ;
-			}
-			if err := endCmd(); err != nil {
-				return nil, err
-			}
-			out = append(out, Item{Pipeline: pl, Op: t.op})
-			pl = Pipeline{}
-		}
-	}
-	if len(cmd.Args) > 0 || len(cmd.Assign) > 0 || len(pl.Cmds) > 0 || pl.Negate {
-		if err := endCmd(); err != nil {
+	for i, st := range f.Stmts {
+		items, err := p.list(st)
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, Item{Pipeline: pl})
-	}
-	if n := len(out); n > 0 && (out[n-1].Op == "&&" || out[n-1].Op == "||") {
-		return nil, fmt.Errorf("syntax error: script ends with %s", out[n-1].Op)
+		switch {
+		case st.Background:
+			items[len(items)-1].Op = "&"
+		case i < len(f.Stmts)-1:
+			items[len(items)-1].Op = ";"
+		}
+		out = append(out, items...)
 	}
 	return out, nil
+}
+
+// refuseUnsupported walks the script for what Parse does not run.
+func refuseUnsupported(f *syntax.File) error {
+	var err error
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if err != nil {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.CmdSubst:
+			err = errors.New("command substitution is not supported")
+		case *syntax.ProcSubst, *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.ExtGlob:
+			err = fmt.Errorf("%T is not supported", n)
+		case *syntax.ParamExp:
+			switch n.Param.Value {
+			case "?", "!", "$", "-":
+				err = fmt.Errorf("$%s is not supported", n.Param.Value)
+			}
+		}
+		return true
+	})
+	return err
+}
+
+type parser struct{ cfg *expand.Config }
+
+// list flattens an and-or list (`a && b || c`, left to right as the shell
+// runs it) into items, the last one's Op left empty.
+func (p *parser) list(st *syntax.Stmt) ([]Item, error) {
+	if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && !st.Negated && len(st.Redirs) == 0 &&
+		(b.Op == syntax.AndStmt || b.Op == syntax.OrStmt) {
+		left, err := p.list(b.X)
+		if err != nil {
+			return nil, err
+		}
+		right, err := p.list(b.Y)
+		if err != nil {
+			return nil, err
+		}
+		left[len(left)-1].Op = b.Op.String()
+		return append(left, right...), nil
+	}
+	pl := Pipeline{Negate: st.Negated}
+	if err := p.pipeline(&pl, st); err != nil {
+		return nil, err
+	}
+	return []Item{{Pipeline: pl}}, nil
+}
+
+// pipeline appends the commands of `a | b | c` to pl.
+func (p *parser) pipeline(pl *Pipeline, st *syntax.Stmt) error {
+	if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && b.Op == syntax.Pipe && len(st.Redirs) == 0 {
+		if b.X.Negated || b.Y.Negated {
+			return errors.New("syntax error: ! inside a pipeline")
+		}
+		if err := p.pipeline(pl, b.X); err != nil {
+			return err
+		}
+		return p.pipeline(pl, b.Y)
+	}
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok {
+		return fmt.Errorf("%s is not supported", describe(st.Cmd))
+	}
+	cmd, err := p.simple(call, st.Redirs)
+	if err != nil {
+		return err
+	}
+	pl.Cmds = append(pl.Cmds, cmd)
+	return nil
+}
+
+// simple is one command: its assignments, its words and where its
+// standard output goes.
+func (p *parser) simple(call *syntax.CallExpr, redirs []*syntax.Redirect) (Simple, error) {
+	var cmd Simple
+	if len(call.Args) == 0 {
+		return cmd, errors.New("assignments without a command are not supported")
+	}
+	for _, a := range call.Assigns {
+		if a.Append || a.Naked || a.Index != nil || a.Array != nil {
+			return cmd, fmt.Errorf("assignment to %s is not supported", a.Name.Value)
+		}
+		v := ""
+		if a.Value != nil {
+			var err error
+			if v, err = expand.Literal(p.cfg, a.Value); err != nil {
+				return cmd, err
+			}
+		}
+		if cmd.Assign == nil {
+			cmd.Assign = map[string]string{}
+		}
+		cmd.Assign[a.Name.Value] = v
+	}
+	args, err := expand.Fields(p.cfg, call.Args...)
+	if err != nil {
+		return cmd, err
+	}
+	cmd.Args = args
+	for _, r := range redirs {
+		fd := "1"
+		if r.N != nil {
+			fd = r.N.Value
+		}
+		target, err := expand.Literal(p.cfg, r.Word)
+		if err != nil {
+			return cmd, err
+		}
+		switch {
+		case r.Op == syntax.RdrIn:
+			return cmd, errors.New("input redirection is not supported")
+		case (r.Op == syntax.RdrOut || r.Op == syntax.AppOut) && fd == "1",
+			r.Op == syntax.RdrAll || r.Op == syntax.AppAll:
+			cmd.StdoutTo = target
+		case (r.Op == syntax.RdrOut || r.Op == syntax.AppOut) && fd == "2":
+			// Standard error to a file: the programs here write what
+			// matters to standard output only.
+		case r.Op == syntax.DplOut && fd == "2" && target == "1":
+			// 2>&1: standard error joins standard output.
+		case r.Op == syntax.DplOut && fd == "1" && target == "2":
+			cmd.StdoutTo = "/dev/stderr"
+		default:
+			return cmd, fmt.Errorf("redirection %s%s%s is not supported", fd, r.Op, target)
+		}
+	}
+	return cmd, nil
+}
+
+// describe names a command form Parse does not run.
+func describe(c syntax.Command) string {
+	switch c.(type) {
+	case *syntax.Subshell:
+		return "a subshell"
+	case *syntax.Block:
+		return "a { } block"
+	case *syntax.IfClause, *syntax.WhileClause, *syntax.ForClause, *syntax.CaseClause:
+		return "a control structure"
+	case *syntax.FuncDecl:
+		return "a function"
+	case *syntax.BinaryCmd:
+		return "|& or a redirected list"
+	}
+	return fmt.Sprintf("%T", c)
 }
 
 // ShellScript reports the script of a shell invocation, `sh -c SCRIPT`
@@ -332,26 +274,3 @@ func base(p string) string {
 	}
 	return p
 }
-
-func isAssignment(w string) bool {
-	k, _, ok := strings.Cut(w, "=")
-	return ok && isName(k)
-}
-
-func isName(s string) bool {
-	if s == "" || !isNameStart(s[0]) {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if !isNameChar(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func isNameStart(c byte) bool {
-	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-}
-
-func isNameChar(c byte) bool { return isNameStart(c) || (c >= '0' && c <= '9') }

@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -185,6 +186,14 @@ var table = []Kind{
 	{
 		GVK: networkingv1.SchemeGroupVersion.WithKind("Ingress"), Resource: "ingresses",
 		New: typed[networkingv1.Ingress](), RenderedBy: "render.Ingress",
+		OwnedBy: OwnedByComponent, Cache: CacheManaged, Verbs: appliedGone, GraphLabel: render.LabelGraphName,
+	},
+	{
+		// The shared GPUs of a component with the GPU memory service
+		// (resource.k8s.io/v1, served since Kubernetes 1.34); deleted when
+		// it stops asking for them, or recreated for a new spec (immutable).
+		GVK: resourcev1.SchemeGroupVersion.WithKind("ResourceClaimTemplate"), Resource: "resourceclaimtemplates",
+		New: typed[resourcev1.ResourceClaimTemplate](), RenderedBy: "render.GMSResourceClaimTemplate",
 		OwnedBy: OwnedByComponent, Cache: CacheManaged, Verbs: appliedGone, GraphLabel: render.LabelGraphName,
 	},
 	{

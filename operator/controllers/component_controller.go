@@ -249,11 +249,15 @@ func (r *ComponentReconciler) keepLiveWorkload(ctx context.Context, s *component
 	return proceed()
 }
 
-// applyComponentChildren applies the discovery objects, the workload, the
-// Services and the Ingress, deleting those the spec no longer asks for.
+// applyComponentChildren applies the discovery objects, the GPU memory
+// service's claim template, the workload, the Services and the Ingress,
+// deleting those the spec no longer asks for.
 func (r *ComponentReconciler) applyComponentChildren(ctx context.Context, s *componentState) (reconcile.Result, bool, error) {
 	dcd, changes := s.dcd, &s.changes
 	if err := applyDiscovery(ctx, r.Client, r.Applier, dcd, render.ComponentDiscoveryRBAC(dcd), changes); err != nil {
+		return stop(reconcile.Result{}, err)
+	}
+	if err := r.applyGMSClaimTemplate(ctx, dcd, changes); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
 	if err := r.applyChildOver(ctx, dcd, s.deploy, asObject(s.liveDeploy), s.kept, changes); err != nil {

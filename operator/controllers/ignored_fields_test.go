@@ -82,7 +82,7 @@ func TestIgnoredFieldsOfAGraphWrittenInV1beta1(t *testing.T) {
 	}
 	want := []string{
 		"spec.priorityClassName (not acted on yet)",
-		"spec.services.Worker.failover (not acted on yet)",
+		"spec.services.Worker.failover (not rendered: the standby engine shares the active one's GPUs through the GPU memory service: enable gpuMemoryService too)",
 	}
 	if diff := cmp.Diff(want, ignoredFields(dgd, nil)); diff != "" {
 		t.Errorf("fields not acted on (-want +got):\n%s", diff)
@@ -108,5 +108,50 @@ func TestTopologyConstraintIsActedOn(t *testing.T) {
 		if c := meta.FindStatusCondition(st.Conditions, ConditionFieldsNotActedOn); c != nil {
 			t.Errorf("%s: %+v", name, c)
 		}
+	}
+}
+
+// A failover or GPU memory service the operator renders is not reported as
+// not acted on, except for the GPU sharing a rendered GPU memory service
+// leaves to the cluster's DRA driver; one it cannot render says why.
+func TestIgnoredFieldsOfEngineFeatures(t *testing.T) {
+	on := &v1alpha1.EnabledSpec{Enabled: true}
+	vllm := []string{"python3", "-m", "dynamo.vllm"}
+	gms := "spec.services.Worker.gpuMemoryService (rendered: ResourceClaimTemplate g-worker-gpu of DeviceClass gpu.nvidia.com, " +
+		"sidecar gms-weights; sharing the GPUs needs a DRA driver serving that DeviceClass, which the operator does not check)"
+	for name, tc := range map[string]struct {
+		service *builders.ServiceWrapper
+		want    []string
+	}{
+		"failover with the GPU memory service, vLLM": {
+			service: builders.MakeEmptyService().GPUs(2).Command(vllm).GPUMemoryService(on).Failover(on),
+			want:    []string{gms},
+		},
+		"the GPU memory service alone": {
+			service: builders.MakeEmptyService().GPUs(1).GPUMemoryService(on),
+			want:    []string{gms},
+		},
+		"the GPU memory service without GPUs": {
+			service: builders.MakeEmptyService().GPUMemoryService(on),
+			want: []string{"spec.services.Worker.gpuMemoryService (not rendered: the service asks for no GPUs to share: " +
+				"set resources.limits.gpu)"},
+		},
+		"failover alone": {
+			service: builders.MakeEmptyService().GPUs(1).Command(vllm).Failover(on),
+			want: []string{"spec.services.Worker.failover (not rendered: the standby engine shares the active one's GPUs " +
+				"through the GPU memory service: enable gpuMemoryService too)"},
+		},
+		"failover of another backend": {
+			service: builders.MakeEmptyService().GPUs(1).Command([]string{"python3", "-m", "dynamo.sglang"}).GPUMemoryService(on).Failover(on),
+			want: []string{"spec.services.Worker.failover (not rendered: supported for vLLM only, as in Dynamo: " +
+				"set backendFramework vllm or run python3 -m dynamo.vllm)", gms},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dgd := builders.MakeGraph("g", "").Service("Worker", tc.service).Obj()
+			if diff := cmp.Diff(tc.want, ignoredFields(dgd, nil)); diff != "" {
+				t.Errorf("fields not acted on (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -145,7 +145,7 @@ func (r *ComponentReconciler) desiredLeaderWorkerSet(ctx context.Context, s *mul
 
 // applyMultinodePrerequisites makes what the groups' pods need before they
 // start exist: the SSH key pair of a TRT-LLM component, the discovery
-// objects and the gang PodGroups.
+// objects, the GPU memory service's claim template and the gang PodGroups.
 func (r *ComponentReconciler) applyMultinodePrerequisites(ctx context.Context, s *multinodeState) (reconcile.Result, bool, error) {
 	if render.NeedsMPISSHSecret(s.dcd) {
 		if err := r.ensureSSHSecret(ctx, s.dcd, &s.changes); err != nil {
@@ -153,6 +153,9 @@ func (r *ComponentReconciler) applyMultinodePrerequisites(ctx context.Context, s
 		}
 	}
 	if err := applyDiscovery(ctx, r.Client, r.Applier, s.dcd, render.ComponentDiscoveryRBAC(s.dcd), &s.changes); err != nil {
+		return stop(reconcile.Result{}, err)
+	}
+	if err := r.applyGMSClaimTemplate(ctx, s.dcd, &s.changes); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
 	// The PodGroups go before the LeaderWorkerSet, so that its first pods

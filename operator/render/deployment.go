@@ -72,6 +72,7 @@ func podTemplate(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.G
 		errs = append(errs, mergeErr)
 	} else {
 		errs = append(errs, completeMerged(spec, &pod, specPath)...)
+		applyEngineFeatures(dcd, &pod)
 	}
 	reqs, topoErrs := topologyRequirements(dcd, o)
 	errs = append(errs, topoErrs...)
@@ -117,6 +118,13 @@ func podSpec(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Graph
 		LivenessProbe:  probes.Overlay(c.liveness, spec.LivenessProbe),
 		ReadinessProbe: probes.Overlay(c.readiness, spec.ReadinessProbe),
 		VolumeMounts:   mounts,
+	}
+	if dcd.Annotations[AnnotationKubeDiscoveryMode] == KubeDiscoveryModeContainer {
+		// Each container registers on its own, under its name.
+		main.Env = MergeEnv(main.Env, []corev1.EnvVar{
+			{Name: "CONTAINER_NAME", Value: MainContainerName},
+			{Name: "DYN_KUBE_DISCOVERY_MODE", Value: KubeDiscoveryModeContainer},
+		})
 	}
 	pod := corev1.PodSpec{
 		Containers:                    []corev1.Container{main},
@@ -218,7 +226,7 @@ func progressDeadline(pod corev1.PodSpec) *int32 {
 
 func rolloutStrategy(pod corev1.PodSpec) appsv1.DeploymentStrategy {
 	surge := intstr.FromString("25%")
-	if requestsGPUs(pod) {
+	if requestsGPUs(pod) || usesGMS(pod) {
 		surge = intstr.FromInt32(1)
 	}
 	zero := intstr.FromInt32(0)

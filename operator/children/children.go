@@ -197,6 +197,13 @@ var table = []Kind{
 		OwnedBy: OwnedByComponent, Cache: CacheManaged, Verbs: appliedGone, GraphLabel: render.LabelGraphName,
 	},
 	{
+		// The inline configuration of a graph's endpoint picker,
+		// <graph>-epp-config; deleted when it moves to a configMapRef.
+		GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Resource: "configmaps",
+		New: typed[corev1.ConfigMap](), RenderedBy: "render.EPPConfigMap",
+		OwnedBy: OwnedByComponent, Cache: CacheManaged, Verbs: appliedGone, GraphLabel: render.LabelGraphName,
+	},
+	{
 		// Created without an owner: model caches outlive their graph.
 		GVK: corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), Resource: "persistentvolumeclaims",
 		New: typed[corev1.PersistentVolumeClaim](), RenderedBy: "render.PVCs",

@@ -250,7 +250,7 @@ func (r *ComponentReconciler) keepLiveWorkload(ctx context.Context, s *component
 }
 
 // applyComponentChildren applies the discovery objects, the GPU memory
-// service's claim template, the workload, the Services and the Ingress,
+// service's claim template, the endpoint picker's ConfigMap, the workload, the Services and the Ingress,
 // deleting those the spec no longer asks for.
 func (r *ComponentReconciler) applyComponentChildren(ctx context.Context, s *componentState) (reconcile.Result, bool, error) {
 	dcd, changes := s.dcd, &s.changes
@@ -258,6 +258,9 @@ func (r *ComponentReconciler) applyComponentChildren(ctx context.Context, s *com
 		return stop(reconcile.Result{}, err)
 	}
 	if err := r.applyGMSClaimTemplate(ctx, dcd, changes); err != nil {
+		return stop(reconcile.Result{}, err)
+	}
+	if err := r.applyEPPConfigMap(ctx, dcd, changes); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
 	if err := r.applyChildOver(ctx, dcd, s.deploy, asObject(s.liveDeploy), s.kept, changes); err != nil {

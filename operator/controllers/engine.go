@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,4 +40,18 @@ func (r *ComponentReconciler) applyGMSClaimTemplate(ctx context.Context, dcd *v1
 		}
 	}
 	return r.applyOrDelete(ctx, dcd, desired, name, &resourcev1.ResourceClaimTemplate{}, changes)
+}
+
+// applyEPPConfigMap applies the ConfigMap of a configured endpoint picker's
+// inline configuration (render.EPPConfigMap) before its pods, which mount
+// it, and deletes the one it made when the configuration moves to a
+// configMapRef or goes. (The schema keeps eppConfig.config an object, so
+// rendering it cannot fail on a stored graph.)
+func (r *ComponentReconciler) applyEPPConfigMap(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment, changes *changeSet) error {
+	desired, err := render.EPPConfigMap(dcd)
+	if err != nil {
+		return err
+	}
+	name := render.EPPConfigMapName(dcd.Labels[render.LabelGraphName])
+	return r.applyOrDelete(ctx, dcd, desired, name, &corev1.ConfigMap{}, changes)
 }

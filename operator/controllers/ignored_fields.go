@@ -38,7 +38,7 @@ func ignoredFields(dgd *v1alpha1.DynamoGraphDeployment, keptDeployment map[strin
 		}
 		out = append(out, engineFieldsNotActedOn(path, render.ComponentName(dgd.Name, name), svc, dgd.Spec.BackendFramework)...)
 		if svc.EPPConfig != nil {
-			out = append(out, path+".eppConfig (not passed to the endpoint picker yet)")
+			out = append(out, eppConfigNotActedOn(path, dgd.Name, svc))
 		}
 		if svc.Ingress != nil && svc.Ingress.UseVirtualService {
 			out = append(out, path+".ingress.useVirtualService (an Ingress is created instead)")
@@ -91,4 +91,17 @@ func engineFieldsNotActedOn(path, component string, svc *v1alpha1.DynamoComponen
 			path, render.GMSResourceClaimTemplateName(component), render.GMSDeviceClass(svc), render.GMSContainerName))
 	}
 	return out
+}
+
+// eppConfigNotActedOn says what of an eppConfig the operator leaves to the
+// cluster: the picker is rendered with its configuration, but the
+// InferencePool it picks for (and the Gateway routing to it) are the
+// inference extension's objects, which the operator does not create.
+func eppConfigNotActedOn(path, graph string, svc *v1alpha1.DynamoComponentDeploymentSharedSpec) string {
+	if svc.ComponentType != v1alpha1.ComponentTypeEPP {
+		return path + ".eppConfig (not rendered: only a component of type epp runs an endpoint picker)"
+	}
+	return fmt.Sprintf("%s.eppConfig (rendered: the endpoint picker reads it from /etc/epp/%s; "+
+		"the InferencePool %s it picks for and the Gateway routing to it are not created by the operator)",
+		path, render.EPPConfigKey, render.EPPPoolName(graph))
 }

@@ -155,3 +155,21 @@ func TestIgnoredFieldsOfEngineFeatures(t *testing.T) {
 		})
 	}
 }
+
+// An endpoint picker's eppConfig is rendered; what stays with the cluster
+// (its InferencePool and Gateway) is named. On another component type it
+// is not rendered.
+func TestIgnoredFieldsOfEPPConfig(t *testing.T) {
+	dgd := builders.MakeGraph("qwen", "").
+		Service("Epp", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeEPP).EPPConfig(&v1alpha1.EPPConfig{})).
+		Service("Worker", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeWorker).EPPConfig(&v1alpha1.EPPConfig{})).
+		Obj()
+	want := []string{
+		"spec.services.Epp.eppConfig (rendered: the endpoint picker reads it from /etc/epp/epp-config-dynamo.yaml; " +
+			"the InferencePool qwen-pool it picks for and the Gateway routing to it are not created by the operator)",
+		"spec.services.Worker.eppConfig (not rendered: only a component of type epp runs an endpoint picker)",
+	}
+	if diff := cmp.Diff(want, ignoredFields(dgd, nil)); diff != "" {
+		t.Errorf("fields not acted on (-want +got):\n%s", diff)
+	}
+}

@@ -158,6 +158,9 @@ func (r *ComponentReconciler) applyMultinodePrerequisites(ctx context.Context, s
 	if err := r.applyGMSClaimTemplate(ctx, s.dcd, &s.changes); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
+	if err := r.applyEPPConfigMap(ctx, s.dcd, &s.changes); err != nil {
+		return stop(reconcile.Result{}, err)
+	}
 	// The PodGroups go before the LeaderWorkerSet, so that its first pods
 	// find theirs (the scheduler holds a pod whose PodGroup is missing).
 	var err error

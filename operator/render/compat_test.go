@@ -136,6 +136,10 @@ func checkCompatGraph(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment, globalE
 			// The component type's default process, as upstream renders it.
 			wantCommand, wantArgs = c.command, c.args
 		}
+		if len(wantCommand) == 0 && len(wantArgs) == 0 && usesEPPConfig(&dcd.Spec.DynamoComponentDeploymentSharedSpec) {
+			// The configured endpoint picker's flags, as upstream.
+			wantArgs = eppArgs(dcd)
+		}
 		if diff := cmp.Diff(wantCommand, main.Command); diff != "" {
 			t.Errorf("service %s: command (-manifest +rendered):\n%s", name, diff)
 		}

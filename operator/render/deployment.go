@@ -72,6 +72,11 @@ func podTemplate(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.G
 		errs = append(errs, mergeErr)
 	} else {
 		errs = append(errs, completeMerged(spec, &pod, specPath)...)
+		if main := findContainer(pod.Containers, MainContainerName); usesEPPConfig(spec) && main != nil &&
+			len(main.Command) == 0 && len(main.Args) == 0 {
+			// The picker's image has its entrypoint; these are its flags.
+			main.Args = eppArgs(dcd)
+		}
 		applyEngineFeatures(dcd, &pod)
 	}
 	reqs, topoErrs := topologyRequirements(dcd, o)
@@ -105,10 +110,10 @@ func podSpec(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Graph
 	volumes, mounts, volErrs := podStorage(spec, graphPVCs, specPath)
 	errs = append(errs, volErrs...)
 
-	c := contractOf(spec.ComponentType)
+	c := specContract(spec)
 	main := corev1.Container{
 		Name:      MainContainerName,
-		Ports:     containerPorts(spec.ComponentType),
+		Ports:     containerPorts(spec),
 		Env:       MergeEnv(env, spec.Envs),
 		EnvFrom:   secretEnvFrom(spec.EnvFromSecret),
 		Resources: resources,
@@ -138,6 +143,7 @@ func podSpec(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Graph
 	if spec.FrontendSidecar != nil {
 		pod.Containers = append(pod.Containers, sidecarContainer(spec.FrontendSidecar, env))
 	}
+	eppPod(dcd, &pod)
 	return pod, errs
 }
 

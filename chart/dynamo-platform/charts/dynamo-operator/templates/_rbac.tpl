@@ -73,6 +73,11 @@ with exactly these rights and fail on any forbidden request.
 - apiGroups: ["resource.k8s.io"]
   resources: ["resourceclaimtemplates"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# The inline configuration of a graph's endpoint picker, <graph>-epp-config,
+# deleted when the configuration moves to a ConfigMap of the user's.
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 # Each graph's Kubernetes-discovery identity for its pods: a ServiceAccount
 # <graph>-k8s-service-discovery with a Role and RoleBinding, server-side
 # applied and deleted with the graph (operator/render/rbac.go).

@@ -197,6 +197,14 @@ var table = []Kind{
 		OwnedBy: OwnedByComponent, Cache: CacheManaged, Verbs: appliedGone, GraphLabel: render.LabelGraphName,
 	},
 	{
+		// A component's Istio VirtualService (ingress.useVirtualService
+		// with a gateway), instead of its Ingress; watched once the API
+		// is found, deleted when the component stops asking for it.
+		GVK: render.VirtualServiceGVK, Resource: "virtualservices",
+		New: newUnstructured(render.VirtualServiceGVK), RenderedBy: "render.VirtualService",
+		OwnedBy: OwnedByComponent, Cache: CacheOnceServed, Verbs: appliedGone, GraphLabel: render.LabelGraphName,
+	},
+	{
 		// The inline configuration of a graph's endpoint picker,
 		// <graph>-epp-config; deleted when it moves to a configMapRef.
 		GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Resource: "configmaps",

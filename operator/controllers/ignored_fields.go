@@ -40,8 +40,10 @@ func ignoredFields(dgd *v1alpha1.DynamoGraphDeployment, keptDeployment map[strin
 		if svc.EPPConfig != nil {
 			out = append(out, eppConfigNotActedOn(path, dgd.Name, svc))
 		}
-		if svc.Ingress != nil && svc.Ingress.UseVirtualService {
-			out = append(out, path+".ingress.useVirtualService (an Ingress is created instead)")
+		if i := svc.Ingress; i != nil && i.UseVirtualService && (i.VirtualServiceGateway == nil || *i.VirtualServiceGateway == "") {
+			// With a gateway it is acted on: the component's VirtualService
+			// condition says whether the cluster serves Istio's API.
+			out = append(out, path+".ingress.useVirtualService (no virtualServiceGateway: an Ingress is created instead)")
 		}
 	}
 	out = append(out, betaOnlyIgnoredFields(dgd)...)

@@ -173,3 +173,18 @@ func TestIgnoredFieldsOfEPPConfig(t *testing.T) {
 		t.Errorf("fields not acted on (-want +got):\n%s", diff)
 	}
 }
+
+// useVirtualService with a gateway is acted on (the component's
+// VirtualService condition says how); without one an Ingress serves.
+func TestIgnoredFieldsOfUseVirtualService(t *testing.T) {
+	ingress := func(gateway *string) *builders.ServiceWrapper {
+		return builders.MakeEmptyService().Type(v1alpha1.ComponentTypeFrontend).
+			Ingress(&v1alpha1.IngressSpec{Enabled: true, UseVirtualService: true, VirtualServiceGateway: gateway})
+	}
+	gw := "istio-system/gw"
+	dgd := builders.MakeGraph("g", "").Service("Routed", ingress(&gw)).Service("Plain", ingress(nil)).Obj()
+	want := []string{"spec.services.Plain.ingress.useVirtualService (no virtualServiceGateway: an Ingress is created instead)"}
+	if diff := cmp.Diff(want, ignoredFields(dgd, nil)); diff != "" {
+		t.Errorf("fields not acted on (-want +got):\n%s", diff)
+	}
+}

@@ -73,6 +73,11 @@ with exactly these rights and fail on any forbidden request.
 - apiGroups: ["resource.k8s.io"]
   resources: ["resourceclaimtemplates"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# A component's Istio VirtualService (ingress.useVirtualService), instead of
+# its Ingress; watched once the API exists, deleted when no longer asked for.
+- apiGroups: ["networking.istio.io"]
+  resources: ["virtualservices"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 # The inline configuration of a graph's endpoint picker, <graph>-epp-config,
 # deleted when the configuration moves to a ConfigMap of the user's.
 - apiGroups: [""]

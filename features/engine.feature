@@ -43,7 +43,7 @@ Feature: Engine features and the endpoint picker render as Dynamo's operator ren
     And the Deployment "qwen-epp" eventually has ".spec.template.spec.volumes[?(@.name=="epp-config")].configMap.name" equal to "qwen-epp-config"
     And the Deployment "qwen-epp" has ".spec.template.spec.containers[0].args[1]" equal to "qwen-pool"
     And the Deployment "qwen-epp" has ".spec.template.spec.containers[0].readinessProbe.grpc.port" equal to "9003"
-    And the Service "qwen-epp" has ".spec.ports[?(@.name=="grpc")].port" equal to "9002"
+    And the Service "qwen-epp" eventually has ".spec.ports[?(@.name=="grpc")].port" equal to "9002"
     And the dgd "qwen" eventually has ".status.conditions[?(@.type=="FieldsNotActedOn")].message" containing "the InferencePool qwen-pool it picks for and the Gateway routing to it are not created by the operator"
     When I patch the dgd "qwen" with:
       """

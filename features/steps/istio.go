@@ -7,9 +7,7 @@ import (
 
 	"github.com/cucumber/godog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
 )
@@ -56,16 +54,7 @@ func (w *world) installVirtualServiceAPI(ctx context.Context) error {
 	if err := w.cluster.Client.Create(ctx, virtualServiceCRD()); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("installing the VirtualService CRD: %w", err)
 	}
-	return w.eventually(ctx, "the VirtualService API served", func() error {
-		crd := virtualServiceCRD()
-		if err := w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
-			return err
-		}
-		if c := condition(crd, "Established"); c != nil && c.Status == metav1.ConditionTrue {
-			return nil
-		}
-		return fmt.Errorf("the VirtualService CRD is not established")
-	}, await.Within(time.Minute))
+	return w.crdEstablished(ctx, virtualServiceCRD, "VirtualService")
 }
 
 // exposedThroughVirtualService waits until the component's VirtualService

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dynamoctl/dynamo-operator/internal/admission"
 	"github.com/dynamoctl/dynamo-operator/internal/compat"
 )
 
@@ -47,7 +48,7 @@ func TestExamplesAreAccepted(t *testing.T) {
 		}
 		got[d.File] = append(got[d.File], head.APIVersion+" "+head.Kind+" "+head.Metadata.Name)
 
-		errs, warnings, err := compat.Admit(head.APIVersion+" "+head.Kind, d.Raw)
+		errs, warnings, err := admission.Check(head.APIVersion+" "+head.Kind, d.Raw)
 		if err != nil {
 			t.Errorf("%s: %s %s: %v", d.File, head.Kind, head.Metadata.Name, err)
 			continue

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dynamoctl/dynamo-operator/crds"
-	"github.com/dynamoctl/dynamo-operator/internal/compat"
+	"github.com/dynamoctl/dynamo-operator/internal/admission"
 	"github.com/dynamoctl/dynamo-operator/operator/config"
 )
 
@@ -414,7 +414,7 @@ func (r *Repo) checkYAML(b Block, t *Tally) []Problem {
 				continue
 			}
 			t.Admitted++
-			errs, warnings, err := compat.Admit(apiVersion+" "+kind, raw)
+			errs, warnings, err := admission.Check(apiVersion+" "+kind, raw)
 			switch {
 			case err != nil:
 				problem("%s %s: %v", apiVersion, kind, err)

@@ -1,4 +1,9 @@
-package compat
+// Package admission answers, without a cluster, what the operator's
+// validating webhooks would answer on the creation of a manifest: for the
+// example graphs and the documentation's manifests, whose tests must not
+// depend on the webhook package's own tests (which read Dynamo's users'
+// manifests through internal/compat).
+package admission
 
 import (
 	"fmt"
@@ -12,12 +17,12 @@ import (
 	"github.com/dynamoctl/dynamo-operator/operator/webhooks/rules"
 )
 
-// Admit parses one document strictly into its API type (an unknown or
+// Check parses one document strictly into its API type (an unknown or
 // misspelt field fails, as kubectl's strict field validation refuses it)
 // and returns what the validating webhook would answer on its creation.
 // apiVersionKind is "nvidia.com/v1beta1 DynamoGraphDeployment" and the
 // like; a kind the webhooks do not validate is only decoded strictly.
-func Admit(apiVersionKind string, raw []byte) (field.ErrorList, []string, error) {
+func Check(apiVersionKind string, raw []byte) (field.ErrorList, []string, error) {
 	switch apiVersionKind {
 	case "nvidia.com/v1alpha1 DynamoGraphDeployment":
 		return check(raw, &v1alpha1.DynamoGraphDeployment{}, rules.ValidateGraph)

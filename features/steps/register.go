@@ -50,6 +50,7 @@ var scenarioSteps = []func(*godog.ScenarioContext, *simWorld){
 	registerFaultChildrenSteps,
 	registerNodeLossSteps,
 	registerCertExpirySteps,
+	registerHASteps,
 	registerGraphSteps,
 	registerHandoverSteps,
 	registerMigrationSteps,

@@ -190,7 +190,11 @@ func ManagerOptions(cfg *rest.Config, o *config.Options, clk clock.PassiveClock)
 		return nil, manager.Options{}, err
 	}
 
-	cfg = rest.CopyConfig(cfg)
+	id, err := newIdentity()
+	if err != nil {
+		return nil, manager.Options{}, err
+	}
+	cfg = withIdentity(cfg, id)
 	if o.KubeAPIQPS > 0 {
 		// Automatic limits are resolved by New, which may ask the server.
 		cfg, _ = ClientLimits(context.Background(), cfg, o.KubeAPIQPS, o.KubeAPIBurst)
@@ -225,8 +229,8 @@ func ManagerOptions(cfg *rest.Config, o *config.Options, clk clock.PassiveClock)
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		},
 	}
-	if o.LeaderElection.Enabled && !o.LeaderElection.CreateLease {
-		lock, err := newInstallerOwnedLeaseLock(cfg, o.LeaderElection)
+	if o.LeaderElection.Enabled {
+		lock, err := newLeaseLock(cfg, o.LeaderElection, id)
 		if err != nil {
 			return nil, manager.Options{}, fmt.Errorf("leader election lock: %w", err)
 		}

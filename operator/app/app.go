@@ -183,7 +183,8 @@ func addHealthChecks(mgr manager.Manager, o *config.Options, drain *webhooks.Dra
 
 // ManagerOptions derives the client configuration and manager options from
 // the operator's options, without contacting the API server; clk ages the
-// metrics endpoint's cache of scrapers' reviews.
+// metrics endpoint's cache of scrapers' reviews and times the leader
+// election fence.
 func ManagerOptions(cfg *rest.Config, o *config.Options, clk clock.PassiveClock) (*rest.Config, manager.Options, error) {
 	scheme, err := NewScheme()
 	if err != nil {
@@ -234,7 +235,12 @@ func ManagerOptions(cfg *rest.Config, o *config.Options, clk clock.PassiveClock)
 		if err != nil {
 			return nil, manager.Options{}, fmt.Errorf("leader election lock: %w", err)
 		}
-		opts.LeaderElectionResourceLockInterface = lock
+		// Every client but the lock's own writes only while this replica
+		// holds a fresh Lease (fence.go).
+		fence := newLeaseFence(clk, renewDeadline, id)
+		opts.LeaderElectionResourceLockInterface = fence.lock(lock)
+		cfg = rest.CopyConfig(cfg)
+		cfg.Wrap(fence.transport)
 	}
 	opts.Cache = cacheOptions(o)
 	opts.WebhookServer = webhookServer(o, tlsOpts)

@@ -95,12 +95,21 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 		d.Customize(&opts)
 	}
 	drain := &webhooks.Drain{}
-	if opts.WebhookServer != nil && o.Webhook.Drain > 0 {
+	draining := opts.WebhookServer != nil && o.Webhook.Drain > 0
+	if draining {
 		opts.WebhookServer = drain.Server(opts.WebhookServer, o.Webhook.Drain, d.Clock)
 	}
 	mgr, err := manager.New(cfg, opts)
 	if err != nil {
 		return nil, err
+	}
+	if draining {
+		// SIGTERM fails readiness at once; the webhook server answers on
+		// for the drain while the controllers stop and the Lease is
+		// released.
+		if err := mgr.Add(drain.Runnable()); err != nil {
+			return nil, err
+		}
 	}
 	if err := addRunnables(mgr, o, d, drain); err != nil {
 		return nil, err

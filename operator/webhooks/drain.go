@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
@@ -21,16 +23,43 @@ import (
 // answer and opens the next one to a pod that is Ready; the pod reports
 // itself not Ready so that it leaves the Service's endpoints.
 //
-// The manager stops its webhook server last, after the controllers and
-// caches; Server delays that stop by the drain, so a stopping operator
-// writes nothing more and only answers admissions.
-type Drain struct{ draining atomic.Bool }
+// The drain begins as the manager starts stopping (SIGTERM: Begin, called
+// by Runnable, which the manager stops first), so the pod fails its
+// readiness at once and leaves the Service's endpoints while it still
+// answers. The manager stops its webhook server last, after the
+// controllers and caches; Server keeps it serving until the drain's end,
+// counted from its beginning, so a stopping operator writes nothing more
+// and only answers admissions meanwhile.
+type Drain struct {
+	draining atomic.Bool
+	mu       sync.Mutex
+	began    time.Time
+	clock    clock.Clock
+}
 
-// Server wraps srv so that, when the manager stops it, the drain begins
-// and srv serves on for wait before it stops.
+// Server wraps srv so that it serves on until wait after the drain began
+// (at the latest when the manager stops srv) before it stops.
 func (d *Drain) Server(srv webhook.Server, wait time.Duration, clk clock.Clock) webhook.Server {
+	d.mu.Lock()
+	d.clock = clk
+	d.mu.Unlock()
 	return &drainingServer{Server: srv, drain: d, wait: wait, clock: clk}
 }
+
+// Runnable is a manager runnable that begins the drain when the manager
+// starts stopping: it needs no leader, so every replica runs it, and the
+// manager stops such runnables before anything else.
+func (d *Drain) Runnable() manager.Runnable { return drainStarter{d} }
+
+type drainStarter struct{ d *Drain }
+
+func (s drainStarter) Start(ctx context.Context) error {
+	<-ctx.Done()
+	s.d.Begin()
+	return nil
+}
+
+func (drainStarter) NeedLeaderElection() bool { return false }
 
 type drainingServer struct {
 	webhook.Server
@@ -51,7 +80,7 @@ func (s *drainingServer) Start(ctx context.Context) error {
 		}
 		s.drain.Begin()
 		select {
-		case <-s.clock.After(s.wait):
+		case <-s.clock.After(s.wait - s.clock.Since(s.drain.beganAt())):
 		case <-serving.Done():
 		}
 		stop()
@@ -59,8 +88,25 @@ func (s *drainingServer) Start(ctx context.Context) error {
 	return s.Server.Start(serving)
 }
 
-// Begin starts draining.
-func (d *Drain) Begin() { d.draining.Store(true) }
+// Begin starts draining; the drain's time counts from its first call.
+func (d *Drain) Begin() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.draining.Load() {
+		return
+	}
+	if d.clock != nil {
+		d.began = d.clock.Now()
+	}
+	d.draining.Store(true)
+}
+
+// beganAt is when the drain began (zero before, or without a clock).
+func (d *Drain) beganAt() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.began
+}
 
 // Draining reports whether Begin was called.
 func (d *Drain) Draining() bool { return d != nil && d.draining.Load() }

@@ -102,3 +102,50 @@ func TestDrainingServerServesOnForTheDrainAfterTheManagerStopsIt(t *testing.T) {
 		t.Fatal("the server did not stop at the drain's end")
 	}
 }
+
+// The drain begins when the manager starts stopping (its runnable's
+// context ends), before the manager stops the webhook server; the server
+// stops at the drain's end counted from then, not from its own stop.
+func TestDrainBeginsAtTheManagersStopAndCountsFromThere(t *testing.T) {
+	d := &Drain{}
+	inner := &fakeServer{stopped: make(chan struct{})}
+	clk := clocktesting.NewFakeClock(time.Now())
+	srv := d.Server(inner, 10*time.Second, clk)
+	srvCtx, stopServer := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(srvCtx) }()
+
+	if need := d.Runnable().(interface{ NeedLeaderElection() bool }); need.NeedLeaderElection() {
+		t.Error("the drain's runnable needs the leader: a standby would never drain")
+	}
+	runCtx, sigterm := context.WithCancel(context.Background())
+	began := make(chan error, 1)
+	go func() { began <- d.Runnable().Start(runCtx) }()
+	sigterm()
+	if err := <-began; err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Check(nil); !errors.Is(err, ErrDraining) {
+		t.Fatalf("after SIGTERM: readiness = %v, want %v", err, ErrDraining)
+	}
+	// The controllers and caches take 4 s to stop; then the manager stops
+	// the webhook server, which serves the 6 s left of the drain.
+	clk.Step(4 * time.Second)
+	stopServer()
+	await.New(t).Eventually(clk.HasWaiters).WithPolling(time.Millisecond).Should(gomega.BeTrue(), "the drain waits on the clock")
+	clk.Step(6*time.Second - time.Millisecond)
+	select {
+	case <-inner.stopped:
+		t.Fatal("the server stopped before the drain's end")
+	case <-time.After(100 * time.Millisecond):
+	}
+	clk.Step(time.Millisecond)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not stop at the drain's end")
+	}
+}

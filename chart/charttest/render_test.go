@@ -77,7 +77,13 @@ func TestValueCombinations(t *testing.T) {
 			wantArgs(t, args, "--leader-elect=true", "--leader-election-id=dynamo-operator-leader", "--webhook-cert-mode=auto",
 				"--webhook-manage-configurations=false", "--leader-election-create-lease=false", "--enable-webhooks=true",
 				"--migrate-storage", "--topology-domain-labels="+config.DefaultTopologyDomainLabels,
-				"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s")
+				"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s",
+				"--webhook-drain=10s")
+			// A stopping pod answers admissions for the drain, then stops
+			// well within its grace period.
+			if g := ptr.Deref(deployment(t, objs).Spec.Template.Spec.TerminationGracePeriodSeconds, 0); g != 30 {
+				t.Errorf("terminationGracePeriodSeconds %d, want 30", g)
+			}
 			// Nodes are listed to name a topology label no node carries.
 			cluster := find(objs, "ClusterRole", "dynamo-platform-dynamo-operator-"+ns+"-cluster")
 			if cluster == nil || !strings.Contains(fmt.Sprint(cluster.Object["rules"]), "resources:[nodes] verbs:[list]") {
@@ -210,6 +216,14 @@ func TestValueCombinations(t *testing.T) {
 				}
 				wantArgs(t, args, "--leader-elect=true")
 				wantKinds(t, objs, map[string]int{"PodDisruptionBudget": 0})
+			}},
+		{name: "a longer drain, within a longer grace period", set: []string{"dynamo-operator.webhook.drainSeconds=20",
+			"dynamo-operator.controllerManager.terminationGracePeriodSeconds=45"},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				wantArgs(t, args, "--webhook-drain=20s")
+				if g := ptr.Deref(deployment(t, objs).Spec.Template.Spec.TerminationGracePeriodSeconds, 0); g != 45 {
+					t.Errorf("terminationGracePeriodSeconds %d, want 45", g)
+				}
 			}},
 		{name: "faster fail-over", set: []string{"dynamo-operator.controllerManager.leaderElection.leaseDuration=4s",
 			"dynamo-operator.controllerManager.leaderElection.renewDeadline=3s", "dynamo-operator.controllerManager.leaderElection.retryPeriod=500ms"},
@@ -439,6 +453,8 @@ func TestInvalidValuesRefused(t *testing.T) {
 		{[]string{"dynamo-operator.controllerManager.replicas=2", "dynamo-operator.controllerManager.leaderElection.enabled=false"},
 			"dynamo-operator.controllerManager.leaderElection.enabled: needs to be true with more than one replica"},
 		{[]string{"dynamo-operator.serviceAccount.create=false"}, "dynamo-operator.serviceAccount.name: required"},
+		{[]string{"dynamo-operator.webhook.drainSeconds=30"}, "dynamo-operator.webhook.drainSeconds: must be less than controllerManager.terminationGracePeriodSeconds"},
+		{[]string{"dynamo-operator.webhook.drainSeconds=5s"}, "/webhook/drainSeconds"},
 		{[]string{"dynamo-operator.dockerRegistry.username=x"}, "additional properties 'username' not allowed"},
 		{[]string{"dynamo-operator.controllerManager.podAntiAffinity=hard"}, "/controllerManager/podAntiAffinity"},
 		{[]string{"dynamo-operator.controllerManager.podDisruptionBudget.enabled=always"}, "/controllerManager/podDisruptionBudget/enabled"},

@@ -163,6 +163,7 @@ var disruptions = map[string]disruption{
 	"the operator is killed":               (*faultWorld).killOperator,
 	"the API server restarts":              (*faultWorld).restartAPIServer,
 	"an operator replica is killed":        onHealthyPair((*faultWorld).killReplica),
+	"an operator replica is deleted":       onHealthyPair((*faultWorld).deleteReplica),
 	"the leader's node is lost":            onHealthyPair((*faultWorld).loseLeaderNode),
 	"the leader's node is drained":         onHealthyPair((*faultWorld).drainLeaderNode),
 	"the cluster-wide release is upgraded": onHealthyPair((*faultWorld).upgradeRelease),

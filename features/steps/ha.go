@@ -47,6 +47,9 @@ func registerHASteps(sc *godog.ScenarioContext, w *simWorld) {
 	sc.Step(`^no operator replica wrote while another led$`, f.noStandbyWrites)
 	sc.Step(`^the drain respected the operator's PodDisruptionBudget$`, f.drainRespectedBudget)
 	sc.Step(`^every refused admission came within (\d+) seconds of a fault( plus the node's NotReady detection)?$`, f.refusalsAtFaults)
+	sc.Step(`^the refused admissions are counted with how long after a fault each came$`, f.refusalFigures)
+	sc.Step(`^the Ready condition of every graph in the namespace "([^"]+)" is recorded$`, f.recordReadyFlaps)
+	sc.Step(`^no graph left Ready at a generation it was Ready at$`, f.noReadyFlaps)
 }
 
 // haFault is one fault that hit an operator pod.
@@ -72,6 +75,8 @@ type haState struct {
 	drained            []string
 	// dead are the election identities of the leaders killed.
 	dead map[string]bool
+	// flaps records the graphs' Ready conditions (recordReadyFlaps).
+	flaps *readyFlaps
 }
 
 func (f *faultWorld) note(h haFault) {
@@ -248,6 +253,34 @@ func (f *faultWorld) killReplica(ctx context.Context, seed uint64, pods []corev1
 		return nil // gone: replaced
 	}, await.Within(time.Minute))
 	return map[bool]string{true: "the leader", false: "a standby"}[target == leader] + ": " + msg, err
+}
+
+// deleteReplica deletes one operator replica's pod, chosen with seed, as
+// `kubectl delete pod` does (SIGTERM, the pod's grace period): it fails its
+// readiness, answers admissions for the drain, releases the Lease. It
+// returns once the pod is gone.
+func (f *faultWorld) deleteReplica(ctx context.Context, seed uint64, pods []corev1.Pod, leader string) (string, error) {
+	pod := pods[seed%uint64(len(pods))]
+	target := pod.Name
+	if err := f.w.Client.Delete(ctx, &pod); err != nil {
+		return "", err
+	}
+	at := time.Now()
+	f.note(haFault{what: "deleted", pod: target, leader: target == leader, graceful: true, at: at})
+	role := map[bool]string{true: "the leader", false: "a standby"}[target == leader]
+	fmt.Printf("    %s deleted %s (%s)\n", at.Format("15:04:05.000"), target, role)
+	err := f.w.eventually(ctx, "the pod "+target+" gone", func() error {
+		p := &corev1.Pod{}
+		err := f.w.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: target}, p)
+		if apierrors.IsNotFound(err) || (err == nil && p.UID != pod.UID) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("the pod %s is still terminating", target)
+	}, await.Within(2*time.Minute))
+	return fmt.Sprintf("%s: pod %s deleted, gone after %.1fs", role, target, time.Since(at).Seconds()), err
 }
 
 // loseLeaderNode loses the node under the leading replica (sim/faults
@@ -527,11 +560,9 @@ func (f *faultWorld) notReadyDetection(ctx context.Context) (time.Duration, erro
 	return d, err
 }
 
-// certificateWrite: a write of the webhook serving certificate's machinery,
-// which runs on every replica so that each serves admission and conversion
-// (chart/README.md, "High availability"): the certificate Secret, and its CA
-// injected into the webhook configurations and the CRDs' conversion webhook
-// when a replica starts and finds it missing.
+// certificateWrite: a write of the webhook serving certificate's machinery:
+// the certificate Secret, and its CA injected into the webhook
+// configurations and the CRDs' conversion webhook.
 func certificateWrite(x cluster.Write) bool {
 	switch x.Resource {
 	case "customresourcedefinitions", "validatingwebhookconfigurations", "mutatingwebhookconfigurations":
@@ -549,8 +580,9 @@ func electionLease(x cluster.Write) bool {
 
 // noStandbyWrites matches every write of the operator's ServiceAccount in
 // the audit log with the election Lease's holder when the API server got
-// it; a standby may write only the serving certificate's objects
-// (certificateWrite), counted apart. A replica holds the Lease from its first successful write of it (an
+// it; a replica that does not lead writes nothing, but the serving
+// certificate's objects (certificateWrite) before any replica led: the
+// first install's certificate, which any replica makes (certs.Options.Leading). A replica holds the Lease from its first successful write of it (an
 // acquisition) until another replica's; the writer is the identity in the
 // request's user agent. Writes of no replica (the apply-crds init
 // container, which applies the CRDs on every pod start by design) may only
@@ -579,7 +611,7 @@ func (f *faultWorld) noStandbyWrites(context.Context) error {
 		}
 		return terms[i-1].id
 	}
-	byLeader, crds := 0, 0
+	byLeader, crds, bootstrap := 0, 0, 0
 	var standby, other, certs []string
 	for _, x := range writes {
 		if electionLease(x) {
@@ -593,8 +625,10 @@ func (f *faultWorld) noStandbyWrites(context.Context) error {
 			other = append(other, x.At.Format("15:04:05.000")+" "+x.Line+" ("+x.UserAgent+")")
 		case leaderAt(x.Received) == id:
 			byLeader++
+		case leaderAt(x.Received) == "" && certificateWrite(x):
+			bootstrap++
 		case certificateWrite(x):
-			certs = append(certs, fmt.Sprintf("%s %s by %s", x.Received.Format("15:04:05.000"), x.Line, id))
+			certs = append(certs, fmt.Sprintf("%s %s by %s while %q led", x.Received.Format("15:04:05.000"), x.Line, id, leaderAt(x.Received)))
 		default:
 			standby = append(standby, fmt.Sprintf("%s %s by %s while %q led", x.Received.Format("15:04:05.000"), x.Line, id, leaderAt(x.Received)))
 		}
@@ -603,13 +637,14 @@ func (f *faultWorld) noStandbyWrites(context.Context) error {
 	f.w.Figure("writes by the leader", byLeader)
 	f.w.Figure("writes by a replica not leading", len(standby))
 	f.w.Figure("certificate writes by a replica not leading", len(certs))
-	if len(certs) > 0 {
-		fmt.Printf("    certificate writes by a replica not leading:\n      %s\n", strings.Join(head(certs, 10), "\n      "))
-	}
+	f.w.Figure("certificate writes before any replica led", bootstrap)
 	f.w.Figure("CRD applies by the apply-crds init container", crds)
 	var errs []error
 	if len(terms) < 2 {
 		errs = append(errs, fmt.Errorf("the audit log shows %d leader terms: the scenario took no leadership away", len(terms)))
+	}
+	if len(certs) > 0 {
+		errs = append(errs, fmt.Errorf("%d certificate writes by a replica that did not lead (the leader alone writes them once one leads):\n  %s", len(certs), strings.Join(head(certs, 20), "\n  ")))
 	}
 	if len(standby) > 0 {
 		errs = append(errs, fmt.Errorf("%d writes by a replica that did not lead:\n  %s", len(standby), strings.Join(head(standby, 20), "\n  ")))

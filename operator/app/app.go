@@ -192,8 +192,7 @@ func addHealthChecks(mgr manager.Manager, o *config.Options, drain *webhooks.Dra
 
 // ManagerOptions derives the client configuration and manager options from
 // the operator's options, without contacting the API server; clk ages the
-// metrics endpoint's cache of scrapers' reviews and times the leader
-// election fence.
+// metrics endpoint's cache of scrapers' reviews.
 func ManagerOptions(cfg *rest.Config, o *config.Options, clk clock.PassiveClock) (*rest.Config, manager.Options, error) {
 	scheme, err := NewScheme()
 	if err != nil {
@@ -245,8 +244,10 @@ func ManagerOptions(cfg *rest.Config, o *config.Options, clk clock.PassiveClock)
 			return nil, manager.Options{}, fmt.Errorf("leader election lock: %w", err)
 		}
 		// Every client but the lock's own writes only while this replica
-		// holds a fresh Lease (fence.go).
-		fence := newLeaseFence(clk, renewDeadline, id)
+		// holds a fresh Lease (fence.go). On the real clock, whatever clk
+		// is: client-go's elector renews on it, and a test's fake clock
+		// stepped ahead must not fence a leader that renews on time.
+		fence := newLeaseFence(clock.RealClock{}, renewDeadline, id)
 		opts.LeaderElectionResourceLockInterface = fence.lock(lock)
 		cfg = rest.CopyConfig(cfg)
 		cfg.Wrap(fence.transport)

@@ -336,14 +336,8 @@ func (m *Manager) reconcile(ctx context.Context) (time.Time, error) {
 		certPEM, keyPEM = secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
 	}
 
-	if len(certPEM) > 0 && len(keyPEM) > 0 {
-		if _, err := writePair(m.o.CertDir, certPEM, keyPEM); err != nil {
-			if m.o.Mode == config.WebhookCertModeAuto {
-				return now, fmt.Errorf("writing the serving certificate to %s: %w", m.o.CertDir, err)
-			}
-			// A mounted Secret volume is read-only and already current.
-			m.log.V(1).Info("Not copying the certificate Secret to the cert dir", "dir", m.o.CertDir, "reason", err.Error())
-		}
+	if err := m.servePair(certPEM, keyPEM); err != nil {
+		return now, err
 	}
 	if err := m.ensureConfigurations(ctx, bundle, now); err != nil {
 		return now, err
@@ -375,16 +369,26 @@ func (m *Manager) serveAsStandby(secret *corev1.Secret, now time.Time) (time.Tim
 			certPEM, keyPEM = secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
 		}
 	}
-	if len(certPEM) > 0 && len(keyPEM) > 0 {
-		if _, err := writePair(m.o.CertDir, certPEM, keyPEM); err != nil {
-			if m.o.Mode == config.WebhookCertModeAuto {
-				return now, fmt.Errorf("writing the serving certificate to %s: %w", m.o.CertDir, err)
-			}
-			m.log.V(1).Info("Not copying the certificate Secret to the cert dir", "dir", m.o.CertDir, "reason", err.Error())
-		}
+	if err := m.servePair(certPEM, keyPEM); err != nil {
+		return now, err
 	}
 	m.ready.Store(len(certPEM) > 0 || (m.o.Mode != config.WebhookCertModeAuto && pairInDir(m.o.CertDir)))
 	return wake, nil
+}
+
+// servePair puts the serving pair, when there is one, in the cert dir.
+func (m *Manager) servePair(certPEM, keyPEM []byte) error {
+	if len(certPEM) == 0 || len(keyPEM) == 0 {
+		return nil
+	}
+	if _, err := writePair(m.o.CertDir, certPEM, keyPEM); err != nil {
+		if m.o.Mode == config.WebhookCertModeAuto {
+			return fmt.Errorf("writing the serving certificate to %s: %w", m.o.CertDir, err)
+		}
+		// A mounted Secret volume is read-only and already current.
+		m.log.V(1).Info("Not copying the certificate Secret to the cert dir", "dir", m.o.CertDir, "reason", err.Error())
+	}
+	return nil
 }
 
 // currentSecret reads the Secret from the cache, or the one this manager

@@ -19,7 +19,6 @@ import (
 	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
-	"github.com/dynamoctl/dynamo-operator/operator/app"
 )
 
 // TestStandbyWritesNothing: of two replicas in the auto mode, the one that
@@ -37,15 +36,7 @@ func TestStandbyWritesNothing(t *testing.T) {
 		"--leader-elect=true", "--leader-election-id=" + lease, "--leader-election-namespace=" + testenv.OperatorNamespace}
 	start := func(certDir string) *testenv.Operator {
 		t.Helper()
-		op, err := env.NewOperator(append(env.WebhookArgsIn(t, certDir), election...), app.Deps{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := op.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(op.Stop)
-		return op
+		return env.StartOperator(ctx, t, append(env.WebhookArgsIn(t, certDir), election...)...)
 	}
 	t.Cleanup(func() {
 		deleteConfigurations(t)

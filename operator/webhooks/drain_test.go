@@ -93,14 +93,7 @@ func TestDrainingServerServesOnForTheDrainAfterTheManagerStopsIt(t *testing.T) {
 	default:
 	}
 	clk.Step(5 * time.Second)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the server did not stop at the drain's end")
-	}
+	stoppedAtTheDrainsEnd(t, done)
 }
 
 // The drain begins when the manager starts stopping (its runnable's
@@ -140,6 +133,13 @@ func TestDrainBeginsAtTheManagersStopAndCountsFromThere(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	clk.Step(time.Millisecond)
+	stoppedAtTheDrainsEnd(t, done)
+}
+
+// stoppedAtTheDrainsEnd fails unless the server's Start returned nil (done)
+// within 10 s: the clock has reached the drain's end.
+func stoppedAtTheDrainsEnd(t *testing.T, done <-chan error) {
+	t.Helper()
 	select {
 	case err := <-done:
 		if err != nil {

@@ -78,7 +78,7 @@ func TestValueCombinations(t *testing.T) {
 				"--webhook-manage-configurations=false", "--leader-election-create-lease=false", "--enable-webhooks=true",
 				"--migrate-storage", "--topology-domain-labels="+config.DefaultTopologyDomainLabels,
 				"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s",
-				"--webhook-drain=10s")
+				"--webhook-drain=5s")
 			// A stopping pod answers admissions for the drain, then stops
 			// well within its grace period.
 			if g := ptr.Deref(deployment(t, objs).Spec.Template.Spec.TerminationGracePeriodSeconds, 0); g != 30 {

@@ -103,16 +103,11 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if draining {
-		// SIGTERM fails readiness at once; the webhook server answers on
-		// for the drain while the controllers stop and the Lease is
-		// released.
-		if err := mgr.Add(drain.Runnable()); err != nil {
-			return nil, err
-		}
-	}
 	if err := addRunnables(mgr, o, d, drain); err != nil {
 		return nil, err
+	}
+	if draining {
+		return drainFirst{Manager: mgr, drain: drain, wait: o.Webhook.Drain, clock: d.Clock}, nil
 	}
 	return mgr, nil
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
@@ -23,13 +22,14 @@ import (
 // answer and opens the next one to a pod that is Ready; the pod reports
 // itself not Ready so that it leaves the Service's endpoints.
 //
-// The drain begins as the manager starts stopping (SIGTERM: Begin, called
-// by Runnable, which the manager stops first), so the pod fails its
-// readiness at once and leaves the Service's endpoints while it still
-// answers. The manager stops its webhook server last, after the
-// controllers and caches; Server keeps it serving until the drain's end,
-// counted from its beginning, so a stopping operator writes nothing more
-// and only answers admissions meanwhile.
+// The drain begins at SIGTERM, before the manager stops anything (app.New
+// wraps the manager's Start so): the pod fails its readiness at once and
+// leaves the Service's endpoints while it still answers admissions, and,
+// leading, still reconciles and holds the Lease. At the drain's end the
+// manager stops, quickly: the controllers, the Lease released (a standby
+// takes over at once), the webhook server last. A manager that stops for
+// another reason (leadership lost) drains its webhook server then: Server
+// keeps it serving until the drain's end, counted from its beginning.
 type Drain struct {
 	draining atomic.Bool
 	mu       sync.Mutex
@@ -45,21 +45,6 @@ func (d *Drain) Server(srv webhook.Server, wait time.Duration, clk clock.Clock) 
 	d.mu.Unlock()
 	return &drainingServer{Server: srv, drain: d, wait: wait, clock: clk}
 }
-
-// Runnable is a manager runnable that begins the drain when the manager
-// starts stopping: it needs no leader, so every replica runs it, and the
-// manager stops such runnables before anything else.
-func (d *Drain) Runnable() manager.Runnable { return drainStarter{d} }
-
-type drainStarter struct{ d *Drain }
-
-func (s drainStarter) Start(ctx context.Context) error {
-	<-ctx.Done()
-	s.d.Begin()
-	return nil
-}
-
-func (drainStarter) NeedLeaderElection() bool { return false }
 
 type drainingServer struct {
 	webhook.Server

@@ -96,10 +96,10 @@ func TestDrainingServerServesOnForTheDrainAfterTheManagerStopsIt(t *testing.T) {
 	stoppedAtTheDrainsEnd(t, done)
 }
 
-// The drain begins when the manager starts stopping (its runnable's
-// context ends), before the manager stops the webhook server; the server
-// stops at the drain's end counted from then, not from its own stop.
-func TestDrainBeginsAtTheManagersStopAndCountsFromThere(t *testing.T) {
+// The drain begins at SIGTERM (Begin), before the manager stops the
+// webhook server; the server stops at the drain's end counted from then,
+// not from its own stop.
+func TestDrainingServerCountsFromTheDrainsBeginning(t *testing.T) {
 	d := &Drain{}
 	inner := &fakeServer{stopped: make(chan struct{})}
 	clk := clocktesting.NewFakeClock(time.Now())
@@ -108,21 +108,12 @@ func TestDrainBeginsAtTheManagersStopAndCountsFromThere(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(srvCtx) }()
 
-	if need := d.Runnable().(interface{ NeedLeaderElection() bool }); need.NeedLeaderElection() {
-		t.Error("the drain's runnable needs the leader: a standby would never drain")
-	}
-	runCtx, sigterm := context.WithCancel(context.Background())
-	began := make(chan error, 1)
-	go func() { began <- d.Runnable().Start(runCtx) }()
-	sigterm()
-	if err := <-began; err != nil {
-		t.Fatal(err)
-	}
+	d.Begin()
 	if err := d.Check(nil); !errors.Is(err, ErrDraining) {
 		t.Fatalf("after SIGTERM: readiness = %v, want %v", err, ErrDraining)
 	}
-	// The controllers and caches take 4 s to stop; then the manager stops
-	// the webhook server, which serves the 6 s left of the drain.
+	// The manager stops its webhook server 4 s into the drain (a manager
+	// stopping for another reason): it serves the 6 s left.
 	clk.Step(4 * time.Second)
 	stopServer()
 	await.New(t).Eventually(clk.HasWaiters).WithPolling(time.Millisecond).Should(gomega.BeTrue(), "the drain waits on the clock")

@@ -17,6 +17,12 @@ import (
 // manager stops. The pod's endpoint has left the webhook Service by then,
 // so no admission is sent to a replica that no longer answers, and the
 // Lease is released the moment the controllers stop, not after the drain.
+//
+// A manager that stops by itself (leadership lost: controller-runtime
+// stops everything at once and returns) began the drain as it stopped its
+// webhook server, which serves on meanwhile; Start returns only at the
+// drain's end, so that the process exits once the replica has left the
+// webhook Service, not under the admissions still routed to it.
 type drainFirst struct {
 	manager.Manager
 	drain *webhooks.Drain
@@ -40,5 +46,11 @@ func (m drainFirst) Start(ctx context.Context) error {
 		}
 		stop()
 	}()
-	return m.Manager.Start(run)
+	err := m.Manager.Start(run)
+	if m.drain.Draining() {
+		if left := m.drain.Left(m.wait); left > 0 {
+			<-m.clock.After(left)
+		}
+	}
+	return err
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -53,5 +54,45 @@ func TestDrainFirstStopsTheManagerAtTheDrainsEnd(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the manager did not stop at the drain's end")
+	}
+}
+
+// stoppingManager stops by itself (leadership lost): it stops its webhook
+// server, whose drain begins, and returns at once.
+type stoppingManager struct {
+	manager.Manager
+	drain *webhooks.Drain
+}
+
+func (m stoppingManager) Start(context.Context) error {
+	m.drain.Begin()
+	return errors.New("leader election lost")
+}
+
+// A manager that stops by itself returns only at the drain's end: the
+// process exits once the replica has left the webhook Service.
+func TestDrainFirstReturnsAtTheDrainsEndWhenTheManagerStopsByItself(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	drain := &webhooks.Drain{}
+	_ = drain.Server(nil, 5*time.Second, clk) // gives the drain its clock, as app.New does
+	m := drainFirst{Manager: stoppingManager{drain: drain}, drain: drain, wait: 5 * time.Second, clock: clk}
+	done := make(chan error, 1)
+	go func() { done <- m.Start(context.Background()) }()
+
+	await.New(t).Eventually(clk.HasWaiters).WithPolling(time.Millisecond).Should(gomega.BeTrue(), "Start waits for the drain")
+	clk.Step(5*time.Second - time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("Start returned (%v) before the drain's end", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	clk.Step(time.Millisecond)
+	select {
+	case err := <-done:
+		if err == nil || err.Error() != "leader election lost" {
+			t.Fatalf("Start: %v, want the manager's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start did not return at the drain's end")
 	}
 }

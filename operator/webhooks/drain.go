@@ -86,6 +86,21 @@ func (d *Drain) Begin() {
 	d.draining.Store(true)
 }
 
+// Left is how much of a drain of wait is left now: wait before it began,
+// nothing once it is over.
+func (d *Drain) Left(wait time.Duration) time.Duration {
+	if !d.Draining() {
+		return wait
+	}
+	d.mu.Lock()
+	clk := d.clock
+	d.mu.Unlock()
+	if clk == nil {
+		return 0 // no Server: nothing serves on
+	}
+	return max(wait-clk.Since(d.beganAt()), 0)
+}
+
 // beganAt is when the drain began (zero before, or without a clock).
 func (d *Drain) beganAt() time.Time {
 	d.mu.Lock()

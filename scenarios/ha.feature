@@ -6,7 +6,8 @@ Feature: Two operator replicas by default: faults that take the leader away lose
   created or updated one after another, as a GitOps tool would (a refused write is retried, and counted), and a
   client dry-running a graph through admission every 100 ms. Each counts refused admissions (the client's and
   the graph writes'), duplicate, missing and orphaned children, and the time from each fault that hit the
-  leader to the next reconcile in the operator pods' logs; and it matches every write of the operator's
+  leader to the next reconcile in the operator pods' logs (from a deleted leader's drain's end: it reconciles
+  on through its drain); and it matches every write of the operator's
   ServiceAccount in the API server's audit log with the election Lease's holder at that moment (each
   replica's user agent carries its election identity): a replica that does not lead writes nothing (a lapsed
   leader's writes are fenced off, and only the leader writes the serving certificate and its CA bundles).

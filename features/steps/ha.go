@@ -483,8 +483,12 @@ func (f *faultWorld) reconciledAfterFaults(ctx context.Context, bound int, plusD
 		f.w.Figure("node NotReady after the loss (s)", fmt.Sprintf("%.1f", d.Seconds()))
 	}
 	limit := time.Duration(bound)*time.Second + detection
+	drain, err := f.operatorDrain(ctx)
+	if err != nil {
+		return err
+	}
 	gaps := make([]time.Duration, len(hits))
-	err := f.w.eventually(ctx, "a reconcile logged after every fault", func() error {
+	err = f.w.eventually(ctx, "a reconcile logged after every fault", func() error {
 		byPod, err := f.reconcileTimes()
 		if err != nil {
 			return err
@@ -503,6 +507,12 @@ func (f *faultWorld) reconciledAfterFaults(ctx context.Context, bound int, plusD
 				return fmt.Errorf("no reconcile logged since %s %s at %s", h.what, h.pod, h.at.Format("15:04:05.000"))
 			}
 			gaps[i] = next.Sub(h.at)
+			if h.graceful && h.leader {
+				// A deleted leader reconciles on through its drain and
+				// hands over at its end: the successor's wait counts from
+				// there.
+				gaps[i] -= drain
+			}
 		}
 		return nil
 	}, await.Within(2*time.Minute))
@@ -515,6 +525,9 @@ func (f *faultWorld) reconciledAfterFaults(ctx context.Context, bound int, plusD
 	for i, h := range hits {
 		role := map[bool]string{true: "leader", false: "standby"}[h.leader]
 		next := fmt.Sprintf("next reconcile after %.1fs", gaps[i].Seconds())
+		if h.graceful && h.leader && gaps[i] >= 0 {
+			next = fmt.Sprintf("next reconcile %.1fs after its %s drain", gaps[i].Seconds(), drain)
+		}
 		if gaps[i] < 0 {
 			next = "nothing left to reconcile"
 		}
@@ -535,6 +548,24 @@ func (f *faultWorld) reconciledAfterFaults(ctx context.Context, bound int, plusD
 		return fmt.Errorf("no reconcile within %s of %d faults:\n  %s", limit, len(over), strings.Join(over, "\n  "))
 	}
 	return nil
+}
+
+// operatorDrain is the release's webhook drain: how long a deleted
+// replica answers admissions (and, leading, reconciles) before it stops,
+// from the operator Deployment's --webhook-drain.
+func (f *faultWorld) operatorDrain(ctx context.Context) (time.Duration, error) {
+	d, err := f.operatorDeployment(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, "--webhook-drain="); ok {
+				return time.ParseDuration(v)
+			}
+		}
+	}
+	return 0, fmt.Errorf("the operator Deployment %s sets no --webhook-drain", d.Name)
 }
 
 // notReadyDetection is how long after the loss the lost node's Ready

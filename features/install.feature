@@ -13,7 +13,7 @@ Feature: Installed the way production installs it: the Helm chart
     When I uninstall the release "dynamo-platform"
     Then nothing of the release "dynamo-platform" is left in the cluster but the CRDs
     When I install the operator as chart/README.md says
-    Then the release "dynamo-platform" runs 1 Ready operator pod
+    Then the release "dynamo-platform" runs 2 Ready operator pods
     When I apply the file "../shared/compat/examples/backends/vllm/deploy/agg.yaml"
     Then it is accepted
     And the dgd "vllm-agg" eventually has ".status.state" equal to "successful"
@@ -35,7 +35,7 @@ Feature: Installed the way production installs it: the Helm chart
 
   Scenario: Hybrid: a namespace-scoped release of another version beside the cluster-wide one
     When I install the chart as "dynamo-test" in this namespace with "--set dynamo-operator.namespaceRestriction.enabled=true --set dynamo-operator.controllerManager.manager.image.tag=v2.0.0-beta"
-    Then the release "dynamo-test" runs 1 Ready operator pod
+    Then the release "dynamo-test" runs 2 Ready operator pods
     And the version of the operator that owns this namespace is "v2.0.0-beta"
     When I apply the manifest:
       """
@@ -54,8 +54,8 @@ Feature: Installed the way production installs it: the Helm chart
       """
     Then the dgd "llm" eventually has ".status.state" equal to "successful"
 
-  Scenario: Two replicas with leader election: the leader pod is deleted and the other takes over
-    When I install the chart as "dynamo-ha" in this namespace with "--set dynamo-operator.namespaceRestriction.enabled=true --set dynamo-operator.controllerManager.replicas=2"
+  Scenario: Two replicas (the default) with leader election: the leader pod is deleted and the other takes over
+    When I install the chart as "dynamo-ha" in this namespace with "--set dynamo-operator.namespaceRestriction.enabled=true"
     Then the release "dynamo-ha" runs 2 Ready operator pods
     And one pod of the release "dynamo-ha" holds its leader election Lease
     When I apply the manifest:
@@ -87,7 +87,7 @@ Feature: Installed the way production installs it: the Helm chart
     And no admission request has failed
 
   Scenario: helm upgrade changing a value takes effect
-    When I install the chart as "dynamo-up" in this namespace with "--set dynamo-operator.namespaceRestriction.enabled=true"
+    When I install the chart as "dynamo-up" in this namespace with "--set dynamo-operator.namespaceRestriction.enabled=true --set dynamo-operator.controllerManager.replicas=1"
     Then the release "dynamo-up" runs 1 Ready operator pod
     When I upgrade the release "dynamo-up" with "--set dynamo-operator.controllerManager.replicas=2 --set dynamo-operator.logLevel=debug"
     Then the release "dynamo-up" runs 2 Ready operator pods

@@ -41,9 +41,15 @@ func TestValueCombinations(t *testing.T) {
 		{name: "cluster-wide defaults", check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
 			wantKinds(t, objs, map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 6, "ClusterRoleBinding": 2,
 				"Role": 1, "RoleBinding": 1, "Service": 2, "Secret": 1, "Lease": 1,
-				"ValidatingWebhookConfiguration": 1, "MutatingWebhookConfiguration": 1, "PodDisruptionBudget": 0})
+				"ValidatingWebhookConfiguration": 1, "MutatingWebhookConfiguration": 1, "PodDisruptionBudget": 1})
+			// Two replicas, a leader and a standby, one of which a drain
+			// must leave running.
+			if r := ptr.Deref(deployment(t, objs).Spec.Replicas, 0); r != 2 {
+				t.Errorf("replicas %d, want 2", r)
+			}
+			wantPDB(t, objs, policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1))})
 			// Restricted, with no fixed user (OpenShift assigns one), and
-			// replicas spread across nodes once there are several.
+			// replicas spread across nodes.
 			spec := deployment(t, objs).Spec.Template.Spec
 			if d := cmp.Diff(defaultPodSecurityContext(), spec.SecurityContext); d != "" {
 				t.Errorf("pod securityContext (-want +got):\n%s", d)
@@ -70,7 +76,14 @@ func TestValueCombinations(t *testing.T) {
 			}
 			wantArgs(t, args, "--leader-elect=true", "--leader-election-id=dynamo-operator-leader", "--webhook-cert-mode=auto",
 				"--webhook-manage-configurations=false", "--leader-election-create-lease=false", "--enable-webhooks=true",
-				"--migrate-storage", "--topology-domain-labels="+config.DefaultTopologyDomainLabels)
+				"--migrate-storage", "--topology-domain-labels="+config.DefaultTopologyDomainLabels,
+				"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s",
+				"--webhook-drain=5s")
+			// A stopping pod answers admissions for the drain, then stops
+			// well within its grace period.
+			if g := ptr.Deref(deployment(t, objs).Spec.Template.Spec.TerminationGracePeriodSeconds, 0); g != 30 {
+				t.Errorf("terminationGracePeriodSeconds %d, want 30", g)
+			}
 			// Nodes are listed to name a topology label no node carries.
 			cluster := find(objs, "ClusterRole", "dynamo-platform-dynamo-operator-"+ns+"-cluster")
 			if cluster == nil || !strings.Contains(fmt.Sprint(cluster.Object["rules"]), "resources:[nodes] verbs:[list]") {
@@ -196,13 +209,26 @@ func TestValueCombinations(t *testing.T) {
 				wantKinds(t, objs, map[string]int{"ServiceMonitor": 1})
 				wantArgs(t, args, "--metrics-bind-address=:8443", "--metrics-secure=true")
 			}},
-		{name: "two replicas", set: []string{"dynamo-operator.controllerManager.replicas=2"},
+		{name: "one replica: no PodDisruptionBudget, which would block every drain", set: []string{"dynamo-operator.controllerManager.replicas=1"},
 			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
-				if r, _, _ := unstructured.NestedFieldNoCopy(find(objs, "Deployment", "").Object, "spec", "replicas"); fmt.Sprint(r) != "2" {
+				if r, _, _ := unstructured.NestedFieldNoCopy(find(objs, "Deployment", "").Object, "spec", "replicas"); fmt.Sprint(r) != "1" {
 					t.Errorf("replicas %v", r)
 				}
 				wantArgs(t, args, "--leader-elect=true")
-				wantPDB(t, objs, policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1))})
+				wantKinds(t, objs, map[string]int{"PodDisruptionBudget": 0})
+			}},
+		{name: "a longer drain, within a longer grace period", set: []string{"dynamo-operator.webhook.drainSeconds=20",
+			"dynamo-operator.controllerManager.terminationGracePeriodSeconds=45"},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				wantArgs(t, args, "--webhook-drain=20s")
+				if g := ptr.Deref(deployment(t, objs).Spec.Template.Spec.TerminationGracePeriodSeconds, 0); g != 45 {
+					t.Errorf("terminationGracePeriodSeconds %d, want 45", g)
+				}
+			}},
+		{name: "faster fail-over", set: []string{"dynamo-operator.controllerManager.leaderElection.leaseDuration=4s",
+			"dynamo-operator.controllerManager.leaderElection.renewDeadline=3s", "dynamo-operator.controllerManager.leaderElection.retryPeriod=500ms"},
+			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
+				wantArgs(t, args, "--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms")
 			}},
 		{name: "three replicas, PodDisruptionBudget by maxUnavailable", set: []string{"dynamo-operator.controllerManager.replicas=3",
 			"dynamo-operator.controllerManager.podDisruptionBudget.maxUnavailable=1"},
@@ -214,7 +240,8 @@ func TestValueCombinations(t *testing.T) {
 			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
 				wantKinds(t, objs, map[string]int{"PodDisruptionBudget": 0})
 			}},
-		{name: "one replica, PodDisruptionBudget asked for", set: []string{"dynamo-operator.controllerManager.podDisruptionBudget.enabled=true",
+		{name: "one replica, PodDisruptionBudget asked for", set: []string{"dynamo-operator.controllerManager.replicas=1",
+			"dynamo-operator.controllerManager.podDisruptionBudget.enabled=true",
 			"--set-string=dynamo-operator.controllerManager.podDisruptionBudget.minAvailable=50%"},
 			check: func(t *testing.T, ns string, objs []*unstructured.Unstructured, args []string) {
 				wantPDB(t, objs, policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromString("50%"))})
@@ -414,6 +441,7 @@ func TestInvalidValuesRefused(t *testing.T) {
 		{[]string{"dynamo-operator.webhook.failurePolicy=fail"}, "/webhook/failurePolicy"},
 		{[]string{"dynamo-operator.controllerManager.replicas=two"}, "/controllerManager/replicas"},
 		{[]string{"dynamo-operator.namespaceRestriction.lease.duration=30"}, "/namespaceRestriction/lease/duration"},
+		{[]string{"dynamo-operator.controllerManager.leaderElection.leaseDuration=8"}, "/controllerManager/leaderElection/leaseDuration"},
 		{[]string{"etcd.enabled=true"}, "/etcd/enabled"},
 		{[]string{"metricsService.enabled=false"}, "additional properties 'metricsService' not allowed"},
 		{[]string{"dynamo-operator.webhook.certificateSecret.external=true", "dynamo-operator.webhook.certificateSecret.name=x"},
@@ -425,6 +453,8 @@ func TestInvalidValuesRefused(t *testing.T) {
 		{[]string{"dynamo-operator.controllerManager.replicas=2", "dynamo-operator.controllerManager.leaderElection.enabled=false"},
 			"dynamo-operator.controllerManager.leaderElection.enabled: needs to be true with more than one replica"},
 		{[]string{"dynamo-operator.serviceAccount.create=false"}, "dynamo-operator.serviceAccount.name: required"},
+		{[]string{"dynamo-operator.webhook.drainSeconds=30"}, "dynamo-operator.webhook.drainSeconds: must be less than controllerManager.terminationGracePeriodSeconds"},
+		{[]string{"dynamo-operator.webhook.drainSeconds=5s"}, "/webhook/drainSeconds"},
 		{[]string{"dynamo-operator.dockerRegistry.username=x"}, "additional properties 'username' not allowed"},
 		{[]string{"dynamo-operator.controllerManager.podAntiAffinity=hard"}, "/controllerManager/podAntiAffinity"},
 		{[]string{"dynamo-operator.controllerManager.podDisruptionBudget.enabled=always"}, "/controllerManager/podDisruptionBudget/enabled"},

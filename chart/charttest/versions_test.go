@@ -110,6 +110,10 @@ func TestNotesShown(t *testing.T) {
 		want   []string
 		absent []string
 	}{
+		"cluster-wide, the default two replicas": {
+			want:   []string{"managing every namespace (cluster-wide).", "kubectl rollout status -n NS deployment/notes-dynamo-operator"},
+			absent: []string{"One replica"},
+		},
 		"cluster-wide, one replica": {
 			set: []string{"dynamo-operator.controllerManager.replicas=1"},
 			want: []string{"The Dynamo operator " + chartAppVersion(t) + " is installed in namespace NS, managing every namespace (cluster-wide).",

@@ -20,6 +20,7 @@ type admissionSender struct {
 	sent, failed atomic.Int64
 	mu           sync.Mutex
 	failures     []string
+	failedAt     []time.Time
 	stop         context.CancelFunc
 	done         chan struct{}
 }
@@ -54,7 +55,9 @@ func startAdmissionSender(c client.Client, interval time.Duration, next func(i i
 			if err != nil {
 				a.failed.Add(1)
 				a.mu.Lock()
-				a.failures = append(a.failures, time.Now().Format("15:04:05.000")+" "+obj.GetName()+": "+firstLine(err.Error()))
+				now := time.Now()
+				a.failures = append(a.failures, now.Format("15:04:05.000")+" "+obj.GetName()+": "+firstLine(err.Error()))
+				a.failedAt = append(a.failedAt, now)
 				a.mu.Unlock()
 			}
 		}
@@ -73,4 +76,11 @@ func (a *admissionSender) Failures() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]string(nil), a.failures...)
+}
+
+// FailedAt are the times of the failed requests so far.
+func (a *admissionSender) FailedAt() []time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]time.Time(nil), a.failedAt...)
 }

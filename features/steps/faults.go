@@ -1,9 +1,10 @@
 package steps
 
-// Fault scenarios (scenarios/faults.feature): the operator killed with
-// SIGKILL at random moments while graphs are created and deleted, the API
-// server restarted, the leader lost, a node lost, the webhook certificate
-// expired; then nothing duplicated, orphaned, missing or left behind.
+// Fault scenarios (scenarios/faults.feature, and ha.feature's load): the
+// operator killed with SIGKILL at random moments while graphs are created,
+// updated and deleted, the API server restarted, a node lost, the webhook
+// certificate expired; then nothing duplicated, orphaned, missing or left
+// behind.
 //
 // Random moments come from one seed per scenario, printed and recorded as a
 // figure; DYNAMO_FAULT_SEED replays it. A moment is "before the k-th graph
@@ -44,22 +45,20 @@ const (
 	certSecret   = ClusterRelease + "-dynamo-operator-webhook-cert"
 	replicasPath = "dynamo-operator.controllerManager.replicas"
 	// apiServerDown is how long "the API server restarts" keeps it down:
-	// less than the leader election's renew deadline (10 s), as a rolling
-	// control-plane restart would.
+	// less than the chart's leader election renew deadline (6 s), as a
+	// rolling control-plane restart would.
 	apiServerDown = 5 * time.Second
 )
 
 func registerFaultSteps(sc *godog.ScenarioContext, w *simWorld) {
 	f := w.faultState()
-	sc.Step(`^I install `+ReleaseRef+` cluster-wide as chart/README.md says with (\d+) operator replicas$`, func(ctx context.Context, ref string, n int) error {
+	sc.Step(`^I install `+ReleaseRef+` cluster-wide as chart/README.md says with (\d+) operator replicas?$`, func(ctx context.Context, ref string, n int) error {
 		return w.InstallRelease(ctx, ClusterRelease, ClusterNamespace, ref, fmt.Sprintf("%s=%d", replicasPath, n))
 	})
-	sc.Step(`^I scale the cluster-wide release to (\d+) operator replicas$`, f.scaleOperator)
 	sc.Step(`^I delete the small graphs in the namespace "([^"]+)"$`, f.deleteGraphs)
 	sc.Step(`^a small graph "([^"]+)" is Ready in the namespace "([^"]+)" as the reference$`, f.referenceGraph)
-	sc.Step(`^I (create|delete) (\d+) small graphs in the namespace "([^"]+)" while (`+disruptionPattern()+`) (once|twice|\d+ times) at (?:a )?random moments?$`, f.workWhileDisrupted)
+	sc.Step(`^I (create|update|delete) (\d+) small graphs in the namespace "([^"]+)" while (`+disruptionPattern()+`) (once|twice|\d+ times) at (?:a )?random moments?$`, f.workWhileDisrupted)
 	sc.Step(`^all (\d+) graphs in the namespace "([^"]+)" become Ready$`, f.allReady)
-	sc.Step(`^another operator process took the leader election over$`, f.leaderTakenOver)
 }
 
 // faultWorld is a fault scenario's state.
@@ -69,24 +68,29 @@ type faultWorld struct {
 	rng  *rand.Rand
 
 	// reference counts the children of a graph made with no fault, by
-	// their key relative to the graph (childKey).
-	reference map[string]int
+	// their key relative to the graph (childKey); refName and refNS name
+	// that graph.
+	reference      map[string]int
+	refName, refNS string
 	// graphs are the names of the small graphs created, by namespace.
 	graphs map[string][]string
 	// lastCreated and lastFault are when the work and the disruptions of
 	// the last create step ended.
 	lastCreated, lastFault time.Time
-	// killed is the leader election identity of the last process killed
-	// as the leader, and when.
-	killed   string
-	killedAt time.Time
-
 	// node loss: the graph watched, the node lost, the states seen.
 	watched   types.NamespacedName
 	lostNode  string
 	lostAt    time.Time
 	states    *GraphStates
 	certEpoch time.Time
+
+	// refused counts the graph writes of the scenario's works refused
+	// (and retried), refusedBy by cause.
+	refused   int
+	refusedBy map[string]int
+	refusedAt []time.Time
+	// ha is the high-availability steps' state (ha.go).
+	ha haState
 }
 
 // random is the scenario's seeded source; the seed is printed and recorded
@@ -143,7 +147,7 @@ func (f *faultWorld) referenceGraph(ctx context.Context, name, ns string) error 
 	if err != nil {
 		return err
 	}
-	f.reference = inv.children[name]
+	f.reference, f.refName, f.refNS = inv.children[name], name, ns
 	if len(f.reference) == 0 {
 		return fmt.Errorf("the reference graph %s/%s has no children", ns, name)
 	}
@@ -156,9 +160,13 @@ func (f *faultWorld) referenceGraph(ctx context.Context, name, ns string) error 
 type disruption func(f *faultWorld, ctx context.Context, seed uint64) (string, error)
 
 var disruptions = map[string]disruption{
-	"the operator is killed":  (*faultWorld).killOperator,
-	"the leader is killed":    (*faultWorld).killLeader,
-	"the API server restarts": (*faultWorld).restartAPIServer,
+	"the operator is killed":               (*faultWorld).killOperator,
+	"the API server restarts":              (*faultWorld).restartAPIServer,
+	"an operator replica is killed":        onHealthyPair((*faultWorld).killReplica),
+	"an operator replica is deleted":       onHealthyPair((*faultWorld).deleteReplica),
+	"the leader's node is lost":            onHealthyPair((*faultWorld).loseLeaderNode),
+	"the leader's node is drained":         onHealthyPair((*faultWorld).drainLeaderNode),
+	"the cluster-wide release is upgraded": onHealthyPair((*faultWorld).upgradeRelease),
 }
 
 func disruptionPattern() string {
@@ -207,6 +215,12 @@ func (f *faultWorld) workWhileDisrupted(ctx context.Context, verb string, n int,
 			return err
 		}
 	}
+	var update []byte
+	if verb == "update" {
+		if update, err = f.updateReference(ctx); err != nil {
+			return err
+		}
+	}
 	do := disruptions[what]
 	var (
 		wg       sync.WaitGroup
@@ -238,18 +252,23 @@ func (f *faultWorld) workWhileDisrupted(ctx context.Context, verb string, n int,
 		// A refused request is retried until it is taken, within 4 minutes.
 		err := await.Until(ctx, verb+" "+ns+"/"+name, func() error {
 			var err error
-			if verb == "create" {
+			switch verb {
+			case "create":
 				err = f.w.Client.Create(ctx, smallGraph(name, ns))
 				if apierrors.IsAlreadyExists(err) {
 					err = nil // created, but the answer was lost (API server restart)
 				}
-			} else {
+			case "update":
+				g := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+				err = f.w.Client.Patch(ctx, g, client.RawPatch(types.MergePatchType, update))
+			default:
 				g := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 				err = client.IgnoreNotFound(f.w.Client.Delete(ctx, g, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 			}
 			if err != nil {
 				refused++
 				retries[refusal(err)]++
+				f.refusedAt = append(f.refusedAt, time.Now())
 			}
 			return err
 		}, await.Within(4*time.Minute), await.Every(250*time.Millisecond))
@@ -262,7 +281,7 @@ func (f *faultWorld) workWhileDisrupted(ctx context.Context, verb string, n int,
 	}
 	workDone := time.Now()
 	wg.Wait()
-	if verb == "create" {
+	if verb != "delete" {
 		if f.graphs == nil {
 			f.graphs = map[string][]string{}
 		}
@@ -273,6 +292,13 @@ func (f *faultWorld) workWhileDisrupted(ctx context.Context, verb string, n int,
 		f.lastCreated = workDone
 	}
 	f.lastFault = lastDone
+	f.refused += refused
+	if f.refusedBy == nil {
+		f.refusedBy = map[string]int{}
+	}
+	for k, v := range retries {
+		f.refusedBy[k] += v
+	}
 	for _, d := range done {
 		fmt.Printf("    %s: %s\n", what, d)
 	}
@@ -290,6 +316,47 @@ func (f *faultWorld) workWhileDisrupted(ctx context.Context, verb string, n int,
 		return fmt.Errorf("%s %d times, wanted %d", what, len(done), k)
 	}
 	return nil
+}
+
+// updateReference makes the next update of the small graphs (their
+// frontend scaled from 1 replica to 2, or back), applies it to
+// the reference graph first and takes the reference again once that is
+// Ready: the updated graphs must end with its children.
+func (f *faultWorld) updateReference(ctx context.Context) ([]byte, error) {
+	if f.refName == "" {
+		return nil, fmt.Errorf("no reference graph: add \"a small graph ... is Ready in the namespace ... as the reference\" first")
+	}
+	ref := &v1alpha1.DynamoGraphDeployment{}
+	if err := f.w.Client.Get(ctx, types.NamespacedName{Namespace: f.refNS, Name: f.refName}, ref); err != nil {
+		return nil, err
+	}
+	replicas := 2
+	if s := ref.Spec.Services["Frontend"]; s != nil && s.Replicas != nil && *s.Replicas == 2 {
+		replicas = 1
+	}
+	update := []byte(fmt.Sprintf(`{"spec":{"services":{"Frontend":{"replicas":%d}}}}`, replicas))
+	if err := f.w.eventually(ctx, "the reference graph updated", func() error {
+		return f.w.Client.Patch(ctx, ref, client.RawPatch(types.MergePatchType, update))
+	}); err != nil {
+		return nil, err
+	}
+	if err := f.w.eventually(ctx, "the updated reference graph Ready with its children", func() error {
+		if err := f.notReady(ctx, f.refNS, []string{f.refName}); err != nil {
+			return err
+		}
+		inv, err := f.inventory(ctx, f.refNS)
+		if err != nil {
+			return err
+		}
+		if n := inv.children[f.refName]["Pod of ReplicaSet of Deployment <graph>-frontend"]; n != replicas {
+			return fmt.Errorf("the reference graph has %d frontend pods, want %d", n, replicas)
+		}
+		f.reference = inv.children[f.refName]
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return update, nil
 }
 
 // refusal names why a request was refused, briefly: the figure groups them.
@@ -317,19 +384,6 @@ func refusal(err error) string {
 // back-off has nothing to kill: the kill waits until it runs again.
 func (f *faultWorld) killOperator(ctx context.Context, seed uint64) (string, error) {
 	return f.retryFault(ctx, faults.Request{Kind: "pod-kill", Namespace: ClusterNamespace, Seed: seed})
-}
-
-// killLeader SIGKILLs the process holding the leader election Lease.
-func (f *faultWorld) killLeader(ctx context.Context, _ uint64) (string, error) {
-	holder, pod, err := f.leader(ctx)
-	if err != nil {
-		return "", err
-	}
-	msg, err := f.retryFault(ctx, faults.Request{Kind: "pod-kill", Pod: ClusterNamespace + "/" + pod})
-	if err == nil {
-		f.killed, f.killedAt = holder, time.Now()
-	}
-	return msg, err
 }
 
 func (f *faultWorld) restartAPIServer(ctx context.Context, _ uint64) (string, error) {
@@ -360,40 +414,6 @@ func (f *faultWorld) retryFault(ctx context.Context, r faults.Request) (string, 
 		return msg, last
 	}
 	return msg, err
-}
-
-// leader is the cluster-wide release's leading pod and its holder identity.
-func (f *faultWorld) leader(ctx context.Context) (holder, pod string, err error) {
-	pod, holder, err = operatorLeader(ctx, f.w.Client, ClusterRelease, ClusterNamespace)
-	return holder, pod, err
-}
-
-func (f *faultWorld) leaderTakenOver(ctx context.Context) error {
-	if f.killed == "" {
-		return fmt.Errorf("no leader was killed in this scenario")
-	}
-	var holder string
-	err := f.w.eventually(ctx, "another operator process leading", func() error {
-		h, _, err := f.leader(ctx)
-		if err != nil {
-			return err
-		}
-		if h == f.killed {
-			return fmt.Errorf("the killed process %s still holds the Lease", h)
-		}
-		holder = h
-		return nil
-	}, await.Within(2*time.Minute))
-	if err != nil {
-		return err
-	}
-	// Either replica may win: the standby, or the killed pod's restarted
-	// container (a new process, a new identity) if it asks first.
-	killedPod, _, _ := strings.Cut(f.killed, "_")
-	newPod, _, _ := strings.Cut(holder, "_")
-	f.w.Figure("leader fail-over (s)", fmt.Sprintf("%.1f", time.Since(f.killedAt).Seconds()))
-	f.w.Figure("new leader", map[bool]string{true: "the killed pod, restarted", false: "the other replica"}[newPod == killedPod])
-	return nil
 }
 
 // notReady fails naming the graphs whose Ready condition is not True for
@@ -442,17 +462,6 @@ func (f *faultWorld) allReady(ctx context.Context, n int, ns string) error {
 		f.w.Figure("all Ready after the last fault (s)", fmt.Sprintf("%.1f", now.Sub(f.lastFault).Seconds()))
 	}
 	return nil
-}
-
-// scaleOperator helm-upgrades the cluster-wide release, same chart, to n
-// operator replicas (a leader and standbys), and waits until they are ready.
-func (f *faultWorld) scaleOperator(ctx context.Context, n int) error {
-	r, ns, ok := f.w.InstalledRelease(ClusterRelease)
-	if !ok {
-		return fmt.Errorf("the cluster-wide release is not installed")
-	}
-	_, err := f.w.Helm.Upgrade(ctx, ClusterRelease, ns, r, fmt.Sprintf("%s=%d", replicasPath, n))
-	return err
 }
 
 // deleteGraphs deletes every graph in ns with no fault: a clean slate for

@@ -51,6 +51,7 @@ var scenarioSteps = []func(*godog.ScenarioContext, *simWorld){
 	registerFaultChildrenSteps,
 	registerNodeLossSteps,
 	registerCertExpirySteps,
+	registerHASteps,
 	registerGraphSteps,
 	registerHandoverSteps,
 	registerMigrationSteps,

@@ -67,19 +67,29 @@ func (w *simWorld) startAdmissionClient(ctx context.Context, ms int) error {
 	return nil
 }
 
-func (w *simWorld) noAdmissionFailed(context.Context) error {
+// haltAdmissionClient stops the admission client and records what it sent
+// and what failed; it fails when none runs or it sent nothing.
+func (w *simWorld) haltAdmissionClient() (*admissionSender, error) {
 	if w.watch == nil || w.watch.admission == nil {
-		return fmt.Errorf("no admission client runs: add \"a client dry-runs a graph through admission every 100 ms\" first")
+		return nil, fmt.Errorf("no admission client runs: add \"a client dry-runs a graph through admission every 100 ms\" first")
 	}
 	a := w.watch.admission
 	a.halt()
 	w.watch.admission = nil
-	sent, failed := a.sent.Load(), a.failed.Load()
-	w.Figure("admissions sent", sent)
-	w.Figure("admissions failed", failed)
-	if sent == 0 {
-		return fmt.Errorf("the admission client sent nothing")
+	w.Figure("admissions sent", a.sent.Load())
+	w.Figure("admissions failed", a.failed.Load())
+	if a.sent.Load() == 0 {
+		return nil, fmt.Errorf("the admission client sent nothing")
 	}
+	return a, nil
+}
+
+func (w *simWorld) noAdmissionFailed(context.Context) error {
+	a, err := w.haltAdmissionClient()
+	if err != nil {
+		return err
+	}
+	sent, failed := a.sent.Load(), a.failed.Load()
 	if failed > 0 {
 		return fmt.Errorf("%d of %d dry-run admissions failed:\n  %s", failed, sent, strings.Join(head(a.Failures(), 20), "\n  "))
 	}

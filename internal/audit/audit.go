@@ -61,6 +61,9 @@ type Event struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
 	Stage string `json:"stage"`
+	// UserAgent is the client's: which process of a user (replicas of one
+	// ServiceAccount) sent the request.
+	UserAgent string `json:"userAgent"`
 	// RequestReceivedTimestamp is when the API server got the request;
 	// StageTimestamp when the response was complete: the write had happened.
 	RequestReceivedTimestamp metav1.MicroTime `json:"requestReceivedTimestamp"`

@@ -70,7 +70,14 @@ var ControllersOnly = []string{"--enable-webhooks=false", "--metrics-bind-addres
 // stops it when the test ends.
 func (e *Env) StartControllers(ctx context.Context, t testing.TB, args ...string) *Operator {
 	t.Helper()
-	op, err := e.NewOperator(append(append([]string(nil), ControllersOnly...), args...), app.Deps{})
+	return e.StartOperator(ctx, t, append(append([]string(nil), ControllersOnly...), args...)...)
+}
+
+// StartOperator starts an operator with the manager's flags args (after
+// the test defaults) and stops it when the test ends.
+func (e *Env) StartOperator(ctx context.Context, t testing.TB, args ...string) *Operator {
+	t.Helper()
+	op, err := e.NewOperator(args, app.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,8 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 		d.Customize(&opts)
 	}
 	drain := &webhooks.Drain{}
-	if opts.WebhookServer != nil && o.Webhook.Drain > 0 {
+	draining := opts.WebhookServer != nil && o.Webhook.Drain > 0
+	if draining {
 		opts.WebhookServer = drain.Server(opts.WebhookServer, o.Webhook.Drain, d.Clock)
 	}
 	mgr, err := manager.New(cfg, opts)
@@ -104,6 +105,9 @@ func New(cfg *rest.Config, o *config.Options, d Deps) (manager.Manager, error) {
 	}
 	if err := addRunnables(mgr, o, d, drain); err != nil {
 		return nil, err
+	}
+	if draining {
+		return drainFirst{Manager: mgr, drain: drain, wait: o.Webhook.Drain, clock: d.Clock}, nil
 	}
 	return mgr, nil
 }
@@ -190,7 +194,11 @@ func ManagerOptions(cfg *rest.Config, o *config.Options, clk clock.PassiveClock)
 		return nil, manager.Options{}, err
 	}
 
-	cfg = rest.CopyConfig(cfg)
+	id, err := newIdentity()
+	if err != nil {
+		return nil, manager.Options{}, err
+	}
+	cfg = withIdentity(cfg, id)
 	if o.KubeAPIQPS > 0 {
 		// Automatic limits are resolved by New, which may ask the server.
 		cfg, _ = ClientLimits(context.Background(), cfg, o.KubeAPIQPS, o.KubeAPIBurst)
@@ -225,12 +233,19 @@ func ManagerOptions(cfg *rest.Config, o *config.Options, clk clock.PassiveClock)
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		},
 	}
-	if o.LeaderElection.Enabled && !o.LeaderElection.CreateLease {
-		lock, err := newInstallerOwnedLeaseLock(cfg, o.LeaderElection)
+	if o.LeaderElection.Enabled {
+		lock, err := newLeaseLock(cfg, o.LeaderElection, id)
 		if err != nil {
 			return nil, manager.Options{}, fmt.Errorf("leader election lock: %w", err)
 		}
-		opts.LeaderElectionResourceLockInterface = lock
+		// Every client but the lock's own writes only while this replica
+		// holds a fresh Lease (fence.go). On the real clock, whatever clk
+		// is: client-go's elector renews on it, and a test's fake clock
+		// stepped ahead must not fence a leader that renews on time.
+		fence := newLeaseFence(clock.RealClock{}, renewDeadline, id)
+		opts.LeaderElectionResourceLockInterface = fence.lock(lock)
+		cfg = rest.CopyConfig(cfg)
+		cfg.Wrap(fence.transport)
 	}
 	opts.Cache = cacheOptions(o)
 	opts.WebhookServer = webhookServer(o, tlsOpts)

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap/zapcore"
@@ -61,8 +62,19 @@ func TestManagerOptions(t *testing.T) {
 			if cfg.QPS != o.KubeAPIQPS || cfg.Burst != o.KubeAPIBurst {
 				t.Errorf("QPS/Burst = %v/%v, want %v/%v", cfg.QPS, cfg.Burst, o.KubeAPIQPS, o.KubeAPIBurst)
 			}
-			if base.QPS != 0 {
+			if base.QPS != 0 || base.UserAgent != "" {
 				t.Errorf("ManagerOptions modified the caller's rest.Config")
+			}
+			// Every request names the process: the audit log tells the
+			// replicas of one ServiceAccount apart by it.
+			host, _ := os.Hostname()
+			if id := app.ReplicaIdentity(cfg.UserAgent); !strings.HasPrefix(id, host+"_") || len(id) <= len(host)+1 {
+				t.Errorf("user agent %q carries identity %q, want %s_<uuid>", cfg.UserAgent, id, host)
+			}
+			if opts.LeaderElection {
+				if lock := opts.LeaderElectionResourceLockInterface; lock == nil || lock.Identity() != app.ReplicaIdentity(cfg.UserAgent) {
+					t.Errorf("the election lock %v does not run as the identity of the user agent %q", lock, cfg.UserAgent)
+				}
 			}
 			if opts.LeaderElection != o.LeaderElection.Enabled || opts.LeaderElectionID != o.LeaderElection.ID {
 				t.Errorf("leader election %v %q", opts.LeaderElection, opts.LeaderElectionID)
@@ -98,5 +110,20 @@ func TestNewRegistersControllers(t *testing.T) {
 	// (client-go's QPS < 0).
 	if got := mgr.GetConfig().QPS; o.KubeAPIQPS != 0 || got >= 0 {
 		t.Errorf("manager QPS = %v with --kube-api-qps %v, want no client-side limit (< 0)", got, o.KubeAPIQPS)
+	}
+}
+
+func TestReplicaIdentity(t *testing.T) {
+	tests := map[string]struct{ userAgent, want string }{
+		"a replica's client":               {"dynamo-operator/v0.3.0 (linux/amd64) kubernetes/abc replica/op-7d9f_1b2c", "op-7d9f_1b2c"},
+		"its leader election client":       {"dynamo-operator/v0.3.0 (linux/amd64) kubernetes/abc replica/op-7d9f_1b2c/leader-election", "op-7d9f_1b2c"},
+		"another client (kubectl, a test)": {"kubectl/v1.36.3 (linux/amd64) kubernetes/abc", ""},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := app.ReplicaIdentity(tt.userAgent); got != tt.want {
+				t.Errorf("ReplicaIdentity(%q) = %q, want %q", tt.userAgent, got, tt.want)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -28,16 +29,13 @@ func (l installerOwnedLeaseLock) Create(context.Context, resourcelock.LeaderElec
 	return fmt.Errorf("leader election Lease %s not found: the installer owns it (--leader-election-create-lease=false)", l.Describe())
 }
 
-// newInstallerOwnedLeaseLock builds the Lease lock as controller-runtime
-// would (identity hostname_uuid, client timeout under the renew deadline),
-// wrapped so that it never creates the Lease.
-func newInstallerOwnedLeaseLock(cfg *rest.Config, le config.LeaderElectionOptions) (resourcelock.Interface, error) {
-	id, err := os.Hostname()
-	if err != nil {
-		return nil, err
-	}
-	id = id + "_" + string(uuid.NewUUID())
-	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election")
+// newLeaseLock builds the Lease lock as controller-runtime would (client
+// timeout under the renew deadline) with identity id, wrapped so that it
+// never creates the Lease when the installer owns it.
+func newLeaseLock(cfg *rest.Config, le config.LeaderElectionOptions, id string) (resourcelock.Interface, error) {
+	// rest.AddUserAgent would replace the identity withIdentity put there.
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent += "/leader-election"
 	cfg.Timeout = max(le.RenewDeadline/2, time.Second)
 	core, err := corev1client.NewForConfig(cfg)
 	if err != nil {
@@ -52,5 +50,49 @@ func newInstallerOwnedLeaseLock(cfg *rest.Config, le config.LeaderElectionOption
 	if err != nil {
 		return nil, err
 	}
+	if le.CreateLease {
+		return lock, nil
+	}
 	return installerOwnedLeaseLock{lock}, nil
+}
+
+// replicaToken precedes a replica's identity in its user agent.
+const replicaToken = " replica/"
+
+// newIdentity is this process's identity, as controller-runtime makes it:
+// the host name (a pod's name) and a UUID, new with every start, so a
+// restarted container is a new candidate.
+func newIdentity() (string, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return "", err
+	}
+	return host + "_" + string(uuid.NewUUID()), nil
+}
+
+// withIdentity makes every request of cfg's clients carry the process's
+// identity in its user agent ("<client-go's> replica/<identity>"). The
+// replicas share one ServiceAccount, so the API server's audit log tells
+// their requests apart only this way, and a write is matched with the
+// election Lease's holder at the time: a standby's writes can be counted.
+func withIdentity(cfg *rest.Config, id string) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	cfg.UserAgent += replicaToken + id
+	return cfg
+}
+
+// ReplicaIdentity is the identity a request's user agent carries (the
+// election Lease's holderIdentity while that process leads), or "" for a
+// request of no replica.
+func ReplicaIdentity(userAgent string) string {
+	_, after, ok := strings.Cut(userAgent, replicaToken)
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(after, "/") // the lock's client adds /leader-election
+	id, _, _ = strings.Cut(id, " ")
+	return id
 }

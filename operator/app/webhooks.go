@@ -63,6 +63,9 @@ func setupWebhooks(mgr manager.Manager, o *config.Options, d Deps, gate *scope.G
 			return conv.RenderConverted(name)
 		},
 		CRDFieldOwner: crdinstall.FieldOwner,
+		// Only the leader writes the certificate and its CA bundles; a
+		// standby serves the pair the leader keeps in the Secret.
+		Leading: mgr.Elected(),
 	})
 	return err
 }

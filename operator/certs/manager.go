@@ -72,12 +72,24 @@ type Options struct {
 	// spec.conversion keeps one owner (see crds.go). Required with CRDs.
 	RenderCRD     func(name string, bundle []byte) (*unstructured.Unstructured, error)
 	CRDFieldOwner string
+	// Leading is closed once this replica leads (the manager's Elected);
+	// nil: it always does (one replica, no election). Until then the
+	// manager serves the pair it reads from the Secret and leaves the
+	// Secret, the configurations' and the CRDs' CA bundles to the leader,
+	// so the replicas never race for them. One exception, in the auto
+	// mode: while the Secret holds no serving pair at all (a first
+	// install), any replica makes one. The election starts only once the
+	// manager's caches have synced, and they may need this operator's
+	// conversion webhook (objects stored in another version), which serves
+	// only with a certificate: waiting for a leader would wait forever.
+	Leading <-chan struct{}
 }
 
 // Manager keeps the certificate, the cert dir and the webhook
 // configurations as the mode wants them. Every replica runs it (it needs no
-// leader): each must serve the current pair, and concurrent writers of the
-// Secret are serialised by its resourceVersion.
+// leader): each must serve the current pair. Only the leader writes (the
+// Secret, the CA bundles); a standby copies the Secret's pair to its cert
+// dir and is ready once it has one (see Options.Leading).
 type Manager struct {
 	o      Options
 	cfg    *rest.Config
@@ -165,8 +177,8 @@ var _ webhook.Server = withWebhooks{}
 // NeedLeaderElection is false: every replica serves webhooks.
 func (m *Manager) NeedLeaderElection() bool { return false }
 
-// ReadyCheck fails until the serving pair is on disk and the webhook
-// configurations have been made right once.
+// ReadyCheck fails until the serving pair is on disk and, on the leader,
+// the webhook configurations have been made right once.
 func (m *Manager) ReadyCheck(*http.Request) error {
 	if !m.ready.Load() {
 		return errors.New("webhook certificate not ready")
@@ -198,6 +210,17 @@ func (m *Manager) Start(ctx context.Context) error {
 			return err
 		}
 		go m.runCRDInjector(ctx)
+	}
+
+	if m.o.Leading != nil {
+		// Elected: write what a standby left to the leader, at once.
+		go func() {
+			select {
+			case <-ctx.Done():
+			case <-m.o.Leading:
+				m.Poke()
+			}
+		}()
 	}
 
 	backoff := time.Second
@@ -265,12 +288,28 @@ func (m *Manager) Poke() {
 	}
 }
 
+// leading reports whether this replica leads (Options.Leading).
+func (m *Manager) leading() bool {
+	if m.o.Leading == nil {
+		return true
+	}
+	select {
+	case <-m.o.Leading:
+		return true
+	default:
+		return false
+	}
+}
+
 // reconcile makes one pass and returns when the next one is due at the latest.
 func (m *Manager) reconcile(ctx context.Context) (time.Time, error) {
 	now := m.o.Clock.Now()
 	secret, err := m.currentSecret(ctx)
 	if err != nil {
 		return now, err
+	}
+	if !m.leading() && (m.o.Mode != config.WebhookCertModeAuto || hasServingPair(secret)) {
+		return m.serveAsStandby(secret, now)
 	}
 	wake := now.Add(10 * time.Minute)
 	var bundle, certPEM, keyPEM []byte
@@ -297,14 +336,8 @@ func (m *Manager) reconcile(ctx context.Context) (time.Time, error) {
 		certPEM, keyPEM = secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
 	}
 
-	if len(certPEM) > 0 && len(keyPEM) > 0 {
-		if _, err := writePair(m.o.CertDir, certPEM, keyPEM); err != nil {
-			if m.o.Mode == config.WebhookCertModeAuto {
-				return now, fmt.Errorf("writing the serving certificate to %s: %w", m.o.CertDir, err)
-			}
-			// A mounted Secret volume is read-only and already current.
-			m.log.V(1).Info("Not copying the certificate Secret to the cert dir", "dir", m.o.CertDir, "reason", err.Error())
-		}
+	if err := m.servePair(certPEM, keyPEM); err != nil {
+		return now, err
 	}
 	if err := m.ensureConfigurations(ctx, bundle, now); err != nil {
 		return now, err
@@ -313,6 +346,49 @@ func (m *Manager) reconcile(ctx context.Context) (time.Time, error) {
 	// rather than the Secret read here; either way, not ready without one.
 	m.ready.Store(len(certPEM) > 0 || (m.o.Mode != config.WebhookCertModeAuto && pairInDir(m.o.CertDir)))
 	return wake, nil
+}
+
+// hasServingPair reports whether secret holds a serving certificate and
+// its key (auto mode).
+func hasServingPair(secret *corev1.Secret) bool {
+	return secret != nil && loadAuthority(secret.Data).serving != nil
+}
+
+// serveAsStandby is a pass of a replica that does not lead: it copies the
+// Secret's serving pair to the cert dir and writes nothing to the API
+// server. It rotates nothing either: the leader does, and the Secret's
+// change pokes this pass again; so does the election. In the auto mode it
+// is called only with a pair in the Secret (hasServingPair).
+func (m *Manager) serveAsStandby(secret *corev1.Secret, now time.Time) (time.Time, error) {
+	wake := now.Add(10 * time.Minute)
+	var certPEM, keyPEM []byte
+	if secret != nil {
+		if a := loadAuthority(secret.Data); m.o.Mode == config.WebhookCertModeAuto && a.serving != nil {
+			certPEM, keyPEM = a.serving.certPEM, a.serving.keyPEM
+		} else if m.o.Mode != config.WebhookCertModeAuto {
+			certPEM, keyPEM = secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
+		}
+	}
+	if err := m.servePair(certPEM, keyPEM); err != nil {
+		return now, err
+	}
+	m.ready.Store(len(certPEM) > 0 || (m.o.Mode != config.WebhookCertModeAuto && pairInDir(m.o.CertDir)))
+	return wake, nil
+}
+
+// servePair puts the serving pair, when there is one, in the cert dir.
+func (m *Manager) servePair(certPEM, keyPEM []byte) error {
+	if len(certPEM) == 0 || len(keyPEM) == 0 {
+		return nil
+	}
+	if _, err := writePair(m.o.CertDir, certPEM, keyPEM); err != nil {
+		if m.o.Mode == config.WebhookCertModeAuto {
+			return fmt.Errorf("writing the serving certificate to %s: %w", m.o.CertDir, err)
+		}
+		// A mounted Secret volume is read-only and already current.
+		m.log.V(1).Info("Not copying the certificate Secret to the cert dir", "dir", m.o.CertDir, "reason", err.Error())
+	}
+	return nil
 }
 
 // currentSecret reads the Secret from the cache, or the one this manager

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,14 +22,27 @@ import (
 // answer and opens the next one to a pod that is Ready; the pod reports
 // itself not Ready so that it leaves the Service's endpoints.
 //
-// The manager stops its webhook server last, after the controllers and
-// caches; Server delays that stop by the drain, so a stopping operator
-// writes nothing more and only answers admissions.
-type Drain struct{ draining atomic.Bool }
+// The drain begins at SIGTERM, before the manager stops anything (app.New
+// wraps the manager's Start so): the pod fails its readiness at once and
+// leaves the Service's endpoints while it still answers admissions, and,
+// leading, still reconciles and holds the Lease. At the drain's end the
+// manager stops, quickly: the controllers, the Lease released (a standby
+// takes over at once), the webhook server last. A manager that stops for
+// another reason (leadership lost) drains its webhook server then: Server
+// keeps it serving until the drain's end, counted from its beginning.
+type Drain struct {
+	draining atomic.Bool
+	mu       sync.Mutex
+	began    time.Time
+	clock    clock.Clock
+}
 
-// Server wraps srv so that, when the manager stops it, the drain begins
-// and srv serves on for wait before it stops.
+// Server wraps srv so that it serves on until wait after the drain began
+// (at the latest when the manager stops srv) before it stops.
 func (d *Drain) Server(srv webhook.Server, wait time.Duration, clk clock.Clock) webhook.Server {
+	d.mu.Lock()
+	d.clock = clk
+	d.mu.Unlock()
 	return &drainingServer{Server: srv, drain: d, wait: wait, clock: clk}
 }
 
@@ -51,7 +65,7 @@ func (s *drainingServer) Start(ctx context.Context) error {
 		}
 		s.drain.Begin()
 		select {
-		case <-s.clock.After(s.wait):
+		case <-s.clock.After(s.wait - s.clock.Since(s.drain.beganAt())):
 		case <-serving.Done():
 		}
 		stop()
@@ -59,8 +73,40 @@ func (s *drainingServer) Start(ctx context.Context) error {
 	return s.Server.Start(serving)
 }
 
-// Begin starts draining.
-func (d *Drain) Begin() { d.draining.Store(true) }
+// Begin starts draining; the drain's time counts from its first call.
+func (d *Drain) Begin() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.draining.Load() {
+		return
+	}
+	if d.clock != nil {
+		d.began = d.clock.Now()
+	}
+	d.draining.Store(true)
+}
+
+// Left is how much of a drain of wait is left now: wait before it began,
+// nothing once it is over.
+func (d *Drain) Left(wait time.Duration) time.Duration {
+	if !d.Draining() {
+		return wait
+	}
+	d.mu.Lock()
+	clk := d.clock
+	d.mu.Unlock()
+	if clk == nil {
+		return 0 // no Server: nothing serves on
+	}
+	return max(wait-clk.Since(d.beganAt()), 0)
+}
+
+// beganAt is when the drain began (zero before, or without a clock).
+func (d *Drain) beganAt() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.began
+}
 
 // Draining reports whether Begin was called.
 func (d *Drain) Draining() bool { return d != nil && d.draining.Load() }

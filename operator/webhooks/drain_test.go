@@ -93,6 +93,44 @@ func TestDrainingServerServesOnForTheDrainAfterTheManagerStopsIt(t *testing.T) {
 	default:
 	}
 	clk.Step(5 * time.Second)
+	stoppedAtTheDrainsEnd(t, done)
+}
+
+// The drain begins at SIGTERM (Begin), before the manager stops the
+// webhook server; the server stops at the drain's end counted from then,
+// not from its own stop.
+func TestDrainingServerCountsFromTheDrainsBeginning(t *testing.T) {
+	d := &Drain{}
+	inner := &fakeServer{stopped: make(chan struct{})}
+	clk := clocktesting.NewFakeClock(time.Now())
+	srv := d.Server(inner, 10*time.Second, clk)
+	srvCtx, stopServer := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(srvCtx) }()
+
+	d.Begin()
+	if err := d.Check(nil); !errors.Is(err, ErrDraining) {
+		t.Fatalf("after SIGTERM: readiness = %v, want %v", err, ErrDraining)
+	}
+	// The manager stops its webhook server 4 s into the drain (a manager
+	// stopping for another reason): it serves the 6 s left.
+	clk.Step(4 * time.Second)
+	stopServer()
+	await.New(t).Eventually(clk.HasWaiters).WithPolling(time.Millisecond).Should(gomega.BeTrue(), "the drain waits on the clock")
+	clk.Step(6*time.Second - time.Millisecond)
+	select {
+	case <-inner.stopped:
+		t.Fatal("the server stopped before the drain's end")
+	case <-time.After(100 * time.Millisecond):
+	}
+	clk.Step(time.Millisecond)
+	stoppedAtTheDrainsEnd(t, done)
+}
+
+// stoppedAtTheDrainsEnd fails unless the server's Start returned nil (done)
+// within 10 s: the clock has reached the drain's end.
+func stoppedAtTheDrainsEnd(t *testing.T, done <-chan error) {
+	t.Helper()
 	select {
 	case err := <-done:
 		if err != nil {

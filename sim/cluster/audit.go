@@ -24,6 +24,11 @@ type Write struct {
 	// Code is the HTTP status the API server answered (a refused write is
 	// still an attempt to write).
 	Code int
+	// Resource and Name are the object written; UserAgent the client's,
+	// which tells a user's processes apart.
+	Resource, Name, UserAgent string
+	// Received is when the API server got the request.
+	Received time.Time
 }
 
 var verbMethods = map[string]string{
@@ -62,7 +67,8 @@ func WritesBy(auditLog, user string) ([]Write, error) {
 		if m == "" {
 			m = ev.Verb
 		}
-		out = append(out, Write{Line: m + " " + ev.RequestURI, Namespace: ev.ObjectRef.Namespace, At: ev.StageTimestamp.Time, Code: ev.ResponseStatus.Code})
+		out = append(out, Write{Line: m + " " + ev.RequestURI, Namespace: ev.ObjectRef.Namespace, At: ev.StageTimestamp.Time, Code: ev.ResponseStatus.Code,
+			Resource: ev.ObjectRef.Resource, Name: ev.ObjectRef.Name, UserAgent: ev.UserAgent, Received: ev.RequestReceivedTimestamp.Time})
 	}
 	return out, nil
 }

@@ -135,5 +135,14 @@ func (d *Daemon) faultEnv(ctx context.Context) faults.Env {
 		ForgetWorker:        d.workers.Forget,
 		OperatorNamespace:   d.o.SystemNamespace,
 		WebhookCertSecret:   "dynamo-operator-webhook-cert",
+		SetNodeLost: func(node string, lost bool) []string {
+			if d.prober != nil {
+				d.prober.SetNodeLost(node, lost)
+			}
+			if lost && d.kubelet != nil {
+				return d.kubelet.LoseNode(node)
+			}
+			return nil
+		},
 	}
 }

@@ -25,7 +25,7 @@ type fault struct {
 
 // table holds every fault: a new fault is one entry here and nothing else.
 var table = map[string]fault{
-	"node-loss": {"a node stops heartbeating (KWOK lets it go): NotReady after 20 s, pods evicted 10 s later", nodeLoss},
+	"node-loss": {"a node goes dark: no more heartbeats (KWOK lets it go), no probes, the pod processes the simulator runs there killed; NotReady after 20 s, pods evicted 10 s later", nodeLoss},
 	"node-restore": {"a lost node heartbeats again", func(ctx context.Context, env Env, _ *rand.Rand, r Request) (string, error) {
 		return nodeRestore(ctx, env, r)
 	}},
@@ -108,6 +108,9 @@ type Env struct {
 	// Kubelet reaches the pods whose processes the simulator runs (pod-kill);
 	// nil where it runs none.
 	Kubelet Kubelet
+	// SetNodeLost stops (or resumes) what the simulator does as a node's
+	// kubelet (its probes, the processes it runs), nil where it does nothing.
+	SetNodeLost func(node string, lost bool) []string
 }
 
 // Kubelet is the simulator's runner of pods as processes (sim/kubelet).

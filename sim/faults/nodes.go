@@ -57,7 +57,17 @@ func nodeLoss(ctx context.Context, env Env, rng *rand.Rand, r Request) (string, 
 	if _, err := env.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return "", fmt.Errorf("node-loss on %s: %w", name, err)
 	}
-	return fmt.Sprintf("node %s lost: no more heartbeats; NotReady within ~20 s, its pods evicted ~10 s later", name), nil
+	// The machine is gone with its kubelet: the processes it ran die
+	// without a word and nobody probes its pods or writes their status.
+	var gone []string
+	if env.SetNodeLost != nil {
+		gone = env.SetNodeLost(name, true)
+	}
+	killed := ""
+	if len(gone) > 0 {
+		killed = fmt.Sprintf("; the processes of %v died with it", gone)
+	}
+	return fmt.Sprintf("node %s lost: no more heartbeats%s; NotReady within ~20 s, its pods evicted ~10 s later", name, killed), nil
 }
 
 func nodeRestore(ctx context.Context, env Env, r Request) (string, error) {
@@ -67,6 +77,9 @@ func nodeRestore(ctx context.Context, env Env, r Request) (string, error) {
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, nodes.LabelManaged, nodes.ManagedValue)
 	if _, err := env.Client.CoreV1().Nodes().Patch(ctx, r.Node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return "", fmt.Errorf("node-restore on %s: %w", r.Node, err)
+	}
+	if env.SetNodeLost != nil {
+		env.SetNodeLost(r.Node, false)
 	}
 	return fmt.Sprintf("node %s heartbeats again", r.Node), nil
 }

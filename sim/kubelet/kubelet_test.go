@@ -60,6 +60,7 @@ type sim struct {
 	workers *workers.Manager
 	prober  *probes.Manager
 	admit   *Admitter
+	runner  *Runner
 }
 
 func startSim(t *testing.T, ctx context.Context) *sim {
@@ -111,6 +112,7 @@ func startSim(t *testing.T, ctx context.Context) *sim {
 	if err := r.Run(kctx); err != nil {
 		t.Fatal(err)
 	}
+	s.runner = r
 	s.prober = &probes.Manager{Client: cs, Log: t.Logf, Restart: func(pod *corev1.Pod, container string) bool {
 		if r.Restart(pod, container) {
 			return true
@@ -343,6 +345,40 @@ func TestOperatorPods(t *testing.T) {
 	if p, err := s.pod(ctx, ns, "op-b"); err != nil || !podReady(p) || pidOf(p) != pidOf(b) {
 		t.Errorf("op-b after op-a's deletion: err=%v", err)
 	}
+
+	// Its node lost, op-b's process dies with the machine and nothing
+	// restarts it; no kubelet is left to say so, so its status stays
+	// Running and Ready (the node lifecycle controller's to change).
+	pidB := pidOf(b)
+	s.prober.SetNodeLost(s.node, true)
+	if lost := s.runner.LoseNode(s.node); fmt.Sprint(lost) != "["+ns+"/op-b]" {
+		t.Errorf("LoseNode stopped %v, want [%s/op-b]", lost, ns)
+	}
+	waitFor(t, fmt.Sprintf("op-b's process %d gone", pidB), 30*time.Second, func() (bool, error) {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pidB))
+		return os.IsNotExist(err), nil
+	})
+	await.New(t).Consistently(func() error {
+		p, err := s.pod(ctx, ns, "op-b")
+		if err != nil {
+			return err
+		}
+		if !podReady(p) || pidOf(p) != pidB || restarts(p) != restarts(b) {
+			return fmt.Errorf("op-b's status changed on a lost node: %+v", p.Status.ContainerStatuses)
+		}
+		return nil
+	}).WithTimeout(5 * time.Second).Should(gomega.Succeed())
+	if running := s.runner.Running(); len(running) != 0 {
+		t.Errorf("the runner still runs %v", running)
+	}
+}
+
+func restarts(p *corev1.Pod) int32 {
+	var n int32
+	for _, st := range p.Status.ContainerStatuses {
+		n += st.RestartCount
+	}
+	return n
 }
 
 // workerPod is a Dynamo worker pod as the operator renders it, with probes

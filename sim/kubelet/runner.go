@@ -95,6 +95,8 @@ type Runner struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]*podRun
+	// lost are the pods of lost nodes (LoseNode), never run again.
+	lost map[types.UID]bool
 	wg   sync.WaitGroup
 }
 
@@ -110,7 +112,7 @@ func New(c Config) (*Runner, error) {
 	if c.Log == nil {
 		c.Log = func(string, ...any) {}
 	}
-	return &Runner{Config: c, client: c.Client, clock: c.Clock, objects: apiObjects{c.Client}, self: self, pods: map[types.UID]*podRun{}}, nil
+	return &Runner{Config: c, client: c.Client, clock: c.Clock, objects: apiObjects{c.Client}, self: self, pods: map[types.UID]*podRun{}, lost: map[types.UID]bool{}}, nil
 }
 
 // apiObjects reads Secrets and ConfigMaps from the API server.
@@ -256,6 +258,35 @@ func (r *Runner) Kill(namespace, name string) ([]int, error) {
 	return pids, nil
 }
 
+// LoseNode is the machine under node going dark: every pod the runner
+// runs there has its processes SIGKILLed, with no SIGTERM and no status
+// written (no kubelet is left to write it), its sandbox and so its pod IP
+// go, and nothing restarts it. The pod objects stay as they were until the
+// node lifecycle controller notices the node is gone. It returns the pods
+// stopped, namespace/name.
+func (r *Runner) LoseNode(node string) []string {
+	r.mu.Lock()
+	var lost []*podRun
+	for uid, p := range r.pods {
+		if p.pod.Spec.NodeName == node {
+			lost = append(lost, p)
+			delete(r.pods, uid)
+			r.lost[uid] = true
+		}
+	}
+	r.mu.Unlock()
+	out := make([]string, 0, len(lost))
+	for _, p := range lost {
+		p.mu.Lock()
+		p.lost = true
+		p.mu.Unlock()
+		p.stop(0)
+		out = append(out, p.key())
+		r.Log("kubelet: %s: its node %s is lost; its processes are gone", p.key(), node)
+	}
+	return out
+}
+
 func gracePeriod(pod *corev1.Pod) time.Duration {
 	if pod.DeletionGracePeriodSeconds != nil {
 		return time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
@@ -272,6 +303,14 @@ func (r *Runner) sync(ctx context.Context, obj any, deleted bool) {
 		return
 	}
 	r.mu.Lock()
+	if r.lost[pod.UID] {
+		// Its node is lost (LoseNode): no kubelet runs it again.
+		if deleted {
+			delete(r.lost, pod.UID)
+		}
+		r.mu.Unlock()
+		return
+	}
 	p := r.pods[pod.UID]
 	if deleted || pod.DeletionTimestamp != nil {
 		delete(r.pods, pod.UID)
@@ -313,6 +352,8 @@ type podRun struct {
 	// runner itself is stopping (the simulator goes down).
 	grace    time.Duration
 	graceSet bool
+	// lost: its node is lost; its processes are SIGKILLed, not terminated.
+	lost bool
 }
 
 func (p *podRun) key() string { return p.pod.Namespace + "/" + p.pod.Name }
@@ -608,8 +649,12 @@ func (cr *containerRun) wait(ctx context.Context, cmd *exec.Cmd) error {
 		return err
 	case <-ctx.Done():
 		cr.p.mu.Lock()
-		grace, set := cr.p.grace, cr.p.graceSet
+		grace, set, lost := cr.p.grace, cr.p.graceSet, cr.p.lost
 		cr.p.mu.Unlock()
+		if lost {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			return <-waited
+		}
 		if !set {
 			// The simulator is going down: the pod's grace period, at
 			// most 5 s.

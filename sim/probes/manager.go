@@ -40,6 +40,8 @@ type Manager struct {
 	sem  chan struct{}
 	mu   sync.Mutex
 	pods map[types.UID]*podProbes
+	// lostNodes have no kubelet left to probe their pods (SetNodeLost).
+	lostNodes map[string]bool
 	// probes counts the probes run, for the benchmark.
 	probes int64
 }
@@ -133,7 +135,10 @@ func (m *Manager) sync(ctx context.Context, obj any) {
 		return
 	}
 	probe := p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && p.DeletionTimestamp == nil && hasProbes(p)
-	if !probe {
+	m.mu.Lock()
+	lost := m.lostNodes[p.Spec.NodeName]
+	m.mu.Unlock()
+	if !probe || lost {
 		m.forget(p.UID)
 		return
 	}
@@ -150,6 +155,36 @@ func (m *Manager) sync(ctx context.Context, obj any) {
 	}
 	m.mu.Unlock()
 	pp.update(p)
+}
+
+// SetNodeLost stops probing the pods of node while it is lost, as its
+// kubelet is gone with it: their status stays what it was until the node
+// lifecycle controller marks them. Pods are probed again from their next
+// update once it is back.
+func (m *Manager) SetNodeLost(node string, lost bool) {
+	m.mu.Lock()
+	if m.lostNodes == nil {
+		m.lostNodes = map[string]bool{}
+	}
+	if !lost {
+		delete(m.lostNodes, node)
+		m.mu.Unlock()
+		return
+	}
+	m.lostNodes[node] = true
+	var stop []types.UID
+	for uid, pp := range m.pods {
+		pp.mu.Lock()
+		on := pp.pod != nil && pp.pod.Spec.NodeName == node
+		pp.mu.Unlock()
+		if on {
+			stop = append(stop, uid)
+		}
+	}
+	m.mu.Unlock()
+	for _, uid := range stop {
+		m.forget(uid)
+	}
 }
 
 func (m *Manager) forget(uid types.UID) {

@@ -2,8 +2,10 @@ package certs
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,22 +58,70 @@ func (m *Manager) desiredConfigurations(bundle []byte) []client.Object {
 // should be (a no-op pass writes nothing), hands the bundle to the injector
 // of the CRDs whose conversion webhook is this operator's (crds.go), and
 // records which CAs every configuration and those CRDs trust now.
-func (m *Manager) ensureConfigurations(ctx context.Context, bundle []byte, now time.Time) error {
+func (m *Manager) ensureConfigurations(ctx context.Context, bundle []byte, now time.Time) ([][]byte, error) {
 	var bundles [][]byte
 	for _, desired := range m.desiredConfigurations(bundle) {
 		live, err := m.ensureConfiguration(ctx, desired, bundle)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		bundles = append(bundles, configurationBundles(live)...)
 	}
 	m.injectCRDs(bundle)
 	crdBundles, err := m.crdBundles(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	m.recordTrust(append(bundles, crdBundles...), now)
-	return nil
+	bundles = append(bundles, crdBundles...)
+	m.recordTrust(bundles, now)
+	return bundles, nil
+}
+
+// liveBundles are the CA bundles the API server calls this operator with,
+// as they stand (a standby's view: it writes none of them).
+func (m *Manager) liveBundles(ctx context.Context, bundle []byte) ([][]byte, error) {
+	var bundles [][]byte
+	for _, desired := range m.desiredConfigurations(bundle) {
+		live := desired.DeepCopyObject().(client.Object)
+		err := m.reader.Get(ctx, client.ObjectKeyFromObject(desired), live)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		bundles = append(bundles, configurationBundles(live)...)
+	}
+	crdBundles, err := m.crdBundles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append(bundles, crdBundles...), nil
+}
+
+// trustedEverywhere reports whether every bundle holds the CA among cas
+// that signed serving. Until then the API server refuses to call a replica
+// serving it ("x509: certificate signed by unknown authority"), so the
+// replica is not ready: `helm install --wait` returning before would leave
+// the first graph's create refused. With no bundle at all (nothing
+// installed calls the operator yet) there is nothing to wait for.
+func trustedEverywhere(serving *x509.Certificate, cas []*x509.Certificate, bundles [][]byte) bool {
+	issuer := ""
+	for _, ca := range cas {
+		if serving.CheckSignatureFrom(ca) == nil {
+			issuer = fingerprint(ca)
+			break
+		}
+	}
+	if issuer == "" {
+		return false
+	}
+	for _, b := range bundles {
+		if !slices.Contains(fingerprints(b), issuer) {
+			return false
+		}
+	}
+	return true
 }
 
 // ensureConfiguration makes one configuration what the mode wants and

@@ -1,9 +1,13 @@
 package certs_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -161,4 +165,68 @@ func TestNewCAWaitsUntilTheCRDsTrustIt(t *testing.T) {
 	if _, err := dialVerified(port, crdBundle(t, frozenCRD)); err != nil {
 		t.Errorf("the CRD's bundle does not verify the certificate the new CA signed: %v", err)
 	}
+}
+
+// A replica is not ready while the API server would refuse to call it: a
+// first install's `helm install --wait` must not return while the CRDs do
+// not trust the operator's new CA, or the first v1beta1 graph's create is
+// refused ("x509: certificate signed by unknown authority"). With the CRD's
+// bundle frozen, the operator makes its CA and injects the webhook
+// configurations, and stays not ready; once the CRD can take the CA, it is.
+func TestNotReadyUntilTheCRDsTrustTheCA(t *testing.T) {
+	const secret = "ready-trust-cert"
+	health, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append(env.WebhookArgs(t), "--webhook-cert-secret="+secret,
+		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(health))
+	env.RouteConversion(t, crdinstall.Conversion{URL: "https://127.0.0.1:" + webhookPort(t, args)})
+	thaw := freezeCRDBundle(t)
+	op, err := env.NewOperator(args, app.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		op.Stop()
+		deleteConfigurations(t)
+		_ = env.Client.Delete(context.Background(), builders.MakeSecret(secret, testenv.OperatorNamespace).Obj())
+	})
+	readyz := func() error {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(health) + "/readyz")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz %d: %s", resp.StatusCode, body)
+		}
+		return nil
+	}
+
+	// The operator acts: its CA is in the Secret and in the validating
+	// configuration, and it serves a certificate that CA signed.
+	g := await.New(t)
+	g.Eventually(func(g gomega.Gomega) {
+		ca := storedCA(t, secret)
+		g.Expect(ca).NotTo(gomega.BeEmpty())
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(configurations()[0]), vwc)).To(gomega.Succeed())
+		g.Expect(vwc.Webhooks).NotTo(gomega.BeEmpty())
+		g.Expect(vwc.Webhooks[0].ClientConfig.CABundle).To(gomega.Equal(ca))
+		_, err := dialVerified(webhookPort(t, args), ca)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+	}).Should(gomega.Succeed(), "the operator made its CA, injected the configurations and serves")
+	if bytes.Equal(crdBundle(t, frozenCRD), storedCA(t, secret)) {
+		t.Fatal("the frozen CRD holds the operator's CA: the test proves nothing")
+	}
+	g.Consistently(readyz).ShouldNot(gomega.Succeed(), "not ready while the CRD does not trust the CA")
+
+	thaw()
+	eventuallyCRDBundles(t, "the operator's CA", func() []byte { return storedCA(t, secret) })
+	g.Eventually(readyz).Should(gomega.Succeed(), "ready once every bundle trusts the CA")
 }

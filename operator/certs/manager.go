@@ -2,6 +2,7 @@ package certs
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -178,7 +179,9 @@ var _ webhook.Server = withWebhooks{}
 func (m *Manager) NeedLeaderElection() bool { return false }
 
 // ReadyCheck fails until the serving pair is on disk and, on the leader,
-// the webhook configurations have been made right once.
+// the webhook configurations have been made right once; in the auto mode
+// also until every CA bundle the API server calls this replica with trusts
+// the pair's CA (setReady).
 func (m *Manager) ReadyCheck(*http.Request) error {
 	if !m.ready.Load() {
 		return errors.New("webhook certificate not ready")
@@ -309,10 +312,11 @@ func (m *Manager) reconcile(ctx context.Context) (time.Time, error) {
 		return now, err
 	}
 	if !m.leading() && (m.o.Mode != config.WebhookCertModeAuto || hasServingPair(secret)) {
-		return m.serveAsStandby(secret, now)
+		return m.serveAsStandby(ctx, secret, now)
 	}
 	wake := now.Add(10 * time.Minute)
 	var bundle, certPEM, keyPEM []byte
+	var cas []*x509.Certificate
 	if m.o.Mode == config.WebhookCertModeAuto {
 		var data map[string][]byte
 		if secret != nil {
@@ -331,7 +335,7 @@ func (m *Manager) reconcile(ctx context.Context) (time.Time, error) {
 			m.log.Info("Wrote the webhook certificate", "secret", m.o.Namespace+"/"+m.o.SecretName,
 				"notAfter", a.serving.cert.NotAfter, "trustedCAs", len(a.bundle), "nextCAPending", a.next != nil)
 		}
-		bundle, certPEM, keyPEM = encodeCerts(a.bundle), a.serving.certPEM, a.serving.keyPEM
+		bundle, certPEM, keyPEM, cas = encodeCerts(a.bundle), a.serving.certPEM, a.serving.keyPEM, a.bundle
 	} else if secret != nil {
 		certPEM, keyPEM = secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
 	}
@@ -339,13 +343,32 @@ func (m *Manager) reconcile(ctx context.Context) (time.Time, error) {
 	if err := m.servePair(certPEM, keyPEM); err != nil {
 		return now, err
 	}
-	if err := m.ensureConfigurations(ctx, bundle, now); err != nil {
+	bundles, err := m.ensureConfigurations(ctx, bundle, now)
+	if err != nil {
 		return now, err
 	}
-	// Outside auto mode the pair may come from a mounted Secret volume
-	// rather than the Secret read here; either way, not ready without one.
-	m.ready.Store(len(certPEM) > 0 || (m.o.Mode != config.WebhookCertModeAuto && pairInDir(m.o.CertDir)))
+	m.setReady(certPEM, cas, bundles)
 	return wake, nil
+}
+
+// setReady records whether this replica can serve: with a serving pair
+// and, in the auto mode, once every bundle the API server calls it with
+// trusts the pair's CA (trustedEverywhere). Outside auto mode the pair may
+// come from a mounted Secret volume rather than the Secret read here, and
+// the CA is the installer's to inject.
+func (m *Manager) setReady(certPEM []byte, cas []*x509.Certificate, bundles [][]byte) {
+	if m.o.Mode != config.WebhookCertModeAuto {
+		m.ready.Store(len(certPEM) > 0 || pairInDir(m.o.CertDir))
+		return
+	}
+	ready := false
+	if certs, err := ParseCertificates(certPEM); err == nil && len(certs) > 0 {
+		ready = trustedEverywhere(certs[0], cas, bundles)
+	}
+	if ready != m.ready.Load() && !ready {
+		m.log.Info("Not ready: the API server does not trust the serving certificate's CA everywhere yet")
+	}
+	m.ready.Store(ready)
 }
 
 // hasServingPair reports whether secret holds a serving certificate and
@@ -359,11 +382,12 @@ func hasServingPair(secret *corev1.Secret) bool {
 // server. It rotates nothing either: the leader does, and the Secret's
 // change pokes this pass again; so does the election. In the auto mode it
 // is called only with a pair in the Secret (hasServingPair).
-func (m *Manager) serveAsStandby(secret *corev1.Secret, now time.Time) (time.Time, error) {
+func (m *Manager) serveAsStandby(ctx context.Context, secret *corev1.Secret, now time.Time) (time.Time, error) {
 	wake := now.Add(10 * time.Minute)
 	var certPEM, keyPEM []byte
+	var a *authority
 	if secret != nil {
-		if a := loadAuthority(secret.Data); m.o.Mode == config.WebhookCertModeAuto && a.serving != nil {
+		if a = loadAuthority(secret.Data); m.o.Mode == config.WebhookCertModeAuto && a.serving != nil {
 			certPEM, keyPEM = a.serving.certPEM, a.serving.keyPEM
 		} else if m.o.Mode != config.WebhookCertModeAuto {
 			certPEM, keyPEM = secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
@@ -372,7 +396,16 @@ func (m *Manager) serveAsStandby(secret *corev1.Secret, now time.Time) (time.Tim
 	if err := m.servePair(certPEM, keyPEM); err != nil {
 		return now, err
 	}
-	m.ready.Store(len(certPEM) > 0 || (m.o.Mode != config.WebhookCertModeAuto && pairInDir(m.o.CertDir)))
+	var bundles [][]byte
+	var cas []*x509.Certificate
+	if m.o.Mode == config.WebhookCertModeAuto && a != nil {
+		var err error
+		if bundles, err = m.liveBundles(ctx, encodeCerts(a.bundle)); err != nil {
+			return now, err
+		}
+		cas = a.bundle
+	}
+	m.setReady(certPEM, cas, bundles)
 	return wake, nil
 }
 

@@ -183,18 +183,11 @@ func TestNotReadyUntilTheCRDsTrustTheCA(t *testing.T) {
 		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(health))
 	env.RouteConversion(t, crdinstall.Conversion{URL: "https://127.0.0.1:" + webhookPort(t, args)})
 	thaw := freezeCRDBundle(t)
-	op, err := env.NewOperator(args, app.Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := op.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		op.Stop()
+	t.Cleanup(func() { // after the operator stops
 		deleteConfigurations(t)
 		_ = env.Client.Delete(context.Background(), builders.MakeSecret(secret, testenv.OperatorNamespace).Obj())
 	})
+	env.StartOperator(context.Background(), t, args...)
 	readyz := func() error {
 		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(health) + "/readyz")
 		if err != nil {

@@ -20,7 +20,6 @@ import (
 	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
 	"github.com/dynamoctl/dynamo-operator/internal/testenv"
-	"github.com/dynamoctl/dynamo-operator/operator/app"
 	"github.com/dynamoctl/dynamo-operator/operator/certs"
 	"github.com/dynamoctl/dynamo-operator/operator/webhooks"
 )
@@ -31,18 +30,8 @@ import (
 func startInMode(t *testing.T, mode, secret string) (*testenv.Operator, string) {
 	t.Helper()
 	args := append(env.WebhookArgs(t), "--webhook-cert-mode="+mode, "--webhook-cert-secret="+secret)
-	op, err := env.NewOperator(args, app.Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := op.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		op.Stop()
-		deleteConfigurations(t)
-	})
-	return op, webhookPort(t, args)
+	t.Cleanup(func() { deleteConfigurations(t) }) // after the operator stops
+	return env.StartOperator(context.Background(), t, args...), webhookPort(t, args)
 }
 
 func deleteConfigurations(t *testing.T) {

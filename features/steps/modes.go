@@ -41,6 +41,14 @@ type TimedWrites interface {
 	WritesIn(namespace string, from, to time.Time) []string
 }
 
+// LeaseReleases is implemented by a LocalOperator that can tell when it
+// deleted a Lease.
+type LeaseReleases interface {
+	// LeaseReleased is when the first successful DELETE of the Lease name
+	// in namespace was sent, and whether there was one.
+	LeaseReleased(namespace, name string) (time.Time, bool)
+}
+
 // LeaseRenewals is implemented by a LocalOperator that can tell when it
 // renewed its marker Lease.
 type LeaseRenewals interface {
@@ -52,6 +60,9 @@ type LeaseRenewals interface {
 // modes is the scenario state of the mode steps.
 type modes struct {
 	local LocalOperator
+	// owner is the local operator that owned the namespace, kept once it
+	// stopped or died: its records tell when it renewed and released.
+	owner LocalOperator
 	// owned and released bound the time the local operator owned the
 	// scenario's namespace: from its Lease's acquisition to its deletion or
 	// expiry (released is zero while it may still own it).
@@ -93,7 +104,7 @@ func (w *world) localOperatorStarts(ctx context.Context, version string) error {
 	if err != nil {
 		return err
 	}
-	w.modes.local = op
+	w.modes.local, w.modes.owner = op, op
 	return w.eventually(ctx, "the namespace-scoped operator "+version+" owning this namespace", func() error {
 		l, err := w.lease(ctx)
 		if err != nil {
@@ -254,9 +265,17 @@ func (w *world) clusterWroteNothingWhileOwned(ctx context.Context) error {
 	if until.IsZero() {
 		until = time.Now()
 	}
+	// A holder that gave the namespace back earlier than the step that
+	// stopped it (its election lost on a loaded machine: it stops, and
+	// deletes its Lease on the way) held it only until then.
+	if r, ok := w.modes.owner.(LeaseReleases); ok {
+		if at, released := r.LeaseReleased(w.namespace, scope.LeaseName); released && at.Before(until) {
+			until = at
+		}
+	}
 	held := []scope.Span{{From: w.modes.owned, To: until}}
 	var lapses []scope.Span
-	if r, ok := w.modes.local.(LeaseRenewals); ok && w.modes.duration > 0 {
+	if r, ok := w.modes.owner.(LeaseRenewals); ok && w.modes.duration > 0 {
 		held, lapses = scope.HeldSpans(w.modes.owned, until, r.LeaseRenewals(w.namespace, scope.LeaseName), w.modes.duration, scope.MinSettle)
 	}
 	var writes []string

@@ -232,6 +232,21 @@ func (o *Operator) LeaseRenewals(namespace, name string) []scope.Renewal {
 	return out
 }
 
+// LeaseReleased is when the operator sent its first successful DELETE of
+// the Lease name in namespace (a holder giving its namespace back, as on
+// any stop, a lost election's included), and whether it did.
+func (o *Operator) LeaseReleased(namespace, name string) (time.Time, bool) {
+	o.logMu.Lock()
+	defer o.logMu.Unlock()
+	suffix := "/namespaces/" + namespace + "/leases/" + name
+	for _, w := range o.log {
+		if w.ok && w.method == http.MethodDelete && strings.HasSuffix(w.path, suffix) {
+			return w.sent, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // write is one write request, recorded when its response arrived.
 type write struct {
 	method, path string

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -263,11 +264,16 @@ func (r *ComponentReconciler) applyComponentChildren(ctx context.Context, s *com
 	if err := applyDiscovery(ctx, r.Client, r.Applier, dcd, render.ComponentDiscoveryRBAC(dcd), changes); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
-	if err := r.applyGMSClaimTemplate(ctx, dcd, changes); err != nil {
-		return stop(reconcile.Result{}, err)
-	}
-	if err := r.applyEPPConfigMap(ctx, dcd, changes); err != nil {
-		return stop(reconcile.Result{}, err)
+	// The claim template and the picker's ConfigMap are what the pod
+	// template names: while another renderer's template is kept, so is
+	// what stands beside it (nothing new is created beside a kept workload).
+	if !s.kept {
+		if err := r.applyGMSClaimTemplate(ctx, dcd, changes); err != nil {
+			return stop(reconcile.Result{}, err)
+		}
+		if err := r.applyEPPConfigMap(ctx, dcd, changes); err != nil {
+			return stop(reconcile.Result{}, err)
+		}
 	}
 	if err := r.applyChildOver(ctx, dcd, s.deploy, asObject(s.liveDeploy), s.kept, changes); err != nil {
 		if isUserError(err) {
@@ -279,6 +285,9 @@ func (r *ComponentReconciler) applyComponentChildren(ctx context.Context, s *com
 	// workload another operator made keeps.
 	svc := render.Service(dcd)
 	svc.Spec.Selector = s.deploy.Spec.Selector.MatchLabels
+	if s.kept {
+		svc.Spec.Ports = portsServed(svc.Spec.Ports, &s.deploy.Spec.Template.Spec)
+	}
 	if err := r.applyChild(ctx, dcd, svc, &corev1.Service{}, changes); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
@@ -586,4 +595,29 @@ func soonest(res reconcile.Result, wait time.Duration) reconcile.Result {
 		res.RequeueAfter = wait
 	}
 	return res
+}
+
+// portsServed keeps of ports those a pod of spec serves: a port whose
+// target is a name the pod's containers do not declare is left out. A
+// kept workload (another renderer's pod template) is exposed as that
+// renderer's pods serve it, not with the ports this renderer's would add.
+func portsServed(ports []corev1.ServicePort, spec *corev1.PodSpec) []corev1.ServicePort {
+	named := map[string]bool{}
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			for _, p := range c.Ports {
+				if p.Name != "" {
+					named[p.Name] = true
+				}
+			}
+		}
+	}
+	var out []corev1.ServicePort
+	for _, p := range ports {
+		if p.TargetPort.Type == intstr.String && !named[p.TargetPort.StrVal] {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }

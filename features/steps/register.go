@@ -37,7 +37,6 @@ var featureSteps = []func(*godog.ScenarioContext, *world){
 	registerGangSteps,
 	registerGroupSteps,
 	registerLWSAPISteps,
-	registerIstioSteps,
 	registerTopologySteps,
 	registerAutoscalingSteps,
 }

@@ -22,8 +22,6 @@ func TestCacheOptionsFromChildren(t *testing.T) {
 		"*v1.Deployment":            managed,
 		"*v1.Service":               managed,
 		"*v1.Ingress":               managed,
-		"*v1.ResourceClaimTemplate": managed,
-		"*v1.ConfigMap":             managed,
 		"*v1.PersistentVolumeClaim": managed,
 		"*v1.Job":                   managed,
 		"*v1.ServiceAccount":        managed,
@@ -52,8 +50,8 @@ func TestWatchesFromChildren(t *testing.T) {
 	}
 	want := map[string][]string{
 		"graph owns":            {"DynamoComponentDeployment", "DynamoGraphDeploymentScalingAdapter", "ServiceAccount", "Role", "RoleBinding"},
-		"component owns":        {"Deployment", "Service", "Ingress", "ResourceClaimTemplate", "ConfigMap", "ServiceAccount", "Role", "RoleBinding"},
-		"component once served": {"LeaderWorkerSet", "PodGroup", "VirtualService"},
+		"component owns":        {"Deployment", "Service", "Ingress", "ServiceAccount", "Role", "RoleBinding"},
+		"component once served": {"LeaderWorkerSet", "PodGroup"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("watched kinds (-want +got):\n%s", d)

@@ -72,12 +72,6 @@ func podTemplate(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.G
 		errs = append(errs, mergeErr)
 	} else {
 		errs = append(errs, completeMerged(spec, &pod, specPath)...)
-		if main := findContainer(pod.Containers, MainContainerName); usesEPPConfig(spec) && main != nil &&
-			len(main.Command) == 0 && len(main.Args) == 0 {
-			// The picker's image has its entrypoint; these are its flags.
-			main.Args = eppArgs(dcd)
-		}
-		applyEngineFeatures(dcd, &pod)
 	}
 	reqs, topoErrs := topologyRequirements(dcd, o)
 	errs = append(errs, topoErrs...)
@@ -110,10 +104,10 @@ func podSpec(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Graph
 	volumes, mounts, volErrs := podStorage(spec, graphPVCs, specPath)
 	errs = append(errs, volErrs...)
 
-	c := specContract(spec)
+	c := contractOf(spec.ComponentType)
 	main := corev1.Container{
 		Name:      MainContainerName,
-		Ports:     containerPorts(spec),
+		Ports:     containerPorts(spec.ComponentType),
 		Env:       MergeEnv(env, spec.Envs),
 		EnvFrom:   secretEnvFrom(spec.EnvFromSecret),
 		Resources: resources,
@@ -123,13 +117,6 @@ func podSpec(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Graph
 		LivenessProbe:  probes.Overlay(c.liveness, spec.LivenessProbe),
 		ReadinessProbe: probes.Overlay(c.readiness, spec.ReadinessProbe),
 		VolumeMounts:   mounts,
-	}
-	if dcd.Annotations[AnnotationKubeDiscoveryMode] == KubeDiscoveryModeContainer {
-		// Each container registers on its own, under its name.
-		main.Env = MergeEnv(main.Env, []corev1.EnvVar{
-			{Name: "CONTAINER_NAME", Value: MainContainerName},
-			{Name: "DYN_KUBE_DISCOVERY_MODE", Value: KubeDiscoveryModeContainer},
-		})
 	}
 	pod := corev1.PodSpec{
 		Containers:                    []corev1.Container{main},
@@ -143,7 +130,6 @@ func podSpec(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Graph
 	if spec.FrontendSidecar != nil {
 		pod.Containers = append(pod.Containers, sidecarContainer(spec.FrontendSidecar, env))
 	}
-	eppPod(dcd, &pod)
 	return pod, errs
 }
 
@@ -232,7 +218,7 @@ func progressDeadline(pod corev1.PodSpec) *int32 {
 
 func rolloutStrategy(pod corev1.PodSpec) appsv1.DeploymentStrategy {
 	surge := intstr.FromString("25%")
-	if requestsGPUs(pod) || usesGMS(pod) {
+	if requestsGPUs(pod) {
 		surge = intstr.FromInt32(1)
 	}
 	zero := intstr.FromInt32(0)

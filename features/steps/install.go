@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 )
 
 // chart/README.md's cluster-wide install is helm install dynamo-platform
@@ -101,11 +102,37 @@ func (w *world) installAsChartReadme(ctx context.Context) error {
 	}
 	w.install.clusterReleaseRemoved = false
 	w.record(ClusterRelease, ClusterNamespace)
-	if err := w.eventually(ctx, "the operator pod of "+ClusterRelease+" Ready", func() error { return w.readyPods(ctx, ClusterRelease, 1) }); err != nil {
+	replicas, err := w.chartDefaultReplicas()
+	if err != nil {
 		return err
 	}
-	fmt.Printf("    helm install (chart/README.md's command) to the operator pod Ready: %.1fs\n", time.Since(start).Seconds())
+	if err := w.eventually(ctx, "the operator pods of "+ClusterRelease+" Ready", func() error { return w.readyPods(ctx, ClusterRelease, replicas) }); err != nil {
+		return err
+	}
+	fmt.Printf("    helm install (chart/README.md's command) to %d operator pods Ready: %.1fs\n", replicas, time.Since(start).Seconds())
 	return nil
+}
+
+// chartDefaultReplicas is the operator's replica count the chart installs
+// by default (its subchart's controllerManager.replicas).
+func (w *world) chartDefaultReplicas() (int, error) {
+	path := w.resolve(ChartPath + "/charts/dynamo-operator/values.yaml")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	var values struct {
+		ControllerManager struct {
+			Replicas int `json:"replicas"`
+		} `json:"controllerManager"`
+	}
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		return 0, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if values.ControllerManager.Replicas < 1 {
+		return 0, fmt.Errorf("%s sets no controllerManager.replicas", path)
+	}
+	return values.ControllerManager.Replicas, nil
 }
 
 func (w *world) installChart(ctx context.Context, name, sets string) error {

@@ -379,6 +379,12 @@ func ensureClusterRelease(t *testing.T, c client.Client, env []string, releases 
 		deployed = deployed || (r.Name == docsRelease && r.Namespace == docsNamespace && r.Status == "deployed")
 	}
 	if !deployed {
+		// A release left failed or pending is uninstalled first: its
+		// operator pods lose their RBAC before they stop, as on any
+		// uninstall (checkPodLogs).
+		if err := steps.RecordRemoval(context.Background(), c, docsRelease, docsNamespace); err != nil {
+			t.Fatal(err)
+		}
 		if out, err := docsRun(env, fmt.Sprintf("helm uninstall %s -n %s --ignore-not-found --wait && helm install %s chart/dynamo-platform -n %s --create-namespace --wait --timeout 3m",
 			docsRelease, docsNamespace, docsRelease, docsNamespace)); err != nil {
 			t.Fatalf("installing the cluster-wide release: %v\n%s", err, out)

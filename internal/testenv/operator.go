@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -220,13 +221,23 @@ func (o *Operator) WritesIn(namespace string, from, to time.Time) []string {
 // sends, so the renewal's time as the Lease records it) and when its answer
 // came (the stored Lease says the renewal from then on).
 func (o *Operator) LeaseRenewals(namespace, name string) []scope.Renewal {
+	var out []scope.Renewal
+	for _, w := range o.leaseWrites(namespace, name, http.MethodPut, http.MethodPatch) {
+		out = append(out, scope.Renewal{Sent: w.sent, Landed: w.at})
+	}
+	return out
+}
+
+// leaseWrites are the successful writes of the Lease name in namespace
+// with one of methods, in the order they were answered.
+func (o *Operator) leaseWrites(namespace, name string, methods ...string) []write {
 	o.logMu.Lock()
 	defer o.logMu.Unlock()
-	var out []scope.Renewal
+	var out []write
 	suffix := "/namespaces/" + namespace + "/leases/" + name
 	for _, w := range o.log {
-		if w.ok && (w.method == http.MethodPut || w.method == http.MethodPatch) && strings.HasSuffix(w.path, suffix) {
-			out = append(out, scope.Renewal{Sent: w.sent, Landed: w.at})
+		if w.ok && slices.Contains(methods, w.method) && strings.HasSuffix(w.path, suffix) {
+			out = append(out, w)
 		}
 	}
 	return out
@@ -236,13 +247,8 @@ func (o *Operator) LeaseRenewals(namespace, name string) []scope.Renewal {
 // the Lease name in namespace (a holder giving its namespace back, as on
 // any stop, a lost election's included), and whether it did.
 func (o *Operator) LeaseReleased(namespace, name string) (time.Time, bool) {
-	o.logMu.Lock()
-	defer o.logMu.Unlock()
-	suffix := "/namespaces/" + namespace + "/leases/" + name
-	for _, w := range o.log {
-		if w.ok && w.method == http.MethodDelete && strings.HasSuffix(w.path, suffix) {
-			return w.sent, true
-		}
+	if deletes := o.leaseWrites(namespace, name, http.MethodDelete); len(deletes) > 0 {
+		return deletes[0].sent, true
 	}
 	return time.Time{}, false
 }

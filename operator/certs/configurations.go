@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"reflect"
-	"slices"
 	"sync"
 	"time"
 
@@ -99,29 +98,15 @@ func (m *Manager) liveBundles(ctx context.Context, bundle []byte) ([][]byte, err
 	return append(bundles, crdBundles...), nil
 }
 
-// trustedEverywhere reports whether every bundle holds the CA among cas
-// that signed serving. Until then the API server refuses to call a replica
-// serving it ("x509: certificate signed by unknown authority"), so the
-// replica is not ready: `helm install --wait` returning before would leave
-// the first graph's create refused. With no bundle at all (nothing
-// installed calls the operator yet) there is nothing to wait for.
-func trustedEverywhere(serving *x509.Certificate, cas []*x509.Certificate, bundles [][]byte) bool {
-	issuer := ""
+// issuerOf is the fingerprint of the CA among cas that signed cert, "" when
+// none did.
+func issuerOf(cert *x509.Certificate, cas []*x509.Certificate) string {
 	for _, ca := range cas {
-		if serving.CheckSignatureFrom(ca) == nil {
-			issuer = fingerprint(ca)
-			break
+		if cert.CheckSignatureFrom(ca) == nil {
+			return fingerprint(ca)
 		}
 	}
-	if issuer == "" {
-		return false
-	}
-	for _, b := range bundles {
-		if !slices.Contains(fingerprints(b), issuer) {
-			return false
-		}
-	}
-	return true
+	return ""
 }
 
 // ensureConfiguration makes one configuration what the mode wants and

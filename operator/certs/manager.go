@@ -317,6 +317,7 @@ func (m *Manager) reconcile(ctx context.Context) (time.Time, error) {
 	wake := now.Add(10 * time.Minute)
 	var bundle, certPEM, keyPEM []byte
 	var cas []*x509.Certificate
+	var servingCert *x509.Certificate
 	if m.o.Mode == config.WebhookCertModeAuto {
 		var data map[string][]byte
 		if secret != nil {
@@ -335,7 +336,7 @@ func (m *Manager) reconcile(ctx context.Context) (time.Time, error) {
 			m.log.Info("Wrote the webhook certificate", "secret", m.o.Namespace+"/"+m.o.SecretName,
 				"notAfter", a.serving.cert.NotAfter, "trustedCAs", len(a.bundle), "nextCAPending", a.next != nil)
 		}
-		bundle, certPEM, keyPEM, cas = encodeCerts(a.bundle), a.serving.certPEM, a.serving.keyPEM, a.bundle
+		bundle, certPEM, keyPEM, cas, servingCert = encodeCerts(a.bundle), a.serving.certPEM, a.serving.keyPEM, a.bundle, a.serving.cert
 	} else if secret != nil {
 		certPEM, keyPEM = secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
 	}
@@ -347,23 +348,31 @@ func (m *Manager) reconcile(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return now, err
 	}
-	m.setReady(certPEM, cas, bundles)
+	m.setReady(certPEM, servingCert, cas, bundles)
 	return wake, nil
 }
 
 // setReady records whether this replica can serve: with a serving pair
 // and, in the auto mode, once every bundle the API server calls it with
-// trusts the pair's CA (trustedEverywhere). Outside auto mode the pair may
-// come from a mounted Secret volume rather than the Secret read here, and
-// the CA is the installer's to inject.
-func (m *Manager) setReady(certPEM []byte, cas []*x509.Certificate, bundles [][]byte) {
+// holds the CA that signed serving (recordTrust's record, taken from the
+// bundles of this pass). Until then the API server refuses to call it
+// ("x509: certificate signed by unknown authority"), so it is not ready:
+// `helm install --wait` returning before would leave the first graph's
+// create refused. With no bundle at all (nothing installed calls the
+// operator yet) there is nothing to wait for. Outside auto mode the pair
+// may come from a mounted Secret volume rather than the Secret read here,
+// and the CA is the installer's to inject.
+func (m *Manager) setReady(certPEM []byte, serving *x509.Certificate, cas []*x509.Certificate, bundles [][]byte) {
 	if m.o.Mode != config.WebhookCertModeAuto {
 		m.ready.Store(len(certPEM) > 0 || pairInDir(m.o.CertDir))
 		return
 	}
 	ready := false
-	if certs, err := ParseCertificates(certPEM); err == nil && len(certs) > 0 {
-		ready = trustedEverywhere(certs[0], cas, bundles)
+	if serving != nil {
+		if issuer := issuerOf(serving, cas); issuer != "" {
+			_, trusted := m.trustedSince(issuer)
+			ready = trusted || len(bundles) == 0
+		}
 	}
 	if ready != m.ready.Load() && !ready {
 		m.log.Info("Not ready: the API server does not trust the serving certificate's CA everywhere yet")
@@ -398,14 +407,18 @@ func (m *Manager) serveAsStandby(ctx context.Context, secret *corev1.Secret, now
 	}
 	var bundles [][]byte
 	var cas []*x509.Certificate
-	if m.o.Mode == config.WebhookCertModeAuto && a != nil {
+	var servingCert *x509.Certificate
+	if m.o.Mode == config.WebhookCertModeAuto && a != nil && a.serving != nil {
 		var err error
 		if bundles, err = m.liveBundles(ctx, encodeCerts(a.bundle)); err != nil {
 			return now, err
 		}
-		cas = a.bundle
+		// Observed only: what the bundles trust, for readiness now and for
+		// the rotation once this replica leads.
+		m.recordTrust(bundles, now)
+		cas, servingCert = a.bundle, a.serving.cert
 	}
-	m.setReady(certPEM, cas, bundles)
+	m.setReady(certPEM, servingCert, cas, bundles)
 	return wake, nil
 }
 

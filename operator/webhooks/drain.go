@@ -65,7 +65,7 @@ func (s *drainingServer) Start(ctx context.Context) error {
 		}
 		s.drain.Begin()
 		select {
-		case <-s.clock.After(s.wait - s.clock.Since(s.drain.beganAt())):
+		case <-s.clock.After(s.drain.Left(s.wait)):
 		case <-serving.Done():
 		}
 		stop()

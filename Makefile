@@ -28,9 +28,14 @@ FULL      ?=
 ifeq ($(FULL),)
 RACE      ?=
 SHORT     ?= -short
+# Test binaries run at once: on a machine doing nothing else, four fill the
+# time the envtest packages spend waiting on their API servers. CI runs its
+# three suites side by side and keeps go test's default (one per CPU).
+TESTP     ?= -p 4
 else
 RACE      ?= -race
 SHORT     ?=
+TESTP     ?=
 endif
 # Without -race, tests and vet build as the binaries do (GOBUILD), so they
 # share its compiled dependencies; -race needs cgo.
@@ -39,7 +44,9 @@ GOFLAGS_TEST := CGO_ENABLED=0 GOFLAGS=-trimpath
 endif
 # -w: no DWARF in test binaries, a quarter less linking for each of about 45
 # (nothing runs them under a debugger; panics and race reports do not use it).
-GOTEST    := $(GOFLAGS_TEST) $(GO) test $(RACE) -count=1 -ldflags=-w
+# -vet=all: go test vets each package with every analyzer, as go vet does,
+# inside the same build (make test needs no go vet of its own).
+GOTEST    := $(GOFLAGS_TEST) $(GO) test $(RACE) -count=1 -ldflags=-w -vet=all
 GOVET     := $(GOFLAGS_TEST) $(GO) vet $(RACE)
 
 .PHONY: help
@@ -203,12 +210,13 @@ chart-test: k8s-bins $(HELM) ## The chart against a real API server (chart/chart
 	HELM=$(HELM) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./chart/...
 	cd tools/image && $(GOTEST) ./...
 
-.PHONY: lint
-lint: ## gofmt and go vet, for the main module and the tools module.
+.PHONY: fmt-check
+fmt-check: ## Fail on Go files gofmt would change.
 	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
-	@# With the tests' build flags: vet compiles every dependency, and these
-	@# are the copies the tests then use.
+
+.PHONY: lint
+lint: fmt-check ## gofmt and go vet, for the main module and the tools modules (make test vets through go test).
 	$(GOVET) ./...
 	cd tools && $(GOVET) ./...
 	cd tools/image && $(GOVET) ./...
@@ -219,7 +227,7 @@ lint: ## gofmt and go vet, for the main module and the tools module.
 # fuzzing.
 CI_CHECKS := $(if $(FULL),chart-lint verify-generate verify-golden verify-align verify-docs)
 .PHONY: test
-test: lint $(CI_CHECKS) ## gofmt, go vet and every Go test (unit, envtest, the feature files on envtest) but the long ones; FULL=1 is CI's: with -race, the long tests, fuzzing and the drift checks.
+test: fmt-check $(CI_CHECKS) ## gofmt, go vet and every Go test (unit, envtest, the feature files on envtest) but the long ones; FULL=1 is CI's: with -race, the long tests, fuzzing and the drift checks.
 	@# Fuzzing beside the Go tests: its instrumented build (minutes on a fresh
 	@# machine) and run fill the time the tests spend waiting on API servers.
 	$(MAKE) --no-print-directory -j2 test-go $(if $(FULL),fuzz)
@@ -229,10 +237,10 @@ test: lint $(CI_CHECKS) ## gofmt, go vet and every Go test (unit, envtest, the f
 test-go: k8s-bins $(HELM) ## Every Go test: unit, envtest and the feature files against a real kube-apiserver.
 	# 20m a package: operator/certs takes its API servers through certificate
 	# rotations in real time, and beside the simulator suites it ran past 10m.
-	HELM=$(HELM) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) $(SHORT) -timeout 20m ./...
-	cd tools && $(GOTEST) $(SHORT) ./...
-	cd tools/image && $(GOTEST) $(SHORT) ./...
-	cd tools/kind && $(GOTEST) $(SHORT) ./...
+	HELM=$(HELM) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) $(SHORT) $(TESTP) -timeout 20m ./...
+	cd tools && $(GOTEST) $(SHORT) $(TESTP) ./...
+	cd tools/image && $(GOTEST) $(SHORT) $(TESTP) ./...
+	cd tools/kind && $(GOTEST) $(SHORT) $(TESTP) ./...
 
 # Each fuzz target of the webhook validators and of the v1beta1 conversion
 # runs FUZZTIME; CI keeps it short, a longer local run is FUZZTIME=5m make fuzz.

@@ -93,10 +93,12 @@ type DynamoComponentDeploymentSharedSpec struct {
 	// EPPConfig configures an endpoint picker (componentType epp).
 	// +optional
 	EPPConfig *EPPConfig `json:"eppConfig,omitempty"`
-	// Failover is accepted; the operator does not act on it yet.
+	// Failover runs a standby engine beside the active one in each pod
+	// (vLLM, with gpuMemoryService): containers engine-0 and engine-1.
 	// +optional
 	Failover *EnabledSpec `json:"failover,omitempty"`
-	// GPUMemoryService is accepted; the operator does not act on it yet.
+	// GPUMemoryService shares the service's GPUs among the pod's containers
+	// through a DRA claim and the GPU memory service sidecar gms-weights.
 	// +optional
 	GPUMemoryService *EnabledSpec `json:"gpuMemoryService,omitempty"`
 	// TopologyConstraint places the service's pods within one domain of a

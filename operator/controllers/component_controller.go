@@ -113,7 +113,8 @@ type componentState struct {
 	// when there is none).
 	deploy, liveDeploy *appsv1.Deployment
 	// pending is the WorkloadPending condition of a kept earlier multinode
-	// Deployment; nil otherwise.
+	// Deployment, or of a kept Deployment without the engine features its
+	// spec sets (keptWithoutEngineFeatures); nil otherwise.
 	pending *metav1.Condition
 	// kept: the workload's content is kept from liveDeploy (keepContent).
 	kept bool
@@ -242,6 +243,7 @@ func (r *ComponentReconciler) keepLiveWorkload(ctx context.Context, s *component
 			"deployment", klog.KObj(s.liveDeploy), "renderer", s.liveDeploy.Annotations[AnnotationRenderer])
 	case s.kept:
 		keepWorkload(s.deploy, s.liveDeploy)
+		s.pending = keptWithoutEngineFeatures(s.dcd, s.liveDeploy, r.Clock.Now())
 		if s.liveDeploy.Annotations[AnnotationRenderedFor] == "" {
 			log.Info("adopting a workload another operator rendered; its pod template is kept until the component's spec changes",
 				"deployment", klog.KObj(s.liveDeploy), "renderer", s.liveDeploy.Annotations[AnnotationRenderer])
@@ -299,7 +301,7 @@ func (r *ComponentReconciler) applyComponentChildren(ctx context.Context, s *com
 		return stop(reconcile.Result{}, err)
 	}
 	var err error
-	if s.virtualService, s.virtualServiceRecheck, err = r.applyExposure(ctx, dcd, changes); err != nil {
+	if s.virtualService, s.virtualServiceRecheck, err = r.applyExposure(ctx, dcd, s.kept, changes); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
 	changes.emit(r.Recorder, dcd)

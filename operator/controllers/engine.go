@@ -3,7 +3,10 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -54,4 +57,37 @@ func (r *ComponentReconciler) applyEPPConfigMap(ctx context.Context, dcd *v1alph
 	}
 	name := render.EPPConfigMapName(dcd.Labels[render.LabelGraphName])
 	return r.applyOrDelete(ctx, dcd, desired, name, &corev1.ConfigMap{}, changes)
+}
+
+// ReasonEngineFeaturesAtNextChange: a service runs as the Deployment an
+// earlier version rendered without the engine features its spec sets, until
+// its spec changes.
+const ReasonEngineFeaturesAtNextChange = "EngineFeaturesAtNextSpecChange"
+
+// keptWithoutEngineFeatures is the WorkloadPending condition of a kept
+// Deployment that lacks engine features its spec sets
+// (render.EngineFieldsNotIn); nil when it lacks none. An upgrade keeps such
+// a Deployment as it is (adoption.go), and nothing its new pod template
+// would name (the claim template, the picker's ConfigMap) is created beside
+// it; the graph's FieldsNotActedOn keeps naming those fields in the words
+// of the version that does not render them (ignoredFields), which that
+// version, after a downgrade, finds as it wrote them.
+func keptWithoutEngineFeatures(dcd *v1alpha1.DynamoComponentDeployment, live *appsv1.Deployment, now time.Time) *metav1.Condition {
+	missing := render.EngineFieldsNotIn(dcd, &live.Spec.Template.Spec)
+	if len(missing) == 0 {
+		return nil
+	}
+	renderer := live.Annotations[AnnotationRenderer]
+	if renderer == "" {
+		renderer = "an earlier version"
+	}
+	return &metav1.Condition{
+		Type:               v1alpha1.ConditionWorkloadPending,
+		Status:             metav1.ConditionTrue,
+		Reason:             ReasonEngineFeaturesAtNextChange,
+		ObservedGeneration: dcd.Generation,
+		LastTransitionTime: metav1.NewTime(now),
+		Message: fmt.Sprintf("runs as the Deployment %s that %s rendered, without %s, kept so that the upgrade restarts nothing; "+
+			"at the service's next spec change its pods are rendered with them", live.Name, renderer, strings.Join(missing, ", ")),
+	}
 }

@@ -20,9 +20,11 @@ const ConditionFieldsNotActedOn = "FieldsNotActedOn"
 
 // ignoredFields lists, by field path, what the spec sets that the operator
 // does not act on, with why. keptDeployment names the services whose
-// multinode setting is not acted on yet: they still run as the Deployment
-// an earlier version rendered (WorkloadPending), and are reported in that
-// version's words, so that a graph's status reads the same to both.
+// multinode setting and engine features are not acted on yet: they still
+// run as the Deployment an earlier version rendered (WorkloadPending), and
+// are reported in that version's words, so that a graph's status reads the
+// same to both (after a downgrade, that version finds its own status and
+// has nothing to write).
 func ignoredFields(dgd *v1alpha1.DynamoGraphDeployment, keptDeployment map[string]bool) []string {
 	var out []string
 	for name, svc := range dgd.Spec.Services {
@@ -35,6 +37,10 @@ func ignoredFields(dgd *v1alpha1.DynamoGraphDeployment, keptDeployment map[strin
 		}
 		if svc.Autoscaling != nil {
 			out = append(out, path+".autoscaling (deprecated, no effect; scale with replicas or the DCD scale subresource)")
+		}
+		if keptDeployment[name] {
+			out = append(out, engineFieldsOfKeptDeployment(path, svc)...)
+			continue
 		}
 		out = append(out, engineFieldsNotActedOn(path, render.ComponentName(dgd.Name, name), svc, dgd.Spec.BackendFramework)...)
 		if svc.EPPConfig != nil {
@@ -106,4 +112,26 @@ func eppConfigNotActedOn(path, graph string, svc *v1alpha1.DynamoComponentDeploy
 	return fmt.Sprintf("%s.eppConfig (rendered: the endpoint picker reads it from /etc/epp/%s; "+
 		"the InferencePool %s it picks for and the Gateway routing to it are not created by the operator)",
 		path, render.EPPConfigKey, render.EPPPoolName(graph))
+}
+
+// engineFieldsOfKeptDeployment names the engine features (and the
+// VirtualService) a service sets while it runs as a Deployment an earlier
+// version rendered, in the words of v0.2, which accepted these fields and
+// rendered none of them: the kept pods have none, and nothing is created
+// beside them until the service's spec changes.
+func engineFieldsOfKeptDeployment(path string, svc *v1alpha1.DynamoComponentDeploymentSharedSpec) []string {
+	var out []string
+	if svc.Failover != nil && svc.Failover.Enabled {
+		out = append(out, path+".failover (not acted on yet)")
+	}
+	if svc.GPUMemoryService != nil && svc.GPUMemoryService.Enabled {
+		out = append(out, path+".gpuMemoryService (not acted on yet)")
+	}
+	if svc.EPPConfig != nil {
+		out = append(out, path+".eppConfig (not passed to the endpoint picker yet)")
+	}
+	if svc.Ingress != nil && svc.Ingress.UseVirtualService {
+		out = append(out, path+".ingress.useVirtualService (an Ingress is created instead)")
+	}
+	return out
 }

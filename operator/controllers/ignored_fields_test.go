@@ -188,3 +188,33 @@ func TestIgnoredFieldsOfUseVirtualService(t *testing.T) {
 		t.Errorf("fields not acted on (-want +got):\n%s", diff)
 	}
 }
+
+// A service still running as the Deployment v0.2 rendered, without the
+// engine features or the endpoint picker's configuration its spec sets
+// (WorkloadPending), is reported as v0.2.1 reported it, word for word: after
+// a downgrade v0.2.1 finds the graph's status as it would write it.
+func TestIgnoredFieldsKeptDeploymentEngineFeaturesAsV021(t *testing.T) {
+	on := &v1alpha1.EnabledSpec{Enabled: true}
+	gw := "istio-system/gw"
+	dgd := builders.MakeGraph("g", "").
+		Service("Worker", builders.MakeEmptyService().GPUs(2).Command([]string{"python3", "-m", "dynamo.vllm"}).
+			GPUMemoryService(on).Failover(on)).
+		Service("Epp", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeEPP).EPPConfig(&v1alpha1.EPPConfig{})).
+		Service("Frontend", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeFrontend).
+			Ingress(&v1alpha1.IngressSpec{Enabled: true, UseVirtualService: true, VirtualServiceGateway: &gw})).
+		Obj()
+	pending := metav1.Condition{Type: v1alpha1.ConditionWorkloadPending, Status: metav1.ConditionTrue, Reason: ReasonEngineFeaturesAtNextChange}
+	var components []*v1alpha1.DynamoComponentDeployment
+	for _, svc := range []string{"Worker", "Epp", "Frontend"} {
+		components = append(components, builders.MakeComponent("", "", builders.MakeEmptyService().ServiceName(svc)).Condition(pending).Obj())
+	}
+	st := &v1alpha1.DynamoGraphDeploymentStatus{}
+	setIgnoredFieldsCondition(st, dgd, components, metav1.NewTime(time.Unix(1, 0)))
+	// v0.2.1's ignored_fields.go, for the same graph.
+	want := "accepted but not acted on: spec.services.Epp.eppConfig (not passed to the endpoint picker yet); " +
+		"spec.services.Frontend.ingress.useVirtualService (an Ingress is created instead); " +
+		"spec.services.Worker.failover (not acted on yet); spec.services.Worker.gpuMemoryService (not acted on yet)"
+	if c := meta.FindStatusCondition(st.Conditions, ConditionFieldsNotActedOn); c == nil || c.Message != want || c.Reason != "AcceptedNotActedOn" {
+		t.Errorf("condition %+v, want message %q", c, want)
+	}
+}

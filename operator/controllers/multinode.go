@@ -194,7 +194,7 @@ func (r *ComponentReconciler) applyMultinodeChildren(ctx context.Context, s *mul
 		return stop(reconcile.Result{}, err)
 	}
 	var err error
-	if s.virtualService, s.virtualServiceRecheck, err = r.applyExposure(ctx, dcd, changes); err != nil {
+	if s.virtualService, s.virtualServiceRecheck, err = r.applyExposure(ctx, dcd, false, changes); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
 	changes.emit(r.Recorder, dcd)

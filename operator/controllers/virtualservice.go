@@ -26,6 +26,10 @@ const ConditionVirtualService = "VirtualService"
 const (
 	ReasonVirtualService = "VirtualService"
 	ReasonNoGateway      = "NoGateway"
+	// ReasonVirtualServiceAtNextChange: the component runs as a workload
+	// an earlier version rendered, kept until its spec changes, and keeps
+	// the Ingress that version exposed it through until then.
+	ReasonVirtualServiceAtNextChange = "VirtualServiceAtNextSpecChange"
 )
 
 // applyExposure applies what exposes the component outside the cluster: its
@@ -33,14 +37,19 @@ const (
 // Istio's API, else its Ingress when enabled; the other is deleted. It
 // returns the VirtualService condition (nil when the component does not
 // ask for one) and whether to look for the API again (discovery is not
-// watchable: gangAPIRecheck).
-func (r *ComponentReconciler) applyExposure(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment, changes *changeSet) (*metav1.Condition, bool, error) {
+// watchable: gangAPIRecheck). While the component's workload is kept
+// (keptWorkload: an earlier version's rendering, until its spec changes)
+// its Ingress stays too: nothing new is created beside a kept workload.
+func (r *ComponentReconciler) applyExposure(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment, keptWorkload bool, changes *changeSet) (*metav1.Condition, bool, error) {
 	gvk := render.VirtualServiceGVK
 	served, err := r.virtualServiceAPI.lookup(r.Client.RESTMapper(), gvk, r.Clock.Now())
 	if err != nil {
 		return nil, false, err
 	}
 	vs := render.VirtualService(dcd)
+	if keptWorkload {
+		vs = nil
+	}
 	ingress := render.Ingress(dcd)
 	if served {
 		if vs != nil {
@@ -62,6 +71,10 @@ func (r *ComponentReconciler) applyExposure(ctx context.Context, dcd *v1alpha1.D
 		LastTransitionTime: metav1.NewTime(r.Clock.Now()),
 	}
 	switch {
+	case keptWorkload:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonVirtualServiceAtNextChange
+		cond.Message = fmt.Sprintf("the component runs as the workload an earlier version rendered, kept so that the upgrade "+
+			"restarts nothing: the Ingress %s serves until the service's next spec change", dcd.Name)
 	case vs == nil:
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNoGateway
 		cond.Message = fmt.Sprintf("useVirtualService needs ingress.virtualServiceGateway, the Istio gateway to route through: "+

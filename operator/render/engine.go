@@ -290,9 +290,12 @@ func applyFailover(pod *corev1.PodSpec) {
 	pod.Containers = append(engines, others...)
 }
 
+// failoverEngineName is the container of the engine id (0 starts active).
+func failoverEngineName(id int) string { return fmt.Sprintf("engine-%d", id) }
+
 func failoverEngine(main corev1.Container, id int) corev1.Container {
 	e := *main.DeepCopy()
-	e.Name = fmt.Sprintf("engine-%d", id)
+	e.Name = failoverEngineName(id)
 	port := SystemPort + id
 	portName := fmt.Sprintf("%s-%d", SystemPortName, id)
 	e.Ports = []corev1.ContainerPort{{Name: portName, ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}}
@@ -359,4 +362,25 @@ func shiftInString(s, flag string, offset int) (string, bool) {
 		return s, false
 	}
 	return s[:start] + strconv.Itoa(n+offset) + s[end:], true
+}
+
+// EngineFieldsNotIn names the fields of the component's spec that this
+// version renders into its pods (gpuMemoryService, failover, eppConfig)
+// and that pod, another version's rendering kept until the service's next
+// spec change, lacks: a version that did not render them yet leaves none of
+// their marks (the claim, the engines, the picker's configuration volume).
+func EngineFieldsNotIn(dcd *v1alpha1.DynamoComponentDeployment, pod *corev1.PodSpec) []string {
+	spec := &dcd.Spec.DynamoComponentDeploymentSharedSpec
+	gms, failover, _ := EngineFeatures(spec, dcd.Spec.BackendFramework)
+	var out []string
+	if gms && !usesGMS(*pod) {
+		out = append(out, "gpuMemoryService")
+	}
+	if failover && findContainer(pod.Containers, failoverEngineName(0)) == nil {
+		out = append(out, "failover")
+	}
+	if usesEPPConfig(spec) && !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == eppConfigVolume }) {
+		out = append(out, "eppConfig")
+	}
+	return out
 }

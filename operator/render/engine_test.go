@@ -106,3 +106,45 @@ func names(cs []corev1.Container) []string {
 	}
 	return out
 }
+
+// The fields a kept pod template lacks: none in this version's rendering of
+// the spec; each the spec sets in the rendering of the same spec without
+// them (as a version that did not render them left it).
+func TestEngineFieldsNotIn(t *testing.T) {
+	on := &v1alpha1.EnabledSpec{Enabled: true}
+	for name, tc := range map[string]struct {
+		with, without *builders.ServiceWrapper
+		want          []string
+	}{
+		"GPU memory service and failover": {
+			with: builders.MakeEmptyService().Type(v1alpha1.ComponentTypeWorker).Image("img").GPUs(2).
+				Command([]string{"python3", "-m", "dynamo.vllm"}).GPUMemoryService(on).Failover(on),
+			without: builders.MakeEmptyService().Type(v1alpha1.ComponentTypeWorker).Image("img").GPUs(2).
+				Command([]string{"python3", "-m", "dynamo.vllm"}),
+			want: []string{"gpuMemoryService", "failover"},
+		},
+		"the endpoint picker's configuration": {
+			with:    builders.MakeEmptyService().Type(v1alpha1.ComponentTypeEPP).Image("img").EPPConfig(&v1alpha1.EPPConfig{}),
+			without: builders.MakeEmptyService().Type(v1alpha1.ComponentTypeEPP).Image("img"),
+			want:    []string{"eppConfig"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dcd := builders.MakeComponent("g-worker", "ns", tc.with).Obj()
+			rendered, err := Deployment(dcd, nil, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			earlier, err := Deployment(builders.MakeComponent("g-worker", "ns", tc.without).Obj(), nil, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := EngineFieldsNotIn(dcd, &rendered.Spec.Template.Spec); len(got) != 0 {
+				t.Errorf("this version's rendering lacks %v", got)
+			}
+			if diff := cmp.Diff(tc.want, EngineFieldsNotIn(dcd, &earlier.Spec.Template.Spec)); diff != "" {
+				t.Errorf("fields the earlier rendering lacks (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

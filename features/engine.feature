@@ -9,8 +9,7 @@ Feature: Engine features and the endpoint picker render as Dynamo's operator ren
   cluster (the DRA driver that shares the GPUs, the InferencePool and Gateway of the picker) is named in the
   graph's FieldsNotActedOn condition.
 
-  # Pods that claim GPUs through DRA need a DRA driver, which the simulator does not run.
-  @envtest-only
+  # The simulator publishes its NVIDIA GPUs through NVIDIA's DRA driver (sim/README.md): the claim is allocated.
   Scenario: A failover graph of Dynamo's examples gets two engines sharing its GPUs through the GPU memory service
     When I apply the file "../shared/compat/examples/backends/vllm/deploy/agg_failover.yaml"
     Then it is accepted

@@ -141,8 +141,9 @@ const (
 	// ConditionWorkloadPending is True while the component runs as a
 	// workload an earlier version rendered that this version would render
 	// as another kind (a multinode service's Deployment, a LeaderWorkerSet
-	// now): it is kept until the service's spec changes, and its message
-	// says what happens then.
+	// now) or without the engine features its spec sets (gpuMemoryService,
+	// failover, eppConfig): it is kept until the service's spec changes,
+	// and its message says what happens then.
 	ConditionWorkloadPending = "WorkloadPending"
 )
 

@@ -98,8 +98,10 @@ func (m *Manager) injectCRDs(bundle []byte) {
 }
 
 // runCRDInjector injects the latest bundle handed to it whenever poked,
-// retrying with backoff, and pokes the reconcile loop after each write
-// pass so that it records the trust the write gives.
+// retrying with backoff, and pokes the reconcile loop after a pass that
+// wrote, so that it records the trust the write gives. A pass that wrote
+// nothing pokes nothing: every reconcile hands its bundle over, and a poke
+// back would make the two loops wake each other without end.
 func (m *Manager) runCRDInjector(ctx context.Context) {
 	backoff := time.Second
 	for {
@@ -108,8 +110,10 @@ func (m *Manager) runCRDInjector(ctx context.Context) {
 			return
 		case <-m.crdPoke:
 		}
+		wrote := false
 		for {
-			err := m.injectOnce(ctx)
+			applied, err := m.injectOnce(ctx)
+			wrote = wrote || applied
 			if err == nil || ctx.Err() != nil {
 				break
 			}
@@ -122,22 +126,25 @@ func (m *Manager) runCRDInjector(ctx context.Context) {
 			backoff = min(2*backoff, 30*time.Second)
 		}
 		backoff = time.Second
-		m.Poke()
+		if wrote {
+			m.Poke()
+		}
 	}
 }
 
 // injectOnce keeps the bundle handed last in the conversion webhook of
-// each CRD this operator serves conversion for.
-func (m *Manager) injectOnce(ctx context.Context) error {
+// each CRD this operator serves conversion for, and reports whether it
+// wrote any.
+func (m *Manager) injectOnce(ctx context.Context) (wrote bool, err error) {
 	want := m.crdWant.Load()
 	if want == nil {
-		return nil
+		return false, nil
 	}
 	bundle := *want
 	for _, name := range m.o.CRDs {
 		crd, ok, err := m.ownedCRD(ctx, name)
 		if err != nil {
-			return err
+			return wrote, err
 		}
 		if !ok {
 			continue
@@ -155,13 +162,14 @@ func (m *Manager) injectOnce(ctx context.Context) error {
 			return bytes.Equal(conversionBundle(current), bundle), nil
 		})
 		if err != nil {
-			return err
+			return wrote, err
 		}
 		if applied {
+			wrote = true
 			m.log.Info("Injected the CA bundle into the CRD's conversion webhook", "crd", name)
 		}
 	}
-	return nil
+	return wrote, nil
 }
 
 // crdBundles are the conversion webhook bundles of the CRDs this operator

@@ -234,10 +234,12 @@ func (m *Manager) Start(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			passesTotal.WithLabelValues(passError).Inc()
 			m.log.Error(err, "Reconciling the webhook certificate", "retryIn", backoff)
 			wake = now.Add(backoff)
 			backoff = min(2*backoff, 30*time.Second)
 		} else {
+			passesTotal.WithLabelValues(passOK).Inc()
 			backoff = time.Second
 		}
 		timer := m.o.Clock.NewTimer(max(wake.Sub(now), 0))

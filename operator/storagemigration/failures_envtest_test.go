@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/storagemigration"
 )
 
@@ -50,7 +51,7 @@ var deadWebhook = &apiextensionsv1.CustomResourceConversion{
 func waitBackingOff(t *testing.T, clk *clocktesting.FakeClock, crd, result string) {
 	t.Helper()
 	await.New(t).Eventually(func() bool {
-		n := metricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": crd, "result": result})
+		n := testenv.MetricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": crd, "result": result})
 		return n > 0 && clk.HasWaiters()
 	}).WithTimeout(time.Minute).Should(gomega.BeTrue(), "a pass "+result+" and the migrator backing off")
 }
@@ -84,7 +85,7 @@ func TestTransientErrorsAreRetriedNotReported(t *testing.T) {
 	if got := getCRD(t, name).Status.StoredVersions; !slices.Equal(got, []string{"v1alpha1"}) {
 		t.Errorf("storedVersions = %v, want [v1alpha1]", got)
 	}
-	if n := metricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": name, "result": "failed"}); n != 0 {
+	if n := testenv.MetricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": name, "result": "failed"}); n != 0 {
 		t.Errorf("%v passes reported failed for a transient error", n)
 	}
 	if e := <-recorder.Events; !strings.HasPrefix(e, "Normal StorageMigrated") {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/operator/crdinstall"
 	"github.com/dynamoctl/dynamo-operator/operator/storagemigration"
 )
@@ -93,11 +94,11 @@ func TestRewritesObjectsStoredInAnotherVersion(t *testing.T) {
 	after := listAll(t, plural, "v1alpha1")
 	assertEachWrittenOnce(t, name, before, after, log)
 	for result, want := range map[string]float64{"rewritten": 7, "current": 2, "gone": 0, "failed": 0} {
-		if got := metricValue(t, "dynamo_operator_storage_migration_objects_total", map[string]string{"crd": name, "result": result}); got != want {
+		if got := testenv.MetricValue(t, "dynamo_operator_storage_migration_objects_total", map[string]string{"crd": name, "result": result}); got != want {
 			t.Errorf("objects_total{result=%s} = %v, want %v", result, got, want)
 		}
 	}
-	if got := metricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": name, "result": "migrated"}); got != 1 {
+	if got := testenv.MetricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": name, "result": "migrated"}); got != 1 {
 		t.Errorf("passes_total{result=migrated} = %v, want 1", got)
 	}
 	if e := <-recorder.Events; !strings.HasPrefix(e, "Normal StorageMigrated Rewrote the objects in v1alpha1 (2 current, 7 rewritten)") {
@@ -158,7 +159,7 @@ func assertNoOpStart(t *testing.T, crds ...string) {
 		if !slices.ContainsFunc(reads, func(r string) bool { return strings.HasSuffix(r, "/customresourcedefinitions/"+name) }) {
 			t.Errorf("the migrator did not read the CRD %s: %v", name, reads)
 		}
-		if metricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": name, "result": "current"}) == 0 {
+		if testenv.MetricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": name, "result": "current"}) == 0 {
 			t.Errorf("no pass over %s counted current", name)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/migration"
@@ -108,31 +107,6 @@ func installOursWith(t *testing.T, conv crdinstall.Conversion) {
 	}
 }
 
-// metricValue is the value of a counter of the in-process operator's
-// registry, 0 when it has no such series.
-func metricValue(t *testing.T, name string, labels map[string]string) float64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
-					continue series
-				}
-			}
-			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return 0
-}
-
 // Our operator takes over a cluster whose graphs and components Dynamo's
 // current operator stored in v1beta1: every graph Ready by our status, no
 // workload replaced or its spec changed, each object rewritten once in
@@ -183,11 +157,11 @@ func TestTakeOverV1beta1StoredRestartsNothing(t *testing.T) {
 	final := objectUIDs(t)
 	for name, kind := range convertedCRDs {
 		for _, result := range []string{"rewritten", "current", "gone", "failed"} {
-			figures[kind+" "+result] = metricValue(t, "dynamo_operator_storage_migration_objects_total", map[string]string{"crd": name, "result": result})
+			figures[kind+" "+result] = testenv.MetricValue(t, "dynamo_operator_storage_migration_objects_total", map[string]string{"crd": name, "result": result})
 		}
 		passes := 0.0
 		for _, result := range []string{"migrated", "retried", "failed"} {
-			passes += metricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": name, "result": result})
+			passes += testenv.MetricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": name, "result": result})
 		}
 		figures[kind+" passes"] = passes
 		lived, ever := 0.0, float64(len(final[kind]))
@@ -218,7 +192,7 @@ func TestTakeOverV1beta1StoredRestartsNothing(t *testing.T) {
 	waitReady(t, ns, 60*time.Second, "after a restart")
 	for name := range convertedCRDs {
 		await.New(t).Eventually(func() bool {
-			return metricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": name, "result": "current"}) == 1
+			return testenv.MetricValue(t, "dynamo_operator_storage_migration_passes_total", map[string]string{"crd": name, "result": "current"}) == 1
 		}).Should(gomega.BeTrue(), "the restarted operator's migration to find "+name+" current")
 	}
 	for _, w := range op.WritesSince(n) {

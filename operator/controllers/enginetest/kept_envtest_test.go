@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
@@ -64,14 +63,7 @@ func TestUpgradeKeepsTheDeploymentWithoutEngineFeaturesUntilTheSpecChanges(t *te
 	if err != nil {
 		t.Fatal(err)
 	}
-	old.Annotations = map[string]string{
-		controllers.AnnotationRenderer:    controllers.RendererID("v0.2.1"),
-		controllers.AnnotationRenderedFor: controllers.WorkloadInput(dcd, nil),
-	}
-	if err := controllerutil.SetControllerReference(dcd, old, env.Scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Create(ctx, old); err != nil {
+	if err := env.CreateEarlierRendering(ctx, dcd, old, "v0.2.1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.StartDeploymentDriver(ctx, 0); err != nil {

@@ -290,7 +290,7 @@ Feature: A DynamoGraphDeployment runs as one component per service, and its stat
               enabled: true
       """
     Then the dgd "llm" eventually has ".status.conditions[?(@.type=="FieldsNotActedOn")].status" equal to "True"
-    And the dgd "llm" has ".status.conditions[?(@.type=="FieldsNotActedOn")].message" containing "spec.services.VllmWorker.failover (not acted on yet)"
+    And the dgd "llm" has ".status.conditions[?(@.type=="FieldsNotActedOn")].message" containing "spec.services.VllmWorker.failover (not rendered: the standby engine shares the active one's GPUs through the GPU memory service: enable gpuMemoryService too)"
 
   @compat
   Scenario: Every graph users run gets Deployments carrying exactly what they wrote, and becomes Ready

@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -117,6 +119,9 @@ func (w *world) checkGraphs(ctx context.Context, objs []*unstructured.Unstructur
 				continue
 			}
 			for _, p := range deploymentMatchesService(dgd, dgd.Spec.Services[name], deploy) {
+				problems = append(problems, fmt.Sprintf("service %s: %s", name, p))
+			}
+			if p := w.claimTemplateMatchesService(ctx, dgd, dgd.Spec.Services[name], deployName); p != "" {
 				problems = append(problems, fmt.Sprintf("service %s: %s", name, p))
 			}
 		}
@@ -257,12 +262,20 @@ func argsKept(svc *v1alpha1.DynamoComponentDeploymentSharedSpec, t *corev1.PodTe
 // containers besides main), init containers included.
 func deploymentMatchesService(dgd *v1alpha1.DynamoGraphDeployment, svc *v1alpha1.DynamoComponentDeploymentSharedSpec, deploy *appsv1.Deployment) []string {
 	pod := &deploy.Spec.Template.Spec
-	main := containerNamed(pod.Containers, render.MainContainerName)
+	gms, failover, _ := render.EngineFeatures(svc, dgd.Spec.BackendFramework)
+	mainName := render.MainContainerName
+	if failover {
+		// The active engine is the main container, cloned.
+		mainName = "engine-0"
+	}
+	main := containerNamed(pod.Containers, mainName)
 	if main == nil {
-		return []string{"no main container"}
+		return []string{"no container " + mainName}
 	}
 	problems := containerAsWritten(mainAsWritten(dgd, svc), main)
-	if svc.Resources != nil && svc.Resources.Limits != nil && svc.Resources.Limits.GPU != "" {
+	// With the GPU memory service the GPUs are claimed through DRA
+	// (claimTemplateMatchesService), not asked for as a resource.
+	if !gms && svc.Resources != nil && svc.Resources.Limits != nil && svc.Resources.Limits.GPU != "" {
 		gpuType := svc.Resources.Limits.GPUType
 		if gpuType == "" {
 			gpuType = v1alpha1.DefaultGPUType
@@ -446,4 +459,30 @@ func manifestFiles(root string) ([]string, error) {
 		return nil, fmt.Errorf("no manifests under %s", root)
 	}
 	return files, nil
+}
+
+// claimTemplateMatchesService checks that a service with the GPU memory
+// service claims the GPUs it wrote, through its ResourceClaimTemplate; ""
+// when it does or has none.
+func (w *world) claimTemplateMatchesService(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment,
+	svc *v1alpha1.DynamoComponentDeploymentSharedSpec, component string) string {
+	if gms, _, _ := render.EngineFeatures(svc, dgd.Spec.BackendFramework); !gms {
+		return ""
+	}
+	name := render.GMSResourceClaimTemplateName(component)
+	if err := w.eventuallyExists(ctx, "ResourceClaimTemplate", name); err != nil {
+		return err.Error()
+	}
+	tmpl := &resourcev1.ResourceClaimTemplate{}
+	if err := w.cluster.Client.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: name}, tmpl); err != nil {
+		return err.Error()
+	}
+	wrote := ""
+	if r := svc.Resources; r != nil && r.Limits != nil {
+		wrote = r.Limits.GPU
+	}
+	if reqs := tmpl.Spec.Spec.Devices.Requests; len(reqs) != 1 || reqs[0].Exactly == nil || strconv.FormatInt(reqs[0].Exactly.Count, 10) != wrote {
+		return fmt.Sprintf("ResourceClaimTemplate %s requests %v, wrote %s GPUs", name, reqs, wrote)
+	}
+	return ""
 }

@@ -32,6 +32,8 @@ func TestGraphKinds(t *testing.T) {
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
 		{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"},
+		{Group: "networking.istio.io", Version: "v1beta1", Kind: "VirtualService"},
+		{Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaimTemplate"},
 	} {
 		want[gvk.String()] = true
 	}

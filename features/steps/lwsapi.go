@@ -97,17 +97,7 @@ func (w *world) installLWSAPI(ctx context.Context) error {
 		return fmt.Errorf("installing the LeaderWorkerSet CRD: %w", err)
 	}
 	w.lwsAPI.removed = nil
-	err := w.eventually(ctx, "the LeaderWorkerSet API served", func() error {
-		crd := lwsCRD()
-		if err := w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
-			return err
-		}
-		if c := condition(crd, "Established"); c != nil && c.Status == metav1.ConditionTrue {
-			return nil
-		}
-		return fmt.Errorf("the LeaderWorkerSet CRD is not established")
-	}, await.Within(time.Minute))
-	if err != nil {
+	if err := w.crdEstablished(ctx, lwsCRD, "LeaderWorkerSet"); err != nil {
 		return err
 	}
 	pods, err := OperatorPods(ctx, w.cluster.Client, ClusterRelease, ClusterNamespace)
@@ -155,4 +145,19 @@ func restarts(statuses []corev1.ContainerStatus) int32 {
 		n += s.RestartCount
 	}
 	return n
+}
+
+// crdEstablished waits up to a minute until the CRD of kind is established:
+// its API is served.
+func (w *world) crdEstablished(ctx context.Context, crdOf func() *unstructured.Unstructured, kind string) error {
+	return w.eventually(ctx, "the "+kind+" API served", func() error {
+		crd := crdOf()
+		if err := w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
+			return err
+		}
+		if c := condition(crd, "Established"); c != nil && c.Status == metav1.ConditionTrue {
+			return nil
+		}
+		return fmt.Errorf("the %s CRD is not established", kind)
+	}, await.Within(time.Minute))
 }

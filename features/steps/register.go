@@ -37,6 +37,7 @@ var featureSteps = []func(*godog.ScenarioContext, *world){
 	registerGangSteps,
 	registerGroupSteps,
 	registerLWSAPISteps,
+	registerIstioSteps,
 	registerTopologySteps,
 	registerAutoscalingSteps,
 }

@@ -173,6 +173,12 @@ func (s *ServiceWrapper) Failover(f *v1alpha1.EnabledSpec) *ServiceWrapper {
 	return s
 }
 
+// GPUMemoryService sets gpuMemoryService.
+func (s *ServiceWrapper) GPUMemoryService(g *v1alpha1.EnabledSpec) *ServiceWrapper {
+	s.DynamoComponentDeploymentSharedSpec.GPUMemoryService = g
+	return s
+}
+
 // EPPConfig sets eppConfig.
 func (s *ServiceWrapper) EPPConfig(e *v1alpha1.EPPConfig) *ServiceWrapper {
 	s.DynamoComponentDeploymentSharedSpec.EPPConfig = e

@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -185,6 +186,29 @@ var table = []Kind{
 	{
 		GVK: networkingv1.SchemeGroupVersion.WithKind("Ingress"), Resource: "ingresses",
 		New: typed[networkingv1.Ingress](), RenderedBy: "render.Ingress",
+		OwnedBy: OwnedByComponent, Cache: CacheManaged, Verbs: appliedGone, GraphLabel: render.LabelGraphName,
+	},
+	{
+		// The shared GPUs of a component with the GPU memory service
+		// (resource.k8s.io/v1, served since Kubernetes 1.34); deleted when
+		// it stops asking for them, or recreated for a new spec (immutable).
+		GVK: resourcev1.SchemeGroupVersion.WithKind("ResourceClaimTemplate"), Resource: "resourceclaimtemplates",
+		New: typed[resourcev1.ResourceClaimTemplate](), RenderedBy: "render.GMSResourceClaimTemplate",
+		OwnedBy: OwnedByComponent, Cache: CacheManaged, Verbs: appliedGone, GraphLabel: render.LabelGraphName,
+	},
+	{
+		// A component's Istio VirtualService (ingress.useVirtualService
+		// with a gateway), instead of its Ingress; watched once the API
+		// is found, deleted when the component stops asking for it.
+		GVK: render.VirtualServiceGVK, Resource: "virtualservices",
+		New: newUnstructured(render.VirtualServiceGVK), RenderedBy: "render.VirtualService",
+		OwnedBy: OwnedByComponent, Cache: CacheOnceServed, Verbs: appliedGone, GraphLabel: render.LabelGraphName,
+	},
+	{
+		// The inline configuration of a graph's endpoint picker,
+		// <graph>-epp-config; deleted when it moves to a configMapRef.
+		GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Resource: "configmaps",
+		New: typed[corev1.ConfigMap](), RenderedBy: "render.EPPConfigMap",
 		OwnedBy: OwnedByComponent, Cache: CacheManaged, Verbs: appliedGone, GraphLabel: render.LabelGraphName,
 	},
 	{

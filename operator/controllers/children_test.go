@@ -22,6 +22,8 @@ func TestCacheOptionsFromChildren(t *testing.T) {
 		"*v1.Deployment":            managed,
 		"*v1.Service":               managed,
 		"*v1.Ingress":               managed,
+		"*v1.ResourceClaimTemplate": managed,
+		"*v1.ConfigMap":             managed,
 		"*v1.PersistentVolumeClaim": managed,
 		"*v1.Job":                   managed,
 		"*v1.ServiceAccount":        managed,
@@ -50,8 +52,8 @@ func TestWatchesFromChildren(t *testing.T) {
 	}
 	want := map[string][]string{
 		"graph owns":            {"DynamoComponentDeployment", "DynamoGraphDeploymentScalingAdapter", "ServiceAccount", "Role", "RoleBinding"},
-		"component owns":        {"Deployment", "Service", "Ingress", "ServiceAccount", "Role", "RoleBinding"},
-		"component once served": {"LeaderWorkerSet", "PodGroup"},
+		"component owns":        {"Deployment", "Service", "Ingress", "ResourceClaimTemplate", "ConfigMap", "ServiceAccount", "Role", "RoleBinding"},
+		"component once served": {"LeaderWorkerSet", "PodGroup", "VirtualService"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("watched kinds (-want +got):\n%s", d)

@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,6 +60,9 @@ type ComponentReconciler struct {
 	onceServed map[schema.GroupKind]*lazyWatch
 	// podGroupAPI remembers whether the PodGroup API is served (gang.go).
 	podGroupAPI apiProbe
+	// virtualServiceAPI remembers whether Istio's VirtualService API is
+	// served (virtualservice.go).
+	virtualServiceAPI apiProbe
 	// written remembers this controller's latest status write of each
 	// component until the cache shows it (statusWrites).
 	written statusWrites
@@ -111,11 +113,16 @@ type componentState struct {
 	// when there is none).
 	deploy, liveDeploy *appsv1.Deployment
 	// pending is the WorkloadPending condition of a kept earlier multinode
-	// Deployment; nil otherwise.
+	// Deployment, or of a kept Deployment without the engine features its
+	// spec sets (keptWithoutEngineFeatures); nil otherwise.
 	pending *metav1.Condition
 	// kept: the workload's content is kept from liveDeploy (keepContent).
-	kept    bool
-	changes changeSet
+	kept bool
+	// virtualService is the VirtualService condition (nil when not asked
+	// for); virtualServiceRecheck says to look for its API again.
+	virtualService        *metav1.Condition
+	virtualServiceRecheck bool
+	changes               changeSet
 }
 
 func (r *ComponentReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -236,6 +243,7 @@ func (r *ComponentReconciler) keepLiveWorkload(ctx context.Context, s *component
 			"deployment", klog.KObj(s.liveDeploy), "renderer", s.liveDeploy.Annotations[AnnotationRenderer])
 	case s.kept:
 		keepWorkload(s.deploy, s.liveDeploy)
+		s.pending = keptWithoutEngineFeatures(s.dcd, s.liveDeploy, r.Clock.Now())
 		if s.liveDeploy.Annotations[AnnotationRenderedFor] == "" {
 			log.Info("adopting a workload another operator rendered; its pod template is kept until the component's spec changes",
 				"deployment", klog.KObj(s.liveDeploy), "renderer", s.liveDeploy.Annotations[AnnotationRenderer])
@@ -250,12 +258,24 @@ func (r *ComponentReconciler) keepLiveWorkload(ctx context.Context, s *component
 	return proceed()
 }
 
-// applyComponentChildren applies the discovery objects, the workload, the
-// Services and the Ingress, deleting those the spec no longer asks for.
+// applyComponentChildren applies the discovery objects, the GPU memory
+// service's claim template, the endpoint picker's ConfigMap, the workload, the Services and the Ingress,
+// deleting those the spec no longer asks for.
 func (r *ComponentReconciler) applyComponentChildren(ctx context.Context, s *componentState) (reconcile.Result, bool, error) {
 	dcd, changes := s.dcd, &s.changes
 	if err := applyDiscovery(ctx, r.Client, r.Applier, dcd, render.ComponentDiscoveryRBAC(dcd), changes); err != nil {
 		return stop(reconcile.Result{}, err)
+	}
+	// The claim template and the picker's ConfigMap are what the pod
+	// template names: while another renderer's template is kept, so is
+	// what stands beside it (nothing new is created beside a kept workload).
+	if !s.kept {
+		if err := r.applyGMSClaimTemplate(ctx, dcd, changes); err != nil {
+			return stop(reconcile.Result{}, err)
+		}
+		if err := r.applyEPPConfigMap(ctx, dcd, changes); err != nil {
+			return stop(reconcile.Result{}, err)
+		}
 	}
 	if err := r.applyChildOver(ctx, dcd, s.deploy, asObject(s.liveDeploy), s.kept, changes); err != nil {
 		if isUserError(err) {
@@ -280,7 +300,8 @@ func (r *ComponentReconciler) applyComponentChildren(ctx context.Context, s *com
 	if err := r.applyOrDelete(ctx, dcd, modelSvc, render.ModelServiceName(dcd.Name), &corev1.Service{}, changes); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
-	if err := r.applyOrDelete(ctx, dcd, render.Ingress(dcd), dcd.Name, &networkingv1.Ingress{}, changes); err != nil {
+	var err error
+	if s.virtualService, s.virtualServiceRecheck, err = r.applyExposure(ctx, dcd, s.kept, changes); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
 	changes.emit(r.Recorder, dcd)
@@ -303,6 +324,7 @@ func (r *ComponentReconciler) reportComponentStatus(ctx context.Context, s *comp
 	now := r.Clock.Now()
 	next := componentStatus(dcd, s.deploy, why, metav1.NewTime(now))
 	setWorkloadPending(&next, s.pending)
+	setVirtualServiceCondition(&next, s.virtualService)
 	if wait := r.holdFirstReport(s.req.NamespacedName, dcd, &next, started, notOverBefore, now); wait > 0 {
 		ctrl.LoggerFrom(ctx).V(2).Info("rollout just started: its first status waits to see whether it is over at once",
 			"component", klog.KObj(dcd), "for", wait)
@@ -315,7 +337,12 @@ func (r *ComponentReconciler) reportComponentStatus(ctx context.Context, s *comp
 	if err == nil && s.pending != nil && !hadPending {
 		r.Recorder.Eventf(dcd, s.liveDeploy, corev1.EventTypeNormal, s.pending.Reason, "Upgrade", "%s", s.pending.Message)
 	}
-	return stop(afterComponentStatus(ctx, dcd, s.changes, wrote, err))
+	res, err := afterComponentStatus(ctx, dcd, s.changes, wrote, err)
+	if s.virtualServiceRecheck && err == nil {
+		// Discovery is not watchable: look for the VirtualService API again.
+		res = soonest(res, gangAPIRecheck)
+	}
+	return stop(res, err)
 }
 
 // recordComponentReport remembers a status report: the write, until the

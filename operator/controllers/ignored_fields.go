@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -9,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
 
 // ConditionFieldsNotActedOn is True when the graph sets fields the operator
@@ -17,9 +20,11 @@ const ConditionFieldsNotActedOn = "FieldsNotActedOn"
 
 // ignoredFields lists, by field path, what the spec sets that the operator
 // does not act on, with why. keptDeployment names the services whose
-// multinode setting is not acted on yet: they still run as the Deployment
-// an earlier version rendered (WorkloadPending), and are reported in that
-// version's words, so that a graph's status reads the same to both.
+// multinode setting and engine features are not acted on yet: they still
+// run as the Deployment an earlier version rendered (WorkloadPending), and
+// are reported in that version's words, so that a graph's status reads the
+// same to both (after a downgrade, that version finds its own status and
+// has nothing to write).
 func ignoredFields(dgd *v1alpha1.DynamoGraphDeployment, keptDeployment map[string]bool) []string {
 	var out []string
 	for name, svc := range dgd.Spec.Services {
@@ -33,17 +38,18 @@ func ignoredFields(dgd *v1alpha1.DynamoGraphDeployment, keptDeployment map[strin
 		if svc.Autoscaling != nil {
 			out = append(out, path+".autoscaling (deprecated, no effect; scale with replicas or the DCD scale subresource)")
 		}
-		if svc.Failover != nil && svc.Failover.Enabled {
-			out = append(out, path+".failover (not acted on yet)")
+		if keptDeployment[name] {
+			out = append(out, engineFieldsOfKeptDeployment(path, svc)...)
+			continue
 		}
-		if svc.GPUMemoryService != nil && svc.GPUMemoryService.Enabled {
-			out = append(out, path+".gpuMemoryService (not acted on yet)")
-		}
+		out = append(out, engineFieldsNotActedOn(path, render.ComponentName(dgd.Name, name), svc, dgd.Spec.BackendFramework)...)
 		if svc.EPPConfig != nil {
-			out = append(out, path+".eppConfig (not passed to the endpoint picker yet)")
+			out = append(out, eppConfigNotActedOn(path, dgd.Name, svc))
 		}
-		if svc.Ingress != nil && svc.Ingress.UseVirtualService {
-			out = append(out, path+".ingress.useVirtualService (an Ingress is created instead)")
+		if i := svc.Ingress; i != nil && i.UseVirtualService && (i.VirtualServiceGateway == nil || *i.VirtualServiceGateway == "") {
+			// With a gateway it is acted on: the component's VirtualService
+			// condition says whether the cluster serves Istio's API.
+			out = append(out, path+".ingress.useVirtualService (no virtualServiceGateway: an Ingress is created instead)")
 		}
 	}
 	out = append(out, betaOnlyIgnoredFields(dgd)...)
@@ -74,4 +80,58 @@ func setIgnoredFieldsCondition(st *v1alpha1.DynamoGraphDeploymentStatus, dgd *v1
 		ObservedGeneration: dgd.Generation,
 		LastTransitionTime: now,
 	})
+}
+
+// engineFieldsNotActedOn names the engine features of a service that are
+// not rendered, with why (render.EngineFeatures), and the part of a
+// rendered GPU memory service the operator leaves to the cluster: the GPU
+// sharing itself is the DRA driver's and the engines', which a pod's
+// readiness shows but the operator neither provides nor checks.
+func engineFieldsNotActedOn(path, component string, svc *v1alpha1.DynamoComponentDeploymentSharedSpec, framework v1alpha1.BackendFramework) []string {
+	gms, _, notRendered := render.EngineFeatures(svc, framework)
+	var out []string
+	for _, field := range slices.Sorted(maps.Keys(notRendered)) {
+		out = append(out, fmt.Sprintf("%s.%s (not rendered: %s)", path, field, notRendered[field]))
+	}
+	if gms {
+		out = append(out, fmt.Sprintf("%s.gpuMemoryService (rendered: ResourceClaimTemplate %s of DeviceClass %s, sidecar %s; "+
+			"sharing the GPUs needs a DRA driver serving that DeviceClass, which the operator does not check)",
+			path, render.GMSResourceClaimTemplateName(component), render.GMSDeviceClass(svc), render.GMSContainerName))
+	}
+	return out
+}
+
+// eppConfigNotActedOn says what of an eppConfig the operator leaves to the
+// cluster: the picker is rendered with its configuration, but the
+// InferencePool it picks for (and the Gateway routing to it) are the
+// inference extension's objects, which the operator does not create.
+func eppConfigNotActedOn(path, graph string, svc *v1alpha1.DynamoComponentDeploymentSharedSpec) string {
+	if svc.ComponentType != v1alpha1.ComponentTypeEPP {
+		return path + ".eppConfig (not rendered: only a component of type epp runs an endpoint picker)"
+	}
+	return fmt.Sprintf("%s.eppConfig (rendered: the endpoint picker reads it from /etc/epp/%s; "+
+		"the InferencePool %s it picks for and the Gateway routing to it are not created by the operator)",
+		path, render.EPPConfigKey, render.EPPPoolName(graph))
+}
+
+// engineFieldsOfKeptDeployment names the engine features (and the
+// VirtualService) a service sets while it runs as a Deployment an earlier
+// version rendered, in the words of v0.2, which accepted these fields and
+// rendered none of them: the kept pods have none, and nothing is created
+// beside them until the service's spec changes.
+func engineFieldsOfKeptDeployment(path string, svc *v1alpha1.DynamoComponentDeploymentSharedSpec) []string {
+	var out []string
+	if svc.Failover != nil && svc.Failover.Enabled {
+		out = append(out, path+".failover (not acted on yet)")
+	}
+	if svc.GPUMemoryService != nil && svc.GPUMemoryService.Enabled {
+		out = append(out, path+".gpuMemoryService (not acted on yet)")
+	}
+	if svc.EPPConfig != nil {
+		out = append(out, path+".eppConfig (not passed to the endpoint picker yet)")
+	}
+	if svc.Ingress != nil && svc.Ingress.UseVirtualService {
+		out = append(out, path+".ingress.useVirtualService (an Ingress is created instead)")
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1beta1"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
 
 // betaOnlyIgnoredFields lists the fields of a graph written in v1beta1 that
@@ -54,6 +55,14 @@ func betaOnlyComponentFields(path string, c *v1beta1.DynamoComponentDeploymentSh
 	if e == nil {
 		e = &v1beta1.ExperimentalSpec{}
 	}
+	g := e.GPUMemoryService
+	if g == nil {
+		g = &v1beta1.GPUMemoryServiceSpec{}
+	}
+	f := e.Failover
+	if f == nil {
+		f = &v1beta1.FailoverSpec{}
+	}
 	var out []string
 	for field, set := range map[string]bool{
 		"providerOverride":        c.ProviderOverride != nil,
@@ -64,6 +73,13 @@ func betaOnlyComponentFields(path string, c *v1beta1.DynamoComponentDeploymentSh
 		"dynamoSidecar":           c.DynamoSidecar != nil,
 		"experimental.grove":      e.Grove != nil,
 		"experimental.checkpoint": e.Checkpoint != nil,
+		// The GPU memory service and failover are rendered intra-pod on
+		// the default DeviceClass (or resources' gpuType): what else they
+		// say is not.
+		"experimental.gpuMemoryService.mode":                  g.Mode == v1beta1.GMSModeInterPod,
+		"experimental.gpuMemoryService.deviceClassName":       g.DeviceClassName != "" && g.DeviceClassName != render.GMSDefaultDeviceClass,
+		"experimental.gpuMemoryService.extraClientContainers": len(g.ExtraClientContainers) > 0,
+		"experimental.failover.mode":                          f.Mode == v1beta1.GMSModeInterPod,
 	} {
 		if set {
 			out = append(out, path+"."+field+why)

@@ -82,7 +82,7 @@ func TestIgnoredFieldsOfAGraphWrittenInV1beta1(t *testing.T) {
 	}
 	want := []string{
 		"spec.priorityClassName (not acted on yet)",
-		"spec.services.Worker.failover (not acted on yet)",
+		"spec.services.Worker.failover (not rendered: the standby engine shares the active one's GPUs through the GPU memory service: enable gpuMemoryService too)",
 	}
 	if diff := cmp.Diff(want, ignoredFields(dgd, nil)); diff != "" {
 		t.Errorf("fields not acted on (-want +got):\n%s", diff)
@@ -108,5 +108,113 @@ func TestTopologyConstraintIsActedOn(t *testing.T) {
 		if c := meta.FindStatusCondition(st.Conditions, ConditionFieldsNotActedOn); c != nil {
 			t.Errorf("%s: %+v", name, c)
 		}
+	}
+}
+
+// A failover or GPU memory service the operator renders is not reported as
+// not acted on, except for the GPU sharing a rendered GPU memory service
+// leaves to the cluster's DRA driver; one it cannot render says why.
+func TestIgnoredFieldsOfEngineFeatures(t *testing.T) {
+	on := &v1alpha1.EnabledSpec{Enabled: true}
+	vllm := []string{"python3", "-m", "dynamo.vllm"}
+	gms := "spec.services.Worker.gpuMemoryService (rendered: ResourceClaimTemplate g-worker-gpu of DeviceClass gpu.nvidia.com, " +
+		"sidecar gms-weights; sharing the GPUs needs a DRA driver serving that DeviceClass, which the operator does not check)"
+	for name, tc := range map[string]struct {
+		service *builders.ServiceWrapper
+		want    []string
+	}{
+		"failover with the GPU memory service, vLLM": {
+			service: builders.MakeEmptyService().GPUs(2).Command(vllm).GPUMemoryService(on).Failover(on),
+			want:    []string{gms},
+		},
+		"the GPU memory service alone": {
+			service: builders.MakeEmptyService().GPUs(1).GPUMemoryService(on),
+			want:    []string{gms},
+		},
+		"the GPU memory service without GPUs": {
+			service: builders.MakeEmptyService().GPUMemoryService(on),
+			want: []string{"spec.services.Worker.gpuMemoryService (not rendered: the service asks for no GPUs to share: " +
+				"set resources.limits.gpu)"},
+		},
+		"failover alone": {
+			service: builders.MakeEmptyService().GPUs(1).Command(vllm).Failover(on),
+			want: []string{"spec.services.Worker.failover (not rendered: the standby engine shares the active one's GPUs " +
+				"through the GPU memory service: enable gpuMemoryService too)"},
+		},
+		"failover of another backend": {
+			service: builders.MakeEmptyService().GPUs(1).Command([]string{"python3", "-m", "dynamo.sglang"}).GPUMemoryService(on).Failover(on),
+			want: []string{"spec.services.Worker.failover (not rendered: supported for vLLM only, as in Dynamo: " +
+				"set backendFramework vllm or run python3 -m dynamo.vllm)", gms},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dgd := builders.MakeGraph("g", "").Service("Worker", tc.service).Obj()
+			if diff := cmp.Diff(tc.want, ignoredFields(dgd, nil)); diff != "" {
+				t.Errorf("fields not acted on (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// An endpoint picker's eppConfig is rendered; what stays with the cluster
+// (its InferencePool and Gateway) is named. On another component type it
+// is not rendered.
+func TestIgnoredFieldsOfEPPConfig(t *testing.T) {
+	dgd := builders.MakeGraph("qwen", "").
+		Service("Epp", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeEPP).EPPConfig(&v1alpha1.EPPConfig{})).
+		Service("Worker", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeWorker).EPPConfig(&v1alpha1.EPPConfig{})).
+		Obj()
+	want := []string{
+		"spec.services.Epp.eppConfig (rendered: the endpoint picker reads it from /etc/epp/epp-config-dynamo.yaml; " +
+			"the InferencePool qwen-pool it picks for and the Gateway routing to it are not created by the operator)",
+		"spec.services.Worker.eppConfig (not rendered: only a component of type epp runs an endpoint picker)",
+	}
+	if diff := cmp.Diff(want, ignoredFields(dgd, nil)); diff != "" {
+		t.Errorf("fields not acted on (-want +got):\n%s", diff)
+	}
+}
+
+// useVirtualService with a gateway is acted on (the component's
+// VirtualService condition says how); without one an Ingress serves.
+func TestIgnoredFieldsOfUseVirtualService(t *testing.T) {
+	ingress := func(gateway *string) *builders.ServiceWrapper {
+		return builders.MakeEmptyService().Type(v1alpha1.ComponentTypeFrontend).
+			Ingress(&v1alpha1.IngressSpec{Enabled: true, UseVirtualService: true, VirtualServiceGateway: gateway})
+	}
+	gw := "istio-system/gw"
+	dgd := builders.MakeGraph("g", "").Service("Routed", ingress(&gw)).Service("Plain", ingress(nil)).Obj()
+	want := []string{"spec.services.Plain.ingress.useVirtualService (no virtualServiceGateway: an Ingress is created instead)"}
+	if diff := cmp.Diff(want, ignoredFields(dgd, nil)); diff != "" {
+		t.Errorf("fields not acted on (-want +got):\n%s", diff)
+	}
+}
+
+// A service still running as the Deployment v0.2 rendered, without the
+// engine features or the endpoint picker's configuration its spec sets
+// (WorkloadPending), is reported as v0.2.1 reported it, word for word: after
+// a downgrade v0.2.1 finds the graph's status as it would write it.
+func TestIgnoredFieldsKeptDeploymentEngineFeaturesAsV021(t *testing.T) {
+	on := &v1alpha1.EnabledSpec{Enabled: true}
+	gw := "istio-system/gw"
+	dgd := builders.MakeGraph("g", "").
+		Service("Worker", builders.MakeEmptyService().GPUs(2).Command([]string{"python3", "-m", "dynamo.vllm"}).
+			GPUMemoryService(on).Failover(on)).
+		Service("Epp", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeEPP).EPPConfig(&v1alpha1.EPPConfig{})).
+		Service("Frontend", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeFrontend).
+			Ingress(&v1alpha1.IngressSpec{Enabled: true, UseVirtualService: true, VirtualServiceGateway: &gw})).
+		Obj()
+	pending := metav1.Condition{Type: v1alpha1.ConditionWorkloadPending, Status: metav1.ConditionTrue, Reason: ReasonEngineFeaturesAtNextChange}
+	var components []*v1alpha1.DynamoComponentDeployment
+	for _, svc := range []string{"Worker", "Epp", "Frontend"} {
+		components = append(components, builders.MakeComponent("", "", builders.MakeEmptyService().ServiceName(svc)).Condition(pending).Obj())
+	}
+	st := &v1alpha1.DynamoGraphDeploymentStatus{}
+	setIgnoredFieldsCondition(st, dgd, components, metav1.NewTime(time.Unix(1, 0)))
+	// v0.2.1's ignored_fields.go, for the same graph.
+	want := "accepted but not acted on: spec.services.Epp.eppConfig (not passed to the endpoint picker yet); " +
+		"spec.services.Frontend.ingress.useVirtualService (an Ingress is created instead); " +
+		"spec.services.Worker.failover (not acted on yet); spec.services.Worker.gpuMemoryService (not acted on yet)"
+	if c := meta.FindStatusCondition(st.Conditions, ConditionFieldsNotActedOn); c == nil || c.Message != want || c.Reason != "AcceptedNotActedOn" {
+		t.Errorf("condition %+v, want message %q", c, want)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"golang.org/x/crypto/ssh"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,7 +99,10 @@ type multinodeState struct {
 	// API is to be looked for again (applyPodGroups).
 	gang        metav1.Condition
 	gangRecheck bool
-	changes     changeSet
+	// virtualService and virtualServiceRecheck: see componentState.
+	virtualService        *metav1.Condition
+	virtualServiceRecheck bool
+	changes               changeSet
 }
 
 // reconcileMultinode is reconcile for a multinode component: its workload
@@ -145,7 +147,7 @@ func (r *ComponentReconciler) desiredLeaderWorkerSet(ctx context.Context, s *mul
 
 // applyMultinodePrerequisites makes what the groups' pods need before they
 // start exist: the SSH key pair of a TRT-LLM component, the discovery
-// objects and the gang PodGroups.
+// objects, the GPU memory service's claim template and the gang PodGroups.
 func (r *ComponentReconciler) applyMultinodePrerequisites(ctx context.Context, s *multinodeState) (reconcile.Result, bool, error) {
 	if render.NeedsMPISSHSecret(s.dcd) {
 		if err := r.ensureSSHSecret(ctx, s.dcd, &s.changes); err != nil {
@@ -153,6 +155,12 @@ func (r *ComponentReconciler) applyMultinodePrerequisites(ctx context.Context, s
 		}
 	}
 	if err := applyDiscovery(ctx, r.Client, r.Applier, s.dcd, render.ComponentDiscoveryRBAC(s.dcd), &s.changes); err != nil {
+		return stop(reconcile.Result{}, err)
+	}
+	if err := r.applyGMSClaimTemplate(ctx, s.dcd, &s.changes); err != nil {
+		return stop(reconcile.Result{}, err)
+	}
+	if err := r.applyEPPConfigMap(ctx, s.dcd, &s.changes); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
 	// The PodGroups go before the LeaderWorkerSet, so that its first pods
@@ -185,7 +193,8 @@ func (r *ComponentReconciler) applyMultinodeChildren(ctx context.Context, s *mul
 	if err := r.applyOrDelete(ctx, dcd, render.ModelService(dcd), render.ModelServiceName(dcd.Name), &corev1.Service{}, changes); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
-	if err := r.applyOrDelete(ctx, dcd, render.Ingress(dcd), dcd.Name, &networkingv1.Ingress{}, changes); err != nil {
+	var err error
+	if s.virtualService, s.virtualServiceRecheck, err = r.applyExposure(ctx, dcd, false, changes); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
 	changes.emit(r.Recorder, dcd)
@@ -214,9 +223,10 @@ func (r *ComponentReconciler) reportMultinodeStatus(ctx context.Context, s *mult
 		c.Status.Service.ComponentKind = v1alpha1.ComponentKindLeaderWorkerSet
 		setWorkloadPending(&c.Status, nil)
 		meta.SetStatusCondition(&c.Status.Conditions, s.gang)
+		setVirtualServiceCondition(&c.Status, s.virtualService)
 	})
 	res, err := afterComponentStatus(ctx, dcd, s.changes, wrote, err)
-	if s.gangRecheck && err == nil {
+	if (s.gangRecheck || s.virtualServiceRecheck) && err == nil {
 		// Discovery is not watchable: look for the PodGroup API again.
 		res = soonest(res, gangAPIRecheck)
 	}

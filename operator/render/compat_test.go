@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -117,6 +118,10 @@ func checkCompatGraph(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment, globalE
 			}
 		}
 		main := findContainer(d.Spec.Template.Spec.Containers, MainContainerName)
+		if _, failover, _ := EngineFeatures(&dcd.Spec.DynamoComponentDeploymentSharedSpec, dcd.Spec.BackendFramework); failover {
+			// The active engine is the main container, cloned.
+			main = findContainer(d.Spec.Template.Spec.Containers, "engine-0")
+		}
 		if main == nil {
 			t.Errorf("service %s: no main container", name)
 			continue
@@ -131,6 +136,10 @@ func checkCompatGraph(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment, globalE
 			// The component type's default process, as upstream renders it.
 			wantCommand, wantArgs = c.command, c.args
 		}
+		if len(wantCommand) == 0 && len(wantArgs) == 0 && usesEPPConfig(&dcd.Spec.DynamoComponentDeploymentSharedSpec) {
+			// The configured endpoint picker's flags, as upstream.
+			wantArgs = eppArgs(dcd)
+		}
 		if diff := cmp.Diff(wantCommand, main.Command); diff != "" {
 			t.Errorf("service %s: command (-manifest +rendered):\n%s", name, diff)
 		}
@@ -139,12 +148,22 @@ func checkCompatGraph(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment, globalE
 		}
 
 		gpu := main.Resources.Limits[corev1.ResourceName(v1alpha1.DefaultGPUType)]
+		gpuRequest := main.Resources.Requests[corev1.ResourceName(v1alpha1.DefaultGPUType)]
+		if tmpl := GMSResourceClaimTemplate(dcd); tmpl != nil {
+			// The GPUs are claimed through DRA, shared by the pod's
+			// containers, instead of asked for as a resource.
+			gpu = *resource.NewQuantity(tmpl.Spec.Spec.Devices.Requests[0].Exactly.Count, resource.DecimalSI)
+			if n := len(main.Resources.Claims); n != 1 || !gpuRequest.IsZero() {
+				t.Errorf("service %s: %d claims and GPU request %s, want the shared claim alone", name, n, gpuRequest.String())
+			}
+			gpuRequest = gpu
+		}
 		if want, ok := lookup(svc, "resources", "limits", "gpu").(string); ok {
 			if gpu.String() != want {
 				t.Errorf("service %s: limits[%s] %s, manifest %s", name, v1alpha1.DefaultGPUType, gpu.String(), want)
 			}
-			if req := main.Resources.Requests[corev1.ResourceName(v1alpha1.DefaultGPUType)]; req.Cmp(gpu) != 0 {
-				t.Errorf("service %s: GPU request %s differs from the limit %s", name, req.String(), gpu.String())
+			if gpuRequest.Cmp(gpu) != 0 {
+				t.Errorf("service %s: GPU request %s differs from the limit %s", name, gpuRequest.String(), gpu.String())
 			}
 		} else if lookup(svc, "resources", "requests", "gpu") == nil && !gpu.IsZero() {
 			t.Errorf("service %s: limits[%s] %s, manifest asks for no GPU", name, v1alpha1.DefaultGPUType, gpu.String())

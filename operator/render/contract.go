@@ -158,6 +158,15 @@ func contractOf(t v1alpha1.ComponentType) contract {
 	return genericContract
 }
 
+// specContract is the contract of a service: its type's, or the configured
+// endpoint picker's (epp.go).
+func specContract(spec *v1alpha1.DynamoComponentDeploymentSharedSpec) contract {
+	if usesEPPConfig(spec) {
+		return eppContract
+	}
+	return contractOf(spec.ComponentType)
+}
+
 // isWorker reports whether the component type loads a model.
 func isWorker(t v1alpha1.ComponentType) bool { return contractOf(t).worker }
 

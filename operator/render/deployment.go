@@ -72,6 +72,12 @@ func podTemplate(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.G
 		errs = append(errs, mergeErr)
 	} else {
 		errs = append(errs, completeMerged(spec, &pod, specPath)...)
+		if main := findContainer(pod.Containers, MainContainerName); usesEPPConfig(spec) && main != nil &&
+			len(main.Command) == 0 && len(main.Args) == 0 {
+			// The picker's image has its entrypoint; these are its flags.
+			main.Args = eppArgs(dcd)
+		}
+		applyEngineFeatures(dcd, &pod)
 	}
 	reqs, topoErrs := topologyRequirements(dcd, o)
 	errs = append(errs, topoErrs...)
@@ -104,10 +110,10 @@ func podSpec(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Graph
 	volumes, mounts, volErrs := podStorage(spec, graphPVCs, specPath)
 	errs = append(errs, volErrs...)
 
-	c := contractOf(spec.ComponentType)
+	c := specContract(spec)
 	main := corev1.Container{
 		Name:      MainContainerName,
-		Ports:     containerPorts(spec.ComponentType),
+		Ports:     containerPorts(spec),
 		Env:       MergeEnv(env, spec.Envs),
 		EnvFrom:   secretEnvFrom(spec.EnvFromSecret),
 		Resources: resources,
@@ -117,6 +123,13 @@ func podSpec(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Graph
 		LivenessProbe:  probes.Overlay(c.liveness, spec.LivenessProbe),
 		ReadinessProbe: probes.Overlay(c.readiness, spec.ReadinessProbe),
 		VolumeMounts:   mounts,
+	}
+	if dcd.Annotations[AnnotationKubeDiscoveryMode] == KubeDiscoveryModeContainer {
+		// Each container registers on its own, under its name.
+		main.Env = MergeEnv(main.Env, []corev1.EnvVar{
+			{Name: "CONTAINER_NAME", Value: MainContainerName},
+			{Name: "DYN_KUBE_DISCOVERY_MODE", Value: KubeDiscoveryModeContainer},
+		})
 	}
 	pod := corev1.PodSpec{
 		Containers:                    []corev1.Container{main},
@@ -130,6 +143,7 @@ func podSpec(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.Graph
 	if spec.FrontendSidecar != nil {
 		pod.Containers = append(pod.Containers, sidecarContainer(spec.FrontendSidecar, env))
 	}
+	eppPod(dcd, &pod)
 	return pod, errs
 }
 
@@ -218,7 +232,7 @@ func progressDeadline(pod corev1.PodSpec) *int32 {
 
 func rolloutStrategy(pod corev1.PodSpec) appsv1.DeploymentStrategy {
 	surge := intstr.FromString("25%")
-	if requestsGPUs(pod) {
+	if requestsGPUs(pod) || usesGMS(pod) {
 		surge = intstr.FromInt32(1)
 	}
 	zero := intstr.FromInt32(0)

@@ -51,8 +51,27 @@
 //	                               on Deployment and pods         on pods only                  PodMonitors and discovery select pods
 //
 // Frontends get `python3 -m dynamo.frontend` when the user gives neither
-// command nor args, as upstream. Epp components render as generic ones
-// (upstream's EPP defaults are not implemented).
+// command nor args, as upstream. An epp component with eppConfig runs
+// Dynamo's configured endpoint picker (epp.go); one without renders as a
+// generic component.
+//
+// # Engine features and the endpoint picker
+//
+// gpuMemoryService and failover (engine.go) and eppConfig (epp.go) render as
+// Dynamo's operator renders them, with these differences:
+//
+//	what                           Dynamo's                                ours                                  why
+//	gms-weights script             its wrapper text                        ours, same processes and exit        the script is ours; the processes and sockets are the contract
+//	DeviceClass                    checked to exist before rendering       not checked; pods Pending name it     reading DeviceClasses is a cluster-wide right a namespace-scoped install lacks
+//	claim template spec change     per its sync                            deleted and created anew              a template is immutable; claims already made keep theirs
+//	failover without gpuMemoryService, other backends, multinode
+//	                               refused by its webhook                  not rendered, named in FieldsNotActedOn  an accepted graph keeps running as before
+//	EPP ServiceAccount             a global epp-serviceaccount             the graph's discovery account         no account per cluster from the operator's chart
+//	EPP Service                    <graph>-epp, selects type epp           the component's Service (<graph>-<svc>), grpc, grpc-health and system 9090
+//	                                                                                                             one Service per component; the same name for a service named Epp
+//	EPP config text                its typed EndpointPickerConfig, marshalled
+//	                                                                       the user's object, keys sorted        the same configuration; no field dropped
+//	InferencePool <graph>-pool     created by its graph controller         not created (FieldsNotActedOn)       the inference extension's objects are the user's
 //
 // # Multinode
 //

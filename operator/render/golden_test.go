@@ -30,7 +30,8 @@ var goldenOptions = Options{}
 // renderGraph renders every object the operator creates for a graph, in a
 // fixed order: the components, then per component its Deployment (or
 // LeaderWorkerSet and its groups' gang PodGroups), Service,
-// model Service and Ingress, then the claims, then the discovery objects.
+// model Service, Ingress, GPU memory service claim template and endpoint
+// picker ConfigMap, then the claims, then the discovery objects.
 // Objects carry no owner references and no server-set fields: the
 // controllers and the API server add those.
 func renderGraph(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment) []any {
@@ -64,6 +65,16 @@ func renderGraph(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment) []any {
 		}
 		if i := Ingress(dcd); i != nil {
 			objs = append(objs, i)
+		}
+		if t := GMSResourceClaimTemplate(dcd); t != nil {
+			objs = append(objs, t)
+		}
+		cm, err := EPPConfigMap(dcd)
+		if err != nil {
+			t.Fatalf("%s: EPP ConfigMap of %s: %v", dgd.Name, dcd.Name, err)
+		}
+		if cm != nil {
+			objs = append(objs, cm)
 		}
 	}
 	for _, pvc := range PVCs(dgd) {

@@ -109,3 +109,45 @@ func TestIngressMinimal(t *testing.T) {
 		t.Errorf("annotations %v", ing.Annotations)
 	}
 }
+
+// A component asking for a VirtualService with a gateway gets Istio's
+// VirtualService as Dynamo renders it: its host, the gateway, every path to
+// the component's Service on the HTTP port. Without useVirtualService, or
+// without a gateway, there is none.
+func TestVirtualService(t *testing.T) {
+	spec := &v1alpha1.IngressSpec{Enabled: true, Host: "llm.example.com", UseVirtualService: true,
+		VirtualServiceGateway: ptr.To("istio-system/gw")}
+	dcd := builders.MakeGraphComponent("g", "Frontend", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).
+		Image(testImage).Ingress(spec)).Obj()
+	want := map[string]any{
+		"apiVersion": "networking.istio.io/v1beta1",
+		"kind":       "VirtualService",
+		"metadata": map[string]any{"name": "g-frontend", "namespace": "ns", "labels": map[string]any{
+			LabelComponent: "g-frontend", LabelGraphName: "g", LabelManagedBy: ManagedByValue,
+		}},
+		"spec": map[string]any{
+			"hosts":    []any{"llm.example.com"},
+			"gateways": []any{"istio-system/gw"},
+			"http": []any{map[string]any{
+				"match": []any{map[string]any{"uri": map[string]any{"prefix": "/"}}},
+				"route": []any{map[string]any{"destination": map[string]any{
+					"host": "g-frontend", "port": map[string]any{"number": int64(HTTPPort)},
+				}}},
+			}},
+		},
+	}
+	if diff := cmp.Diff(want, VirtualService(dcd).Object); diff != "" {
+		t.Errorf("VirtualService (-want +got):\n%s", diff)
+	}
+	for name, s := range map[string]*v1alpha1.IngressSpec{
+		"no useVirtualService": {Enabled: true, VirtualServiceGateway: ptr.To("gw")},
+		"no gateway":           {Enabled: true, UseVirtualService: true},
+		"ingress disabled":     {UseVirtualService: true, VirtualServiceGateway: ptr.To("gw")},
+	} {
+		dcd := builders.MakeGraphComponent("g", "Frontend", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeFrontend).
+			Image(testImage).Ingress(s)).Obj()
+		if vs := VirtualService(dcd); vs != nil {
+			t.Errorf("%s: VirtualService %v", name, vs)
+		}
+	}
+}

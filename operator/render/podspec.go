@@ -94,7 +94,7 @@ func runtimeEnv(dcd *v1alpha1.DynamoComponentDeployment, o Options) []corev1.Env
 	if n := nodeCount(dcd); n > 1 {
 		env = append(env, corev1.EnvVar{Name: "DYN_MULTINODE_NODE_COUNT", Value: strconv.Itoa(int(n))})
 	}
-	if c := contractOf(dcd.Spec.ComponentType); c.env != nil {
+	if c := specContract(&dcd.Spec.DynamoComponentDeploymentSharedSpec); c.env != nil {
 		env = append(env, c.env(contractContext{
 			dynamoNamespace: dynNamespace,
 			workerHash:      dcd.Labels[LabelWorkerHash],
@@ -120,9 +120,10 @@ func nodeCount(dcd *v1alpha1.DynamoComponentDeployment) int32 {
 
 // containerPorts are the ports of the main container: the OpenAI HTTP port
 // first on a frontend, the runtime's system port everywhere, then those of
-// the component type's contract (nixl on workers, metrics on the planner).
-func containerPorts(componentType v1alpha1.ComponentType) []corev1.ContainerPort {
-	c := contractOf(componentType)
+// the component type's contract (nixl on workers, metrics on the planner,
+// gRPC on a configured endpoint picker).
+func containerPorts(spec *v1alpha1.DynamoComponentDeploymentSharedSpec) []corev1.ContainerPort {
+	c := specContract(spec)
 	var ports []corev1.ContainerPort
 	if c.httpPort {
 		ports = append(ports, httpContainerPort())

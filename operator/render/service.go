@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
 )
@@ -16,6 +17,13 @@ func Service(dcd *v1alpha1.DynamoComponentDeployment) *corev1.Service {
 	var ports []corev1.ServicePort
 	if dcd.Spec.ComponentType == v1alpha1.ComponentTypeFrontend {
 		ports = append(ports, namedServicePort(HTTPPortName, HTTPPort))
+	}
+	if usesEPPConfig(&dcd.Spec.DynamoComponentDeploymentSharedSpec) {
+		// The InferencePool's endpoint picker port, as Dynamo's
+		// <graph>-epp Service exposes it, and the picker's health.
+		grpc := namedServicePort(EPPGRPCPortName, EPPGRPCPort)
+		grpc.AppProtocol = ptr.To("http2")
+		ports = append(ports, grpc, namedServicePort(eppHealthPortName, eppHealthPort))
 	}
 	ports = append(ports, namedServicePort(SystemPortName, SystemPort))
 	return &corev1.Service{

@@ -71,6 +71,13 @@ type Pool struct {
 	// named after the driver), as a DRA driver such as gpu.intel.com does.
 	DRADriver  string `json:"draDriver,omitempty"`
 	DRADevices int    `json:"draDevices,omitempty"`
+	// NVIDIADRA publishes the node's GPUs through NVIDIA's DRA driver too
+	// (a ResourceSlice of driver gpu.nvidia.com per node, the DeviceClass
+	// gpu.nvidia.com), as a cluster running that driver beside the device
+	// plugin: pods claim them (Dynamo's GPU memory service) or ask for
+	// nvidia.com/gpu. The simulator keeps no common count: a GPU a claim
+	// holds is still counted free in nvidia.com/gpu, and the other way round.
+	NVIDIADRA bool `json:"nvidiaDRA,omitempty"`
 	// RackSize is the number of nodes of a rack (and NVLink domain) of a
 	// GPU pool, RacksPerBlock the racks of a block; defaults
 	// DefaultRackSize and DefaultRacksPerBlock. Nodes without GPUs carry no
@@ -85,12 +92,13 @@ type Config struct {
 }
 
 // DefaultPools fit every graph under compat/: H100 and L40S machines with
-// NVIDIA GPUs as extended resources, and machines whose Intel GPUs are
-// allocated through DRA (the xpu_dra examples).
+// NVIDIA GPUs as extended resources and through NVIDIA's DRA driver (the
+// GPU memory service's examples claim them), and machines whose Intel GPUs
+// are allocated through DRA (the xpu_dra examples).
 func DefaultPools() []Pool {
 	return []Pool{
-		{Name: "h100", Count: 4, GPUs: 8, Product: "NVIDIA-H100-80GB-HBM3", MemoryMiB: 81559},
-		{Name: "l40s", Count: 2, GPUs: 4, Product: "NVIDIA-L40S", MemoryMiB: 46068},
+		{Name: "h100", Count: 4, GPUs: 8, Product: "NVIDIA-H100-80GB-HBM3", MemoryMiB: 81559, NVIDIADRA: true},
+		{Name: "l40s", Count: 2, GPUs: 4, Product: "NVIDIA-L40S", MemoryMiB: 46068, NVIDIADRA: true},
 		{Name: "xpu", Count: 1, DRADriver: "gpu.intel.com", DRADevices: 4},
 	}
 }
@@ -143,12 +151,14 @@ func ParsePool(s string) (Pool, error) {
 			p.DRADriver = v
 		case "draDevices":
 			p.DRADevices, err = strconv.Atoi(v)
+		case "nvidiaDRA":
+			p.NVIDIADRA, err = strconv.ParseBool(v)
 		case "rackSize":
 			p.RackSize, err = strconv.Atoi(v)
 		case "racksPerBlock":
 			p.RacksPerBlock, err = strconv.Atoi(v)
 		default:
-			return p, fmt.Errorf("pool %q: unknown key %q (name, count, gpus, product, memory, cpu, nodeMemory, maxPods, draDriver, draDevices, rackSize, racksPerBlock)", s, k)
+			return p, fmt.Errorf("pool %q: unknown key %q (name, count, gpus, product, memory, cpu, nodeMemory, maxPods, draDriver, draDevices, nvidiaDRA, rackSize, racksPerBlock)", s, k)
 		}
 		if err != nil {
 			return p, fmt.Errorf("pool %q: %s: %w", s, k, err)
@@ -169,6 +179,9 @@ func (p *Pool) validate() error {
 	}
 	if (p.DRADriver == "") != (p.DRADevices == 0) {
 		return fmt.Errorf("pool %s: draDriver and draDevices go together", p.Name)
+	}
+	if p.NVIDIADRA && (p.GPUs == 0 || p.DRADriver == NVIDIADRADriver) {
+		return fmt.Errorf("pool %s: nvidiaDRA publishes the pool's GPUs: it needs gpus, and no draDriver %s", p.Name, NVIDIADRADriver)
 	}
 	for _, q := range []string{p.CPU, p.Memory} {
 		if q == "" {

@@ -106,6 +106,36 @@ func TestDRAPool(t *testing.T) {
 	}
 }
 
+// NVIDIA's DRA driver publishes each GPU of a node, of type gpu, in the
+// DeviceClass gpu.nvidia.com, which selects exactly those.
+func TestNVIDIADRAPool(t *testing.T) {
+	p, err := ParsePool("name=h100,count=2,gpus=8,product=NVIDIA-H100-80GB-HBM3,memory=81559,nvidiaDRA=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices := p.resourceSlices(1)
+	if len(slices) != 1 {
+		t.Fatalf("%d ResourceSlices, want NVIDIA's alone", len(slices))
+	}
+	rs := slices[0]
+	if rs.Name != "h100-1-gpu.nvidia.com" || rs.Spec.Driver != NVIDIADRADriver || *rs.Spec.NodeName != "h100-1" || len(rs.Spec.Devices) != 8 {
+		t.Errorf("ResourceSlice %s %+v", rs.Name, rs.Spec)
+	}
+	gpu := rs.Spec.Devices[3]
+	memory := gpu.Capacity["memory"].Value
+	if gpu.Name != "gpu-3" || *gpu.Attributes["type"].StringValue != "gpu" || *gpu.Attributes["index"].IntValue != 3 ||
+		memory.String() != "81559Mi" {
+		t.Errorf("device %+v", gpu)
+	}
+	want := `device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "gpu"`
+	if dc := DeviceClass(NVIDIADRADriver); dc.Name != NVIDIADRADriver || dc.Spec.Selectors[0].CEL.Expression != want {
+		t.Errorf("DeviceClass %s selects %q, want %q", dc.Name, dc.Spec.Selectors[0].CEL.Expression, want)
+	}
+	if _, err := ParsePool("name=cpu,count=1,nvidiaDRA=true"); err == nil {
+		t.Error("nvidiaDRA without GPUs was accepted")
+	}
+}
+
 // GPU nodes carry the operator's default topology labels, racks filled in
 // order; CPU nodes carry none.
 func TestTopologyLabels(t *testing.T) {

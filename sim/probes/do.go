@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -41,14 +44,11 @@ func Run(ctx context.Context, podIP string, c *corev1.Container, p *corev1.Probe
 	case p.HTTPGet != nil:
 		ok, msg := httpGet(ctx, podIP, c, p.HTTPGet)
 		return ok, msg, nil
-	case p.TCPSocket != nil || p.GRPC != nil:
-		var port int
-		var err error
-		if p.TCPSocket != nil {
-			port, err = resolvePort(p.TCPSocket.Port, c)
-		} else {
-			port = int(p.GRPC.Port)
-		}
+	case p.GRPC != nil:
+		ok, msg := grpcHealth(ctx, podIP, p.GRPC)
+		return ok, msg, nil
+	case p.TCPSocket != nil:
+		port, err := resolvePort(p.TCPSocket.Port, c)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -149,4 +149,28 @@ func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
 		return n, nil
 	}
 	return 0, fmt.Errorf("container %s has no port named %q", c.Name, p.StrVal)
+}
+
+// grpcHealth is a gRPC probe, as the kubelet's: the gRPC health service's
+// Check of the probe's service at the pod's port, over plain text;
+// success is SERVING.
+func grpcHealth(ctx context.Context, podIP string, g *corev1.GRPCAction) (bool, string) {
+	addr := net.JoinHostPort(podIP, strconv.Itoa(int(g.Port)))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUserAgent("kube-probe"))
+	if err != nil {
+		return false, fmt.Sprintf("failed to connect service %q: %v", addr, err)
+	}
+	defer func() { _ = conn.Close() }()
+	service := ""
+	if g.Service != nil {
+		service = *g.Service
+	}
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+	if err != nil {
+		return false, fmt.Sprintf("health check of %q at %s failed: %v", service, addr, err)
+	}
+	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		return false, fmt.Sprintf("service unhealthy (responded with %q)", resp.GetStatus())
+	}
+	return true, ""
 }

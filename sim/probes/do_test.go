@@ -12,6 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -106,5 +109,39 @@ func TestUnevaluatedProbeIsReportedOnce(t *testing.T) {
 	}
 	if len(logged) != 2 {
 		t.Errorf("logged %q, want one line per probe", logged)
+	}
+}
+
+// A gRPC probe calls the gRPC health service, as the kubelet's: SERVING
+// passes, any other status or nothing listening fails, saying why.
+func TestGRPCProbeChecksHealth(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := health.NewServer()
+	hs.SetServingStatus("inference-extension", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus("draining", healthpb.HealthCheckResponse_NOT_SERVING)
+	g := grpc.NewServer()
+	healthpb.RegisterHealthServer(g, hs)
+	go func() { _ = g.Serve(ln) }()
+	defer g.Stop()
+	port := int32(ln.Addr().(*net.TCPAddr).Port)
+	probe := func(service string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: port, Service: &service}}}
+	}
+	for name, tc := range map[string]struct {
+		podIP, service string
+		ok             bool
+		message        string
+	}{
+		"serving":           {podIP: "127.0.0.1", service: "inference-extension", ok: true},
+		"not serving":       {podIP: "127.0.0.1", service: "draining", message: `service unhealthy (responded with "NOT_SERVING")`},
+		"nothing listening": {podIP: "127.0.0.2", service: "inference-extension", message: "health check of \"inference-extension\""},
+	} {
+		ok, msg, err := Run(context.Background(), tc.podIP, &corev1.Container{}, probe(tc.service), 2*time.Second)
+		if err != nil || ok != tc.ok || !strings.Contains(msg, tc.message) {
+			t.Errorf("%s: ok %v, message %q, error %v; want ok %v, a message containing %q", name, ok, msg, err, tc.ok, tc.message)
+		}
 	}
 }

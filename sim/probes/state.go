@@ -1,6 +1,6 @@
 // Package probes runs the startup, liveness and readiness probes of every
 // pod in the simulator, as a kubelet's prober does (KWOK probes nothing):
-// HTTP GET and TCP socket probes against the pod IP, with the kubelet's
+// HTTP GET, TCP socket and gRPC probes against the pod IP, with the kubelet's
 // timing rules (initialDelaySeconds from the container's start, period,
 // timeout, success and failure thresholds; the startup probe holds the
 // others back). Readiness decides the pod's Ready and ContainersReady
@@ -9,7 +9,7 @@
 // command as the container would (sim/command: its shell, curl, wget, jq
 // and grep, localhost being the pod's fake worker); a command the simulator
 // cannot evaluate fails the probe, logged and recorded as an Unhealthy
-// event. gRPC probes are a TCP connect.
+// event. gRPC probes call the gRPC health service, as the kubelet's.
 package probes
 
 import (

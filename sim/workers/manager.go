@@ -18,6 +18,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/dynamoctl/dynamo-operator/sim/command"
 )
 
@@ -67,6 +70,7 @@ type server struct {
 	system string // the system server's address; "" without one
 	worker *Worker
 	srvs   []*http.Server
+	grpcs  []*grpc.Server
 	// pod is kept so Restart can start the same worker again.
 	pod *corev1.Pod
 }
@@ -233,10 +237,36 @@ type Endpoints struct {
 	// MetricsPort is a planner's Prometheus metrics server
 	// (--prometheus-port).
 	MetricsPort int
+	// StandbySystemPorts are the system servers of the pod's further
+	// engines, each its container's own DYN_SYSTEM_PORT (failover's
+	// standby engine: /health answers once its model is loaded, as a
+	// standby's does while it waits for the lock).
+	StandbySystemPorts []int
 	// ListenPorts are the other ports the containers' TCP socket probes
 	// check (a multinode TRT-LLM worker's sshd, which its leader's mpirun
 	// reaches): the program would listen there, so the fake does too.
 	ListenPorts []int
+	// GRPCHealthPorts are the ports the containers' gRPC probes call: the
+	// program serves the gRPC health service there (the endpoint picker),
+	// and the fake answers SERVING.
+	GRPCHealthPorts []int
+}
+
+// addSystemPort records a program's system server: the pod's first is
+// SystemPort, another one a standby engine's.
+func (e *Endpoints) addSystemPort(port int) {
+	switch {
+	case e.SystemPort == 0:
+		e.SystemPort = port
+	case port != e.SystemPort && !slices.Contains(e.StandbySystemPorts, port):
+		e.StandbySystemPorts = append(e.StandbySystemPorts, port)
+	}
+}
+
+// taken reports whether the fake serves port already.
+func (e *Endpoints) taken(port int) bool {
+	return port == e.SystemPort || port == e.HTTPPort || port == e.MetricsPort || slices.Contains(e.StandbySystemPorts, port) ||
+		slices.Contains(e.ListenPorts, port) || slices.Contains(e.GRPCHealthPorts, port)
 }
 
 // EndpointsOf reads a pod's containers as Dynamo's runtime images would run
@@ -265,8 +295,8 @@ func EndpointsOf(p *corev1.Pod) Endpoints {
 		}
 		procs := command.Processes(argv, env)
 		if len(procs) == 0 {
-			if port, ok := command.SystemPort(env); ok && e.SystemPort == 0 {
-				e.SystemPort = port
+			if port, ok := command.SystemPort(env); ok {
+				e.addSystemPort(port)
 			}
 			if e.HTTPPort == 0 && p.Labels[ComponentTypeLabel] == "frontend" {
 				e.HTTPPort = FrontendPort
@@ -277,8 +307,8 @@ func EndpointsOf(p *corev1.Pod) Endpoints {
 			continue
 		}
 		for _, proc := range procs {
-			if port, ok := command.SystemPort(proc.Env); ok && e.SystemPort == 0 {
-				e.SystemPort = port
+			if port, ok := command.SystemPort(proc.Env); ok {
+				e.addSystemPort(port)
 			}
 			if proc.Kind == command.Frontend && e.HTTPPort == 0 {
 				e.HTTPPort = proc.HTTPPort
@@ -290,17 +320,22 @@ func EndpointsOf(p *corev1.Pod) Endpoints {
 	}
 	for _, c := range p.Spec.Containers {
 		for _, probe := range []*corev1.Probe{c.StartupProbe, c.ReadinessProbe, c.LivenessProbe} {
-			if probe == nil || probe.TCPSocket == nil {
-				continue
-			}
-			port := probe.TCPSocket.Port.IntValue()
-			for _, cp := range c.Ports {
-				if probe.TCPSocket.Port.StrVal != "" && cp.Name == probe.TCPSocket.Port.StrVal {
-					port = int(cp.ContainerPort)
+			switch {
+			case probe == nil:
+			case probe.GRPC != nil:
+				if port := int(probe.GRPC.Port); port > 0 && !e.taken(port) {
+					e.GRPCHealthPorts = append(e.GRPCHealthPorts, port)
 				}
-			}
-			if port > 0 && port != e.SystemPort && port != e.HTTPPort && port != e.MetricsPort && !slices.Contains(e.ListenPorts, port) {
-				e.ListenPorts = append(e.ListenPorts, port)
+			case probe.TCPSocket != nil:
+				port := probe.TCPSocket.Port.IntValue()
+				for _, cp := range c.Ports {
+					if probe.TCPSocket.Port.StrVal != "" && cp.Name == probe.TCPSocket.Port.StrVal {
+						port = int(cp.ContainerPort)
+					}
+				}
+				if port > 0 && !e.taken(port) {
+					e.ListenPorts = append(e.ListenPorts, port)
+				}
 			}
 		}
 	}
@@ -358,9 +393,22 @@ func (m *Manager) start(p *corev1.Pod) error {
 	if err == nil && e.MetricsPort != 0 && e.MetricsPort != e.SystemPort && e.MetricsPort != e.HTTPPort {
 		err = serve(e.MetricsPort, NewMetrics(k, net.JoinHostPort(ip, strconv.Itoa(e.MetricsPort)), m.Recorder))
 	}
+	for _, port := range e.StandbySystemPorts {
+		if err == nil {
+			// A worker of its own: the standby's LoRAs and calls are its own.
+			addr := net.JoinHostPort(ip, strconv.Itoa(port))
+			delay, never := m.loadDelay(p)
+			err = serve(port, NewLoadingWorker(k, addr, m.Recorder, delay, never))
+		}
+	}
 	for _, port := range e.ListenPorts {
 		if err == nil {
 			err = serve(port, http.NotFoundHandler())
+		}
+	}
+	for _, port := range e.GRPCHealthPorts {
+		if err == nil {
+			err = s.serveGRPCHealth(net.JoinHostPort(ip, strconv.Itoa(port)), func(err error) { m.Log("fake worker of %s: %v", k, err) })
 		}
 	}
 	m.mu.Lock()
@@ -375,9 +423,7 @@ func (m *Manager) stop(pod string) {
 	delete(m.servers, pod)
 	m.mu.Unlock()
 	if s != nil {
-		for _, srv := range s.srvs {
-			_ = srv.Close()
-		}
+		s.close()
 	}
 }
 
@@ -387,8 +433,44 @@ func (m *Manager) stopAll() {
 	m.servers = map[string]*server{}
 	m.mu.Unlock()
 	for _, s := range all {
-		for _, srv := range s.srvs {
-			_ = srv.Close()
-		}
+		s.close()
 	}
+}
+
+// close stops every server of the pod's fake.
+func (s *server) close() {
+	for _, srv := range s.srvs {
+		_ = srv.Close()
+	}
+	for _, g := range s.grpcs {
+		g.Stop()
+	}
+}
+
+// serveGRPCHealth serves the gRPC health service at addr, SERVING for every
+// service name (a program's probe names its own: the endpoint picker's
+// inference-extension).
+func (s *server) serveGRPCHealth(addr string, logErr func(error)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	g := grpc.NewServer()
+	healthpb.RegisterHealthServer(g, servingHealth{})
+	s.grpcs = append(s.grpcs, g)
+	go func() {
+		if err := g.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			logErr(err)
+		}
+	}()
+	return nil
+}
+
+// servingHealth answers every health check SERVING.
+type servingHealth struct {
+	healthpb.UnimplementedHealthServer
+}
+
+func (servingHealth) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
 }

@@ -295,6 +295,40 @@ func TestEndpointsFromCommand(t *testing.T) {
 	}
 }
 
+// Failover's engines each serve their own system server, the standby's a
+// worker of its own; the endpoint picker serves the gRPC health service its
+// probes call.
+func TestEndpointsOfEnginesAndPicker(t *testing.T) {
+	engine := func(name, port string) corev1.Container {
+		return corev1.Container{Name: name, Command: []string{"python3", "-m", "dynamo.vllm"},
+			Env: []corev1.EnvVar{{Name: "DYN_SYSTEM_PORT", Value: port}}}
+	}
+	grpcProbe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9003}}}
+	cases := map[string]struct {
+		containers []corev1.Container
+		want       Endpoints
+	}{
+		"failover's active and standby engines": {
+			containers: []corev1.Container{engine("engine-0", "9090"), engine("engine-1", "9091")},
+			want:       Endpoints{SystemPort: 9090, StandbySystemPorts: []int{9091}},
+		},
+		"the endpoint picker, probed over gRPC": {
+			containers: []corev1.Container{{Name: "main", Args: []string{"-grpc-health-port", "9003"},
+				Env: []corev1.EnvVar{{Name: "DYN_SYSTEM_PORT", Value: "9090"}}, StartupProbe: grpcProbe, ReadinessProbe: grpcProbe}},
+			want: Endpoints{SystemPort: 9090, GRPCHealthPorts: []int{9003}},
+		},
+	}
+	for name, c := range cases {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{ComponentLabel: "c"}},
+			Spec:       corev1.PodSpec{Containers: c.containers},
+		}
+		if diff := cmp.Diff(c.want, EndpointsOf(pod)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
 // On a pod address, a componentType main pod whose shell starts the frontend
 // serves its HTTP port, and the exec readiness probe of Dynamo's planner
 // graphs, run as the prober runs it, passes against it.

@@ -93,10 +93,12 @@ type DynamoComponentDeploymentSharedSpec struct {
 	// EPPConfig configures an endpoint picker (componentType epp).
 	// +optional
 	EPPConfig *EPPConfig `json:"eppConfig,omitempty"`
-	// Failover is accepted; the operator does not act on it yet.
+	// Failover runs a standby engine beside the active one in each pod
+	// (vLLM, with gpuMemoryService): containers engine-0 and engine-1.
 	// +optional
 	Failover *EnabledSpec `json:"failover,omitempty"`
-	// GPUMemoryService is accepted; the operator does not act on it yet.
+	// GPUMemoryService shares the service's GPUs among the pod's containers
+	// through a DRA claim and the GPU memory service sidecar gms-weights.
 	// +optional
 	GPUMemoryService *EnabledSpec `json:"gpuMemoryService,omitempty"`
 	// TopologyConstraint places the service's pods within one domain of a
@@ -139,8 +141,9 @@ const (
 	// ConditionWorkloadPending is True while the component runs as a
 	// workload an earlier version rendered that this version would render
 	// as another kind (a multinode service's Deployment, a LeaderWorkerSet
-	// now): it is kept until the service's spec changes, and its message
-	// says what happens then.
+	// now) or without the engine features its spec sets (gpuMemoryService,
+	// failover, eppConfig): it is kept until the service's spec changes,
+	// and its message says what happens then.
 	ConditionWorkloadPending = "WorkloadPending"
 )
 

@@ -200,14 +200,7 @@ func TestMultinodeUpgradeKeepsThePreviousDeploymentUntilTheSpecChanges(t *testin
 		t.Fatal(err)
 	}
 	old.Spec.Replicas = ptr.To[int32](4)
-	old.Annotations = map[string]string{
-		controllers.AnnotationRenderer:    controllers.RendererID("v0.2.0"),
-		controllers.AnnotationRenderedFor: controllers.WorkloadInput(dcd, nil),
-	}
-	if err := controllerutil.SetControllerReference(dcd, old, env.Scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Create(ctx, old); err != nil {
+	if err := env.CreateEarlierRendering(ctx, dcd, old, "v0.2.0"); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.StartDeploymentDriver(ctx, 0); err != nil {

@@ -67,6 +67,22 @@ with exactly these rights and fail on any forbidden request.
 - apiGroups: ["networking.k8s.io"]
   resources: ["ingresses"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# The shared GPUs of a service with the GPU memory service: a
+# ResourceClaimTemplate <component>-gpu, deleted when the service stops
+# asking for it or recreated for a new spec (a template is immutable).
+- apiGroups: ["resource.k8s.io"]
+  resources: ["resourceclaimtemplates"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# A component's Istio VirtualService (ingress.useVirtualService), instead of
+# its Ingress; watched once the API exists, deleted when no longer asked for.
+- apiGroups: ["networking.istio.io"]
+  resources: ["virtualservices"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# The inline configuration of a graph's endpoint picker, <graph>-epp-config,
+# deleted when the configuration moves to a ConfigMap of the user's.
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 # Each graph's Kubernetes-discovery identity for its pods: a ServiceAccount
 # <graph>-k8s-service-discovery with a Role and RoleBinding, server-side
 # applied and deleted with the graph (operator/render/rbac.go).

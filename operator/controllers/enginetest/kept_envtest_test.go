@@ -8,10 +8,8 @@ package enginetest
 import (
 	"context"
 	"os"
-	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -71,33 +69,12 @@ func TestUpgradeKeepsTheDeploymentWithoutEngineFeaturesUntilTheSpecChanges(t *te
 	}
 	env.StartControllers(ctx, t)
 
-	await.New(t).Eventually(func() bool {
-		return env.Client.Get(ctx, key, dcd) == nil && meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending) &&
-			meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
-	}).Should(gomega.BeTrue(), "the component is available and says the engine features wait for the next spec change")
-	p := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending)
-	if p.Reason != controllers.ReasonEngineFeaturesAtNextChange {
-		t.Errorf("WorkloadPending reason %q, want %q", p.Reason, controllers.ReasonEngineFeaturesAtNextChange)
-	}
-	for _, want := range []string{"dynamo-operator/v0.2.1", "without gpuMemoryService, failover", "restarts nothing", "next spec change"} {
-		if !strings.Contains(p.Message, want) {
-			t.Errorf("WorkloadPending message %q lacks %q", p.Message, want)
-		}
-	}
+	env.AwaitEarlierRenderingKept(ctx, t, dcd, controllers.ReasonEngineFeaturesAtNextChange, "v0.2.1", "without gpuMemoryService, failover")
 	template := client.ObjectKey{Namespace: ns, Name: render.GMSResourceClaimTemplateName(dcd.Name)}
 	if err := env.Client.Get(ctx, template, &resourcev1.ResourceClaimTemplate{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a ResourceClaimTemplate beside the kept Deployment (get: %v)", err)
 	}
-	live := &appsv1.Deployment{}
-	if err := env.Client.Get(ctx, key, live); err != nil {
-		t.Fatal(err)
-	}
-	if live.Generation != old.Generation {
-		t.Errorf("the Deployment's spec was written (generation %d, was %d)", live.Generation, old.Generation)
-	}
-	if diff := cmp.Diff(old.Spec.Template, live.Spec.Template); diff != "" {
-		t.Errorf("the pod template changed at the upgrade (-v0.2.1 +now):\n%s", diff)
-	}
+	env.ExpectEarlierRenderingUnwritten(ctx, t, old)
 
 	// The next spec change: the engines share the claimed GPUs.
 	patch := client.MergeFrom(dcd.DeepCopy())
@@ -105,6 +82,7 @@ func TestUpgradeKeepsTheDeploymentWithoutEngineFeaturesUntilTheSpecChanges(t *te
 	if err := env.Client.Patch(ctx, dcd, patch); err != nil {
 		t.Fatal(err)
 	}
+	live := &appsv1.Deployment{}
 	await.New(t).Eventually(func() bool {
 		return env.Client.Get(ctx, template, &resourcev1.ResourceClaimTemplate{}) == nil && env.Client.Get(ctx, key, live) == nil &&
 			render.EngineFieldsNotIn(dcd, &live.Spec.Template.Spec) == nil

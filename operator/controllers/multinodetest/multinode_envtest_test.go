@@ -211,22 +211,7 @@ func TestMultinodeUpgradeKeepsThePreviousDeploymentUntilTheSpecChanges(t *testin
 
 	// The operator acts on the component (its status, its Service) and
 	// leaves the Deployment's spec as v0.2.0 wrote it.
-	await.New(t).Eventually(func() bool {
-		if env.Client.Get(ctx, key, dcd) != nil {
-			return false
-		}
-		p := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending)
-		return p != nil && p.Status == metav1.ConditionTrue && meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionAvailable)
-	}).Should(gomega.BeTrue(), "the component is available and says the LeaderWorkerSet waits for the next spec change")
-	p := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending)
-	if p.Reason != controllers.ReasonLeaderWorkerSetAtNextChange {
-		t.Errorf("WorkloadPending reason %q, want %q", p.Reason, controllers.ReasonLeaderWorkerSetAtNextChange)
-	}
-	for _, want := range []string{"dynamo-operator/v0.2.0", "next spec change", "LeaderWorkerSet", "restarts nothing"} {
-		if !strings.Contains(p.Message, want) {
-			t.Errorf("WorkloadPending message %q lacks %q", p.Message, want)
-		}
-	}
+	env.AwaitEarlierRenderingKept(ctx, t, dcd, controllers.ReasonLeaderWorkerSetAtNextChange, "v0.2.0", "LeaderWorkerSet")
 	svc := &corev1.Service{}
 	await.New(t).Eventually(func() bool { return env.Client.Get(ctx, key, svc) == nil }).Should(gomega.BeTrue(), "the component's Service")
 	if diff := cmp.Diff(old.Spec.Selector.MatchLabels, svc.Spec.Selector); diff != "" {
@@ -244,16 +229,7 @@ func TestMultinodeUpgradeKeepsThePreviousDeploymentUntilTheSpecChanges(t *testin
 		}
 		return false
 	}).Should(gomega.BeTrue(), "an event says what happens at the next spec change")
-	live := &appsv1.Deployment{}
-	if err := env.Client.Get(ctx, key, live); err != nil {
-		t.Fatal(err)
-	}
-	if live.Generation != old.Generation {
-		t.Errorf("the Deployment's spec was written (generation %d, was %d)", live.Generation, old.Generation)
-	}
-	if diff := cmp.Diff(old.Spec.Template, live.Spec.Template); diff != "" {
-		t.Errorf("the pod template changed at the upgrade (-v0.2.0 +now):\n%s", diff)
-	}
+	env.ExpectEarlierRenderingUnwritten(ctx, t, old)
 	if err := env.Client.Get(ctx, key, &lwsv1.LeaderWorkerSet{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a LeaderWorkerSet beside the kept Deployment (get: %v)", err)
 	}
@@ -264,6 +240,7 @@ func TestMultinodeUpgradeKeepsThePreviousDeploymentUntilTheSpecChanges(t *testin
 	if err := env.Client.Patch(ctx, dcd, patch); err != nil {
 		t.Fatal(err)
 	}
+	live := &appsv1.Deployment{}
 	await.New(t).Eventually(func() bool {
 		return env.Client.Get(ctx, key, live) == nil && *live.Spec.Replicas == 6
 	}).Should(gomega.BeTrue(), "the kept Deployment scales to 3 × 2 pods")

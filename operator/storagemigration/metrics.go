@@ -14,7 +14,12 @@ const (
 	// already held in the storage version.
 	resultCurrent = "current"
 	// resultGone: deleted between the list and the update.
-	resultGone   = "gone"
+	resultGone = "gone"
+	// resultRetried: a transient error (a conversion webhook not trusted
+	// yet, a timeout) ended the pass at this object; the next pass writes
+	// it again. Not a failure.
+	resultRetried = "retried"
+	// resultFailed: refused for good (invalid, forbidden); someone must act.
 	resultFailed = "failed"
 )
 
@@ -31,7 +36,8 @@ var (
 	objectsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dynamo_operator_storage_migration_objects_total",
 		Help: "Objects the storage migration wrote back, by crd and result: rewritten (held in another version, " +
-			"now in the storage version), current (already in the storage version), gone (deleted meanwhile), failed.",
+			"now in the storage version), current (already in the storage version), gone (deleted meanwhile), " +
+			"retried (a transient error ended the pass here; the next pass writes it), failed (refused for good).",
 	}, []string{"crd", "result"})
 	passesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dynamo_operator_storage_migration_passes_total",

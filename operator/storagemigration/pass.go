@@ -123,11 +123,14 @@ func (m *Migrator) rewriteAll(ctx context.Context, crd string, gvr schema.GroupV
 		}
 		for i := range list.Items {
 			result, err := m.rewrite(ctx, ri, &list.Items[i])
+			if err != nil && transient(err) {
+				result = resultRetried
+			}
 			c[result]++
 			objectsTotal.WithLabelValues(crd, result).Inc()
 			switch {
 			case err == nil:
-			case transient(err):
+			case result == resultRetried:
 				return c, err
 			default:
 				m.Log.Error(err, "object not rewritten in the storage version", "crd", crd)

@@ -152,11 +152,13 @@ func TestTakeOverV1beta1StoredRestartsNothing(t *testing.T) {
 	// namespace, where the namespace controller may still be deleting an
 	// earlier test's objects: a pass may list one deleted before its write
 	// (gone). Every object that lived through the migration is counted
-	// once a pass, and no object more than that.
+	// once a pass, and no object more than that. A transient error (the API
+	// server not trusting our conversion webhook's CA yet) ends a pass at
+	// the object it met (retried): that pass writes some objects, not all.
 	figures := map[string]float64{}
 	final := objectUIDs(t)
 	for name, kind := range convertedCRDs {
-		for _, result := range []string{"rewritten", "current", "gone", "failed"} {
+		for _, result := range []string{"rewritten", "current", "gone", "retried", "failed"} {
 			figures[kind+" "+result] = testenv.MetricValue(t, "dynamo_operator_storage_migration_objects_total", map[string]string{"crd": name, "result": result})
 		}
 		passes := 0.0
@@ -173,9 +175,10 @@ func TestTakeOverV1beta1StoredRestartsNothing(t *testing.T) {
 			}
 		}
 		figures[kind+" lived through"], figures[kind+" ever stored"] = lived, ever
-		if got := figures[kind+" rewritten"] + figures[kind+" current"] + figures[kind+" gone"]; got < lived*passes || got > ever*passes || figures[kind+" failed"] > 0 {
-			t.Errorf("%s: %v objects written back in %v passes, want each of the %v that lived through the migration once a pass and no more than the %v ever stored: %v",
-				name, got, passes, lived, ever, figures)
+		whole := passes - figures[kind+" retried"]
+		if got := figures[kind+" rewritten"] + figures[kind+" current"] + figures[kind+" gone"]; got < lived*whole || got > ever*passes || figures[kind+" failed"] > 0 {
+			t.Errorf("%s: %v objects written back in %v passes (%v not ended by a transient error), want each of the %v that lived through the migration once a whole pass, no more than the %v ever stored once a pass, and none failed: %v",
+				name, got, passes, whole, lived, ever, figures)
 		}
 	}
 	assertReadsInBothVersions(t, ns, created)

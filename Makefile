@@ -265,9 +265,12 @@ features: k8s-bins ## Only the feature files; GODOG_TAGS=@api or GODOG_PATHS=api
 	KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/... -run TestFeatures -v -timeout 20m
 
 .PHONY: features-sim
-features-sim: k8s-bins sim-build $(HELM) $(LWS) $(KUBECTL) ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, probes, the operator installed by helm; then the documentation's commands on the same cluster.
-	DYNAMO_SIM_LWS=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./sim/cluster/ -run TestLeaderWorkerSetController
-	DYNAMO_SIM_FEATURES=1 KUBECTL=$(KUBECTL) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run '^(TestFeatures|TestDocs)$$' -v -timeout 70m
+# PART=k/n runs the k-th of n parts (features/sim/parts), each on a simulator
+# of its own; CI runs PART=1/2 and PART=2/2 side by side.
+PART ?=
+features-sim: k8s-bins sim-build $(HELM) $(LWS) $(KUBECTL) ## The feature files on the simulator: real workload controllers, scheduler, KWOK GPU nodes, probes, the operator installed by helm; then the documentation's commands on the same cluster. PART=k/n runs one part.
+	$(if $(filter-out 1/%,$(PART)),,DYNAMO_SIM_LWS=1 KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./sim/cluster/ -run TestLeaderWorkerSetController)
+	DYNAMO_SIM_FEATURES=1 DYNAMO_FEATURES_PART=$(PART) KUBECTL=$(KUBECTL) KUBEBUILDER_ASSETS=$$(tools/build-k8s.sh) $(GOTEST) ./features/sim/ -run '^(TestFeatures|TestDocs)$$' -v -timeout 70m
 
 .PHONY: docs-sim
 docs-sim: k8s-bins sim-build $(HELM) $(LWS) $(KUBECTL) ## Only the documentation's commands on a simulator (what make features-sim runs after the features).

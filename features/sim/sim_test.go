@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/dynamoctl/dynamo-operator/features/sim/logcheck"
+	"github.com/dynamoctl/dynamo-operator/features/sim/parts"
 	"github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
@@ -417,6 +419,14 @@ func TestFeatures(t *testing.T) {
 		for _, s := range strings.Split(p, ",") {
 			paths = append(paths, filepath.Join(root, "features", s))
 		}
+	} else if p := runPart(t); p.Of > 1 {
+		paths = nil
+		for _, f := range p.Items(featureFiles(t)) {
+			if f != parts.Docs {
+				paths = append(paths, filepath.Join(root, "features", f))
+			}
+		}
+		t.Logf("part %s of the feature files: %v", p, paths)
 	}
 	tags := "~@envtest-only"
 	if !chartInstall() {
@@ -446,6 +456,28 @@ func TestFeatures(t *testing.T) {
 	}
 }
 
+// runPart is the part of the suite this run runs (DYNAMO_FEATURES_PART,
+// make features-sim PART=k/n): all of it unless set.
+func runPart(t *testing.T) parts.Part {
+	t.Helper()
+	p, err := parts.Parse(os.Getenv("DYNAMO_FEATURES_PART"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// featureFiles are what the parts split: the feature files' names and the
+// documentation's commands.
+func featureFiles(t *testing.T) []string {
+	t.Helper()
+	all, err := parts.All(filepath.Join(root, "features"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
 // TestDocs runs the user documentation's shell blocks on the suite's
 // cluster (doccheck: those not marked skip), after TestFeatures: go test
 // runs a package's tests in the order they are declared, and the pages
@@ -457,6 +489,9 @@ func TestDocs(t *testing.T) {
 	}
 	if os.Getenv("GODOG_TAGS") != "" || os.Getenv("GODOG_PATHS") != "" {
 		t.Skip("a run narrowed to some features leaves the documentation out (make docs-sim runs it alone)")
+	}
+	if p := runPart(t); !slices.Contains(p.Items(featureFiles(t)), parts.Docs) {
+		t.Skipf("the documentation's commands run in another part than %s (DYNAMO_FEATURES_PART)", p)
 	}
 	cfg := testEnv.EnvConf()
 	rc, err := clientcmd.BuildConfigFromFlags("", cfg.KubeconfigFile())

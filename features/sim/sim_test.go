@@ -262,8 +262,9 @@ func (o simOperator) writes() []string {
 
 func (o simOperator) Writes() int64 { return int64(len(o.writes())) }
 
-// WritesIn lists the cluster-wide operator's writes in namespace completed
-// in [from, to), from the audit log.
+// WritesIn lists the cluster-wide operator's writes in namespace the API
+// server received in [from, to), from the audit log (the operator had
+// decided to write by then, however long the write then took).
 func (o simOperator) WritesIn(namespace string, from, to time.Time) []string {
 	ws, err := cluster.WritesBy(filepath.Join(o.dir, "logs", "audit.log"), o.user())
 	if err != nil {
@@ -271,8 +272,8 @@ func (o simOperator) WritesIn(namespace string, from, to time.Time) []string {
 	}
 	var out []string
 	for _, w := range ws {
-		if w.Namespace == namespace && !w.At.Before(from) && w.At.Before(to) {
-			out = append(out, w.Line+" at "+w.At.Format(time.RFC3339Nano))
+		if w.Namespace == namespace && !w.Received.Before(from) && w.Received.Before(to) {
+			out = append(out, w.Line+" received at "+w.Received.Format(time.RFC3339Nano))
 		}
 	}
 	return out

@@ -37,7 +37,9 @@ type LocalOperators interface {
 // TimedWrites is implemented by an OperatorControl that can tell when each
 // write happened.
 type TimedWrites interface {
-	// WritesIn lists the writes in namespace completed in [from, to).
+	// WritesIn lists the writes in namespace sent in [from, to) (received,
+	// where only the API server's audit log tells): a write decided in a
+	// lapse of the holder's Lease but answered after it is the lapse's.
 	WritesIn(namespace string, from, to time.Time) []string
 }
 

@@ -202,15 +202,16 @@ func (o *Operator) WritesSince(n int64) []string {
 	return out
 }
 
-// WritesIn lists the writes in namespace that completed in [from, to), as
-// "METHOD path at time".
+// WritesIn lists the writes in namespace sent in [from, to), as "METHOD
+// path sent at time": when the operator had decided to write, however long
+// a loaded API server then took to answer.
 func (o *Operator) WritesIn(namespace string, from, to time.Time) []string {
 	o.logMu.Lock()
 	defer o.logMu.Unlock()
 	var out []string
 	for _, w := range o.log {
-		if strings.Contains(w.path, "/namespaces/"+namespace+"/") && !w.at.Before(from) && w.at.Before(to) {
-			out = append(out, w.String()+" at "+w.at.Format(time.RFC3339Nano))
+		if strings.Contains(w.path, "/namespaces/"+namespace+"/") && !w.sent.Before(from) && w.sent.Before(to) {
+			out = append(out, w.String()+" sent at "+w.sent.Format(time.RFC3339Nano))
 		}
 	}
 	return out

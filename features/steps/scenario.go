@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 	"github.com/dynamoctl/dynamo-operator/scenarios/harness"
 )
 
@@ -184,6 +185,16 @@ func (w *simWorld) tearDown(passed bool) error {
 	if w.Sim != nil {
 		if err := w.Sim.Down(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stopping the simulator: %w", err))
+		}
+		if !passed {
+			// The next scenario's simulator starts in the same directory
+			// and would delete the logs that say why this one failed.
+			dest := filepath.Join(filepath.Dir(w.Suite.StateDir), "failed", testenv.NamespacePrefix(w.name))
+			if err := w.Sim.MoveLogs(dest); err != nil {
+				errs = append(errs, err)
+			} else {
+				fmt.Printf("    the failed scenario's logs (API server, audit, pods) are kept in %s\n", dest)
+			}
 		}
 		w.Sim, w.Client, w.Config, w.Helm = nil, nil, nil, nil
 	}

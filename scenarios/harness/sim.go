@@ -98,6 +98,21 @@ func (s *Sim) Down(ctx context.Context) error {
 	return cmd.Run()
 }
 
+// MoveLogs moves the stopped simulator's logs to dest (replacing what dest
+// held), where the next simulator in the same directory leaves them.
+func (s *Sim) MoveLogs(dest string) error {
+	if err := os.RemoveAll(dest); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return err
+	}
+	if err := os.Rename(filepath.Join(s.Dir, "logs"), dest); err != nil {
+		return fmt.Errorf("keeping the simulator's logs: %w", err)
+	}
+	return nil
+}
+
 // Kubeconfig is the host's kubeconfig of the simulator (an administrator).
 func (s *Sim) Kubeconfig() string { return cluster.HostKubeconfig(s.Dir) }
 

@@ -101,13 +101,17 @@ func (s *Sim) Down(ctx context.Context) error {
 // MoveLogs moves the stopped simulator's logs to dest (replacing what dest
 // held), where the next simulator in the same directory leaves them.
 func (s *Sim) MoveLogs(dest string) error {
+	logs := filepath.Join(s.Dir, "logs")
+	if _, err := os.Stat(logs); err != nil {
+		return fmt.Errorf("keeping the simulator's logs: %w", err)
+	}
 	if err := os.RemoveAll(dest); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return err
 	}
-	if err := os.Rename(filepath.Join(s.Dir, "logs"), dest); err != nil {
+	if err := os.Rename(logs, dest); err != nil {
 		return fmt.Errorf("keeping the simulator's logs: %w", err)
 	}
 	return nil

@@ -63,7 +63,6 @@ Feature: Engine features and the endpoint picker render as Dynamo's operator ren
       """
     Then the ConfigMap "qwen-epp-config" is eventually gone
     And the Deployment "qwen-epp" eventually has ".spec.template.spec.volumes[?(@.name=="epp-config")].configMap.name" equal to "my-picker"
-    And the Deployment "qwen-epp" has ".spec.template.metadata.annotations.nvidia\.com/epp-config-hash" equal to ""
 
   # The scenario before the one that installs Istio's API: an operator that found an API keeps it.
   Scenario: Without Istio's API a component that asks for a VirtualService keeps its Ingress and says why

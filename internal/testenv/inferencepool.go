@@ -16,14 +16,17 @@ import (
 // inferencePoolCRD is the InferencePool CRD of the Gateway API inference
 // extension (inference.networking.k8s.io/v1), as its release manifests
 // install it, cut to the fields the operator writes and validated as they
-// are there: the extension's Go module, which carries the CRD, is not one
-// the build can fetch. Unknown fields are pruned, so a misspelt field of
+// are there (a kubernetes.io group needs the approval annotation): the
+// extension's Go module, which carries the CRD, is not one the build can
+// fetch. Unknown fields are pruned, so a misspelt field of
 // the operator's does not survive a round trip.
 const inferencePoolCRD = `
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   name: inferencepools.inference.networking.k8s.io
+  annotations:
+    api-approved.kubernetes.io: https://github.com/kubernetes-sigs/gateway-api-inference-extension
 spec:
   group: inference.networking.k8s.io
   scope: Namespaced

@@ -1,15 +1,8 @@
-// Package inferencepooltest runs the operator, against a real API server,
-// on graphs with an endpoint picker, first without the Gateway API
-// inference extension's InferencePool API, then with it installed: a
-// control plane of its own, since an installed API stays for the API
-// server's life. It holds only tests: the controllers' own package runs
-// without an API server.
-package inferencepooltest
+package enginetest
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -23,9 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
@@ -34,13 +25,6 @@ import (
 	"github.com/dynamoctl/dynamo-operator/operator/controllers"
 	"github.com/dynamoctl/dynamo-operator/operator/render"
 )
-
-var env *testenv.Env
-
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	os.Exit(testenv.Run(m, func(e *testenv.Env) { env = e }))
-}
 
 // pickerConfig is an inline eppConfig.config of one plugin.
 func pickerConfig(plugin string) *v1alpha1.EPPConfig {
@@ -76,9 +60,10 @@ func graphCondition(ctx context.Context, t *testing.T, key client.ObjectKey, con
 	return meta.FindStatusCondition(dgd.Status.Conditions, conditionType)
 }
 
-// The operator's first phase runs on a cluster without the InferencePool
-// API, the second after it is installed: subtests, so that they run in this
-// order.
+// The operator's first phase runs on a cluster without the Gateway API
+// inference extension's InferencePool API, the second after it is
+// installed (it stays for the API server's life, and no other test of this
+// package reads it): subtests, so that they run in this order.
 func TestInferencePool(t *testing.T) {
 	t.Run("without the API the graph runs and says why it has no pool", withoutTheAPI)
 	t.Run("with the API the graph owns its pool and a new configuration rolls the picker", withTheAPI)

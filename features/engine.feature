@@ -3,11 +3,13 @@ Feature: Engine features and the endpoint picker render as Dynamo's operator ren
   A worker with gpuMemoryService claims its GPUs through a ResourceClaimTemplate <component>-gpu, shared by
   every container of its pods, beside the GPU memory service's sidecar gms-weights; with failover too (vLLM),
   its main container becomes an active and a standby engine, engine-0 and engine-1. An epp component with
-  eppConfig runs Dynamo's configured endpoint picker, its configuration in a ConfigMap <graph>-epp-config. A
-  component whose ingress sets useVirtualService with a gateway is exposed through an Istio VirtualService
-  when the cluster serves Istio's API, else through its Ingress, and says so. What the operator leaves to the
-  cluster (the DRA driver that shares the GPUs, the InferencePool and Gateway of the picker) is named in the
-  graph's FieldsNotActedOn condition.
+  eppConfig runs Dynamo's configured endpoint picker, its configuration in a ConfigMap <graph>-epp-config
+  (whose digest on the picker's pod template rolls it when the configuration changes), picking for the
+  InferencePool <graph>-pool the graph owns when the cluster serves the inference extension's API, else the
+  graph says so. A component whose ingress sets useVirtualService with a gateway is exposed through an Istio
+  VirtualService when the cluster serves Istio's API, else through its Ingress, and says so. What the
+  operator leaves to the cluster (the DRA driver that shares the GPUs, the Gateway routing to the picker's
+  pool) is named in the graph's FieldsNotActedOn condition.
 
   # The simulator publishes its NVIDIA GPUs through NVIDIA's DRA driver (sim/README.md): the claim is allocated.
   Scenario: A failover graph of Dynamo's examples gets two engines sharing its GPUs through the GPU memory service
@@ -34,6 +36,7 @@ Feature: Engine features and the endpoint picker render as Dynamo's operator ren
     And the Deployment "vllm-agg-failover-vllmworker" eventually has ".spec.template.spec.containers[*].name" equal to "main"
     And the dgd "vllm-agg-failover" eventually has ".status.conditions[?(@.type=="FieldsNotActedOn")].message" containing "spec.services.VllmWorker.failover (not rendered: the standby engine shares the active one's GPUs through the GPU memory service: enable gpuMemoryService too)"
 
+  # The scenario before the one that installs the inference extension's API: an operator that found an API keeps it.
   Scenario: The endpoint picker of Dynamo's inference gateway example reads its configuration from a ConfigMap
     When I apply the file "../shared/compat/examples/backends/vllm/deploy/gaie/agg.yaml"
     Then it is accepted
@@ -43,7 +46,10 @@ Feature: Engine features and the endpoint picker render as Dynamo's operator ren
     And the Deployment "qwen-epp" has ".spec.template.spec.containers[0].args[1]" equal to "qwen-pool"
     And the Deployment "qwen-epp" has ".spec.template.spec.containers[0].readinessProbe.grpc.port" equal to "9003"
     And the Service "qwen-epp" eventually has ".spec.ports[?(@.name=="grpc")].port" equal to "9002"
-    And the dgd "qwen" eventually has ".status.conditions[?(@.type=="FieldsNotActedOn")].message" containing "the InferencePool qwen-pool it picks for and the Gateway routing to it are not created by the operator"
+    And the dgd "qwen" eventually has ".status.conditions[?(@.type=="FieldsNotActedOn")].message" containing "picks for the InferencePool qwen-pool, which the graph's InferencePool condition reports; the Gateway routing to the pool is not created by the operator"
+    And the dgd "qwen" eventually has ".status.conditions[?(@.type=="InferencePool")].reason" equal to "APINotServed"
+    And the dgd "qwen" has ".status.conditions[?(@.type=="InferencePool")].message" containing "the cluster serves no inference.networking.k8s.io/v1 InferencePool API, so the InferencePool qwen-pool the endpoint picker qwen-epp picks for is not created"
+    And the Deployment "qwen-epp" has ".spec.template.metadata.annotations.nvidia\.com/epp-config-hash" equal to "e71cdfc7f20a97d4"
     When I patch the dgd "qwen" with:
       """
       spec:
@@ -126,3 +132,47 @@ Feature: Engine features and the endpoint picker render as Dynamo's operator ren
     Then the virtualservices.networking.istio.io "routed-frontend" is eventually gone
     And the Ingress "routed-frontend" eventually exists
     And the dcd "routed-frontend" eventually has ".status.conditions[?(@.type=="VirtualService")].status" equal to ""
+
+  Scenario: With the inference extension's API the graph owns its picker's InferencePool, and a new configuration rolls the picker
+    Given the cluster serves the inference extension's InferencePool API
+    When I apply the file "../shared/compat/examples/backends/vllm/deploy/gaie/agg.yaml"
+    Then it is accepted
+    And within a minute the dgd "qwen" has its InferencePool
+    And the inferencepools.inference.networking.k8s.io "qwen-pool" eventually has ".spec.endpointPickerRef.name" equal to "qwen-epp"
+    And the inferencepools.inference.networking.k8s.io "qwen-pool" has ".spec.endpointPickerRef.port.number" equal to "9002"
+    And the inferencepools.inference.networking.k8s.io "qwen-pool" has ".spec.targetPorts[*].number" equal to "8000"
+    And the inferencepools.inference.networking.k8s.io "qwen-pool" has ".spec.selector.matchLabels.nvidia\.com/dynamo-component-type" equal to "worker"
+    And the inferencepools.inference.networking.k8s.io "qwen-pool" has ".metadata.ownerReferences[?(@.controller==true)].name" equal to "qwen"
+    And the dgd "qwen" has ".status.conditions[?(@.type=="InferencePool")].message" equal to "the InferencePool qwen-pool selects the graph's workers, picked by the endpoint picker qwen-epp"
+    And the Deployment "qwen-epp" eventually has ".spec.template.metadata.annotations.nvidia\.com/epp-config-hash" equal to "e71cdfc7f20a97d4"
+    When I patch the dgd "qwen" with:
+      """
+      spec:
+        services:
+          Epp:
+            eppConfig:
+              config:
+                plugins:
+                  - type: disagg-profile-handler
+                  - name: picker
+                    type: max-score-picker
+                  - name: dyn-decode
+                    type: dyn-decode-scorer
+                schedulingProfiles:
+                  - name: decode
+                    plugins:
+                      - pluginRef: dyn-decode
+                        weight: 2
+                      - pluginRef: picker
+                        weight: 1
+      """
+    Then the ConfigMap "qwen-epp-config" eventually has ".data.epp-config-dynamo\.yaml" containing "weight: 2"
+    And the Deployment "qwen-epp" eventually has ".spec.template.metadata.annotations.nvidia\.com/epp-config-hash" equal to "da5a6d59e808379a"
+    When I patch the dgd "qwen" with:
+      """
+      spec:
+        services:
+          Epp: null
+      """
+    Then the inferencepools.inference.networking.k8s.io "qwen-pool" is eventually gone
+    And the dgd "qwen" eventually has ".status.conditions[?(@.type=="InferencePool")].status" equal to ""

@@ -29,6 +29,7 @@ func TestGraphKinds(t *testing.T) {
 		{Version: "v1", Kind: "ServiceAccount"},
 		{Version: "v1", Kind: "ConfigMap"},
 		{Version: "v1", Kind: "PersistentVolumeClaim"},
+		{Group: "inference.networking.k8s.io", Version: "v1", Kind: "InferencePool"},
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
 		{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"},

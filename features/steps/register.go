@@ -38,6 +38,7 @@ var featureSteps = []func(*godog.ScenarioContext, *world){
 	registerGroupSteps,
 	registerLWSAPISteps,
 	registerIstioSteps,
+	registerInferencePoolSteps,
 	registerTopologySteps,
 	registerAutoscalingSteps,
 }

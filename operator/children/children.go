@@ -212,6 +212,14 @@ var table = []Kind{
 		OwnedBy: OwnedByComponent, Cache: CacheManaged, Verbs: appliedGone, GraphLabel: render.LabelGraphName,
 	},
 	{
+		// The InferencePool <graph>-pool of a graph's endpoint picker
+		// (the inference extension's API): watched once the API is
+		// found, deleted when the graph no longer has a picker.
+		GVK: render.InferencePoolGVK, Resource: "inferencepools",
+		New: newUnstructured(render.InferencePoolGVK), RenderedBy: "render.InferencePool",
+		OwnedBy: OwnedByGraph, Cache: CacheOnceServed, Verbs: appliedGone, GraphLabel: render.LabelGraphName,
+	},
+	{
 		// Created without an owner: model caches outlive their graph.
 		GVK: corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), Resource: "persistentvolumeclaims",
 		New: typed[corev1.PersistentVolumeClaim](), RenderedBy: "render.PVCs",

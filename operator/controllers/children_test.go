@@ -54,6 +54,7 @@ func TestWatchesFromChildren(t *testing.T) {
 		"graph owns":            {"DynamoComponentDeployment", "DynamoGraphDeploymentScalingAdapter", "ServiceAccount", "Role", "RoleBinding"},
 		"component owns":        {"Deployment", "Service", "Ingress", "ResourceClaimTemplate", "ConfigMap", "ServiceAccount", "Role", "RoleBinding"},
 		"component once served": {"LeaderWorkerSet", "PodGroup", "VirtualService"},
+		"graph once served":     {"InferencePool"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("watched kinds (-want +got):\n%s", d)

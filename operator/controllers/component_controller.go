@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -502,28 +501,11 @@ func (r *ComponentReconciler) applyChild(ctx context.Context, dcd *v1alpha1.Dyna
 // (keepContent): then only a missing field is a reason to write.
 func (r *ComponentReconciler) applyChildOver(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment,
 	desired, current client.Object, kept bool, changes *changeSet) error {
-	if err := controllerutil.SetControllerReference(dcd, desired, r.Client.Scheme()); err != nil {
-		return err
-	}
-	kind := desired.GetObjectKind().GroupVersionKind().Kind
 	applyFn := r.Applier.Apply
 	if kept {
 		applyFn = r.Applier.ApplyKept
 	}
-	outcome, err := applyFn(ctx, desired, asObject(current))
-	if err != nil {
-		return fmt.Errorf("applying %s %s: %w", kind, desired.GetName(), err)
-	}
-	switch {
-	case outcome == apply.Assumed:
-		changes.assumed = true
-	case outcome == apply.Unchanged:
-	case asObject(current) == nil:
-		changes.created = append(changes.created, kind+"/"+desired.GetName())
-	default:
-		changes.updated = append(changes.updated, kind+"/"+desired.GetName())
-	}
-	return nil
+	return applyOwned(ctx, r.Client, dcd, desired, asObject(current), applyFn, changes)
 }
 
 // applyOrDelete applies desired when the spec asks for the object, and

@@ -28,27 +28,37 @@ func applyDiscovery(ctx context.Context, c client.Client, a *apply.Applier, owne
 		{d.Role, &rbacv1.Role{}},
 		{d.RoleBinding, &rbacv1.RoleBinding{}},
 	} {
-		if err := controllerutil.SetControllerReference(owner, child.desired, c.Scheme()); err != nil {
-			return err
-		}
-		kind := child.desired.GetObjectKind().GroupVersionKind().Kind
 		current, err := getOptional(ctx, c, client.ObjectKeyFromObject(child.desired), child.live)
 		if err != nil {
 			return err
 		}
-		outcome, err := a.Apply(ctx, child.desired, asObject(current))
-		if err != nil {
-			return fmt.Errorf("applying %s %s: %w", kind, child.desired.GetName(), err)
+		if err := applyOwned(ctx, c, owner, child.desired, asObject(current), a.Apply, changes); err != nil {
+			return err
 		}
-		switch {
-		case outcome == apply.Assumed:
-			changes.assumed = true
-		case outcome == apply.Unchanged:
-		case asObject(current) == nil:
-			changes.created = append(changes.created, kind+"/"+child.desired.GetName())
-		default:
-			changes.updated = append(changes.updated, kind+"/"+child.desired.GetName())
-		}
+	}
+	return nil
+}
+
+// applyOwned applies desired, controlled by owner, over current (the live
+// object, nil when there is none) with applyFn, and records what changed.
+func applyOwned(ctx context.Context, c client.Client, owner, desired, current client.Object,
+	applyFn func(context.Context, client.Object, client.Object) (apply.Outcome, error), changes *changeSet) error {
+	if err := controllerutil.SetControllerReference(owner, desired, c.Scheme()); err != nil {
+		return err
+	}
+	kind := desired.GetObjectKind().GroupVersionKind().Kind
+	outcome, err := applyFn(ctx, desired, current)
+	if err != nil {
+		return fmt.Errorf("applying %s %s: %w", kind, desired.GetName(), err)
+	}
+	switch {
+	case outcome == apply.Assumed:
+		changes.assumed = true
+	case outcome == apply.Unchanged:
+	case current == nil:
+		changes.created = append(changes.created, kind+"/"+desired.GetName())
+	default:
+		changes.updated = append(changes.updated, kind+"/"+desired.GetName())
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -56,6 +57,12 @@ type GraphReconciler struct {
 	// released remembers the graphs whose claims were looked at since this
 	// process started, so the uncached look happens once per graph.
 	released sync.Map // types.UID -> struct{}
+	// onceServed watch the children whose API a cluster may lack (the
+	// InferencePool), by group and kind.
+	onceServed map[schema.GroupKind]*lazyWatch
+	// inferencePoolAPI remembers whether the inference extension's
+	// InferencePool API is served (inferencepool.go).
+	inferencePoolAPI apiProbe
 }
 
 // SetupWithManager registers the controller. Changes of a graph's labels and
@@ -67,10 +74,16 @@ func (r *GraphReconciler) SetupWithManager(mgr manager.Manager, workers int, gat
 		For(&v1alpha1.DynamoGraphDeployment{}, builder.WithPredicates(specOrMetadataChanged())).
 		Watches(&v1alpha1.DynamoComponent{}, handler.EnqueueRequestsFromMapFunc(r.graphsOfDynamoComponent))
 	// Its components and discovery objects (the children table).
-	return ownChildren(b, children.OwnedByGraph).
+	c, err := ownChildren(b, children.OwnedByGraph).
 		WatchesRawSource(resync.graphSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(owned{gate: gate, next: metrics.Instrument("DynamoGraphDeployment", r)})
+		Build(owned{gate: gate, next: metrics.Instrument("DynamoGraphDeployment", r)})
+	if err != nil {
+		return err
+	}
+	// InferencePools are watched once their API is found (inferencepool.go).
+	r.onceServed = watchesOnceServed(c, mgr.GetCache(), children.OwnedByGraph)
+	return nil
 }
 
 // Reconcile brings one graph's children in line with its spec.
@@ -98,7 +111,12 @@ type graphState struct {
 	// adapters are the scaling adapters of the services that opt in, by
 	// service.
 	adapters map[string]*v1alpha1.DynamoGraphDeploymentScalingAdapter
-	changes  changeSet
+	// inferencePool is the InferencePool condition (nil without an
+	// endpoint picker); inferencePoolRecheck says to look for its API
+	// again.
+	inferencePool        *metav1.Condition
+	inferencePoolRecheck bool
+	changes              changeSet
 }
 
 func (r *GraphReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -226,6 +244,10 @@ func (r *GraphReconciler) applyGraphChildren(ctx context.Context, s *graphState)
 	if err := r.deleteRemovedComponents(ctx, dgd, s.desired, &s.changes); err != nil {
 		return stop(reconcile.Result{}, err)
 	}
+	// After the components: the pool points at the picker's Service.
+	if s.inferencePool, s.inferencePoolRecheck, err = r.applyInferencePool(ctx, dgd, s.desired, s.components, &s.changes); err != nil {
+		return stop(reconcile.Result{}, err)
+	}
 	s.changes.emit(r.Recorder, dgd)
 	logChanges(ctx, dgd, s.changes)
 	return proceed()
@@ -243,9 +265,10 @@ func (r *GraphReconciler) reportGraphStatus(ctx context.Context, s *graphState) 
 	next.Restart = s.restart.status
 	next.RollingUpdate = rollingUpdateStatus(dgd, s.live, s.components, metav1.NewTime(now))
 	setImageWait(&next, dgd, s.pending, metav1.NewTime(now))
+	setInferencePoolCondition(&next, s.inferencePool)
 	news := progressNews{blockers: componentBlockers(s.components), awaited: awaitedComponents(s.components)}
 	if wait := r.progress.wait(s.req.NamespacedName, &dgd.Status, &next, news, now); wait > 0 {
-		return stop(reconcile.Result{RequeueAfter: wait}, nil)
+		return stop(r.recheckAPIs(s, reconcile.Result{RequeueAfter: wait}), nil)
 	}
 	before := dgd.Status.State
 	wrote, err := patchStatus(ctx, r.Client, dgd, func(g *v1alpha1.DynamoGraphDeployment) { g.Status = next })
@@ -255,7 +278,19 @@ func (r *GraphReconciler) reportGraphStatus(ctx context.Context, s *graphState) 
 	if !wrote && err == nil && s.changes.empty() {
 		logNothingToDo(ctx, dgd)
 	}
-	return stop(s.changes.result(), err)
+	if err != nil {
+		return stop(s.changes.result(), err)
+	}
+	return stop(r.recheckAPIs(s, s.changes.result()), nil)
+}
+
+// recheckAPIs requeues a graph that waits for an API the cluster does not
+// serve yet: discovery is not watchable, so it looks again.
+func (r *GraphReconciler) recheckAPIs(s *graphState, res reconcile.Result) reconcile.Result {
+	if s.inferencePoolRecheck {
+		return soonest(res, gangAPIRecheck)
+	}
+	return res
 }
 
 // recordGraphWrite remembers a status write, until the cache shows it and

@@ -102,16 +102,17 @@ func engineFieldsNotActedOn(path, component string, svc *v1alpha1.DynamoComponen
 }
 
 // eppConfigNotActedOn says what of an eppConfig the operator leaves to the
-// cluster: the picker is rendered with its configuration, but the
-// InferencePool it picks for (and the Gateway routing to it) are the
-// inference extension's objects, which the operator does not create.
+// cluster: the picker is rendered with its configuration and the graph owns
+// the InferencePool it picks for (its InferencePool condition says whether
+// the cluster serves that API), but the Gateway routing to the pool is the
+// user's, which the operator does not create.
 func eppConfigNotActedOn(path, graph string, svc *v1alpha1.DynamoComponentDeploymentSharedSpec) string {
 	if svc.ComponentType != v1alpha1.ComponentTypeEPP {
 		return path + ".eppConfig (not rendered: only a component of type epp runs an endpoint picker)"
 	}
-	return fmt.Sprintf("%s.eppConfig (rendered: the endpoint picker reads it from /etc/epp/%s; "+
-		"the InferencePool %s it picks for and the Gateway routing to it are not created by the operator)",
-		path, render.EPPConfigKey, render.EPPPoolName(graph))
+	return fmt.Sprintf("%s.eppConfig (rendered: the endpoint picker reads it from /etc/epp/%s and picks for the InferencePool %s, "+
+		"which the graph's %s condition reports; the Gateway routing to the pool is not created by the operator)",
+		path, render.EPPConfigKey, render.EPPPoolName(graph), ConditionInferencePool)
 }
 
 // engineFieldsOfKeptDeployment names the engine features (and the

@@ -156,17 +156,19 @@ func TestIgnoredFieldsOfEngineFeatures(t *testing.T) {
 	}
 }
 
-// An endpoint picker's eppConfig is rendered; what stays with the cluster
-// (its InferencePool and Gateway) is named. On another component type it
-// is not rendered.
+// An endpoint picker's eppConfig is rendered and its InferencePool created
+// (where the API is served, which the InferencePool condition says); what
+// stays with the cluster, the Gateway, is named. On another component type
+// it is not rendered.
 func TestIgnoredFieldsOfEPPConfig(t *testing.T) {
 	dgd := builders.MakeGraph("qwen", "").
 		Service("Epp", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeEPP).EPPConfig(&v1alpha1.EPPConfig{})).
 		Service("Worker", builders.MakeEmptyService().Type(v1alpha1.ComponentTypeWorker).EPPConfig(&v1alpha1.EPPConfig{})).
 		Obj()
 	want := []string{
-		"spec.services.Epp.eppConfig (rendered: the endpoint picker reads it from /etc/epp/epp-config-dynamo.yaml; " +
-			"the InferencePool qwen-pool it picks for and the Gateway routing to it are not created by the operator)",
+		"spec.services.Epp.eppConfig (rendered: the endpoint picker reads it from /etc/epp/epp-config-dynamo.yaml and picks for " +
+			"the InferencePool qwen-pool, which the graph's InferencePool condition reports; the Gateway routing to the pool is " +
+			"not created by the operator)",
 		"spec.services.Worker.eppConfig (not rendered: only a component of type epp runs an endpoint picker)",
 	}
 	if diff := cmp.Diff(want, ignoredFields(dgd, nil)); diff != "" {

@@ -59,17 +59,14 @@ type lazyWatch struct {
 	ctrl    controller.Controller
 	cache   cache.Cache
 	// object is an empty object of the kind (unstructured with its kind
-	// set for a kind the scheme lacks).
-	object func() client.Object
+	// set for a kind the scheme lacks); owner one of its owner's kind.
+	object, owner func() client.Object
 }
 
 // watchOnceServed is the watch of the owned kind gk, whose API a cluster may
 // lack; one that watches nothing when the controller was not set up.
 func (r *ComponentReconciler) watchOnceServed(gk schema.GroupKind) *lazyWatch {
-	if w := r.onceServed[gk]; w != nil {
-		return w
-	}
-	return &lazyWatch{}
+	return onceServedWatch(r.onceServed, gk)
 }
 
 func (w *lazyWatch) ensure(c client.Client) error {
@@ -79,7 +76,7 @@ func (w *lazyWatch) ensure(c client.Client) error {
 		return nil
 	}
 	src := source.Kind(w.cache, w.object(),
-		handler.EnqueueRequestForOwner(c.Scheme(), c.RESTMapper(), &v1alpha1.DynamoComponentDeployment{}, handler.OnlyControllerOwner()))
+		handler.EnqueueRequestForOwner(c.Scheme(), c.RESTMapper(), w.owner(), handler.OnlyControllerOwner()))
 	if err := w.ctrl.Watch(src); err != nil {
 		return err
 	}

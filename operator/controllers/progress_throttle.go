@@ -124,10 +124,15 @@ func significant(current, next *v1alpha1.DynamoGraphDeploymentStatus) bool {
 		!equality.Semantic.DeepEqual(current.RollingUpdate, next.RollingUpdate) {
 		return true
 	}
-	a := meta.FindStatusCondition(current.Conditions, v1alpha1.ConditionReady)
-	b := meta.FindStatusCondition(next.Conditions, v1alpha1.ConditionReady)
-	if a == nil || b == nil {
-		return a != b
+	// The Ready condition's verdict, and whether the InferencePool exists:
+	// the pool appears once its API is installed, without a spec change,
+	// and users wait for it.
+	for _, t := range []string{v1alpha1.ConditionReady, ConditionInferencePool} {
+		a := meta.FindStatusCondition(current.Conditions, t)
+		b := meta.FindStatusCondition(next.Conditions, t)
+		if (a == nil) != (b == nil) || (a != nil && (a.Status != b.Status || a.Reason != b.Reason)) {
+			return true
+		}
 	}
-	return a.Status != b.Status || a.Reason != b.Reason
+	return false
 }

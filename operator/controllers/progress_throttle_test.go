@@ -38,10 +38,17 @@ func TestProgressThrottle(t *testing.T) {
 	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), news(""), t0.Add(progressInterval)); w != 0 {
 		t.Fatalf("progress after the interval is written, got %s", w)
 	}
+	withPool := func(st metav1.ConditionStatus, reason string) *v1alpha1.DynamoGraphDeploymentStatus {
+		next := status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1)
+		next.Conditions = append(next.Conditions, metav1.Condition{Type: ConditionInferencePool, Status: st, Reason: reason})
+		return next
+	}
 	for name, next := range map[string]*v1alpha1.DynamoGraphDeploymentStatus{
 		"becoming ready":   status(v1alpha1.GraphStateSuccessful, 1, metav1.ConditionTrue, 1),
 		"a new generation": status(v1alpha1.GraphStatePending, 2, metav1.ConditionFalse, 0),
 		"failing":          status(v1alpha1.GraphStateFailed, 1, metav1.ConditionFalse, 0),
+		// Without a spec change: the pool's API was installed.
+		"an InferencePool condition appearing": withPool(metav1.ConditionFalse, ReasonAPINotServed),
 	} {
 		if w := p.wait(key, pending, next, news(""), t0.Add(time.Millisecond)); w != 0 {
 			t.Errorf("%s must never wait, got %s", name, w)
@@ -62,6 +69,11 @@ func TestProgressThrottle(t *testing.T) {
 	fewer := progressNews{awaited: "g-worker"}
 	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), fewer, t0.Add(time.Millisecond)); w != 0 {
 		t.Errorf("a component no longer awaited must not wait, got %s", w)
+	}
+	// The pool created once its API is served is written at once.
+	if w := p.wait(key, withPool(metav1.ConditionFalse, ReasonAPINotServed), withPool(metav1.ConditionTrue, ReasonInferencePool),
+		news(""), t0.Add(time.Millisecond)); w != 0 {
+		t.Errorf("the InferencePool created must not wait, got %s", w)
 	}
 	p.forget(key)
 	if w := p.wait(key, pending, status(v1alpha1.GraphStatePending, 1, metav1.ConditionFalse, 1), news(""), t0.Add(time.Millisecond)); w != 0 {

@@ -5,11 +5,9 @@ import (
 	"fmt"
 
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
@@ -93,47 +91,12 @@ func (r *ComponentReconciler) applyExposure(ctx context.Context, dcd *v1alpha1.D
 }
 
 // applyOrDeleteVirtualService applies desired, or deletes the component's
-// VirtualService when desired is nil; the live one is read from the cache of
-// its watch (started here the first time).
+// VirtualService when desired is nil.
 func (r *ComponentReconciler) applyOrDeleteVirtualService(ctx context.Context, dcd *v1alpha1.DynamoComponentDeployment,
 	desired *unstructured.Unstructured, changes *changeSet) error {
 	gvk := render.VirtualServiceGVK
-	w := r.watchOnceServed(gvk.GroupKind())
-	if err := w.ensure(r.Client); err != nil {
-		return err
-	}
-	var reader client.Reader = r.Client
-	if w.cache != nil {
-		reader = w.cache
-	}
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(gvk)
-	err := reader.Get(ctx, client.ObjectKey{Namespace: dcd.Namespace, Name: dcd.Name}, live)
-	if meta.IsNoMatchError(err) && desired == nil {
-		return nil // the API went since it was found: nothing of it to delete
-	}
-	if apierrors.IsNotFound(err) {
-		live = nil
-	} else if err != nil {
-		return err
-	}
-	if desired != nil {
-		var current client.Object
-		if live != nil {
-			current = live
-		}
-		return r.applyChildOver(ctx, dcd, desired, current, false, changes)
-	}
-	if live == nil || !metav1.IsControlledBy(live, dcd) {
-		return nil
-	}
-	err = r.Client.Delete(ctx, live, client.Preconditions{UID: ptr.To(live.GetUID())})
-	if client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting VirtualService %s: %w", dcd.Name, err)
-	}
-	r.Applier.Forget(live)
-	changes.deleted = append(changes.deleted, "VirtualService/"+dcd.Name)
-	return nil
+	return applyOrDeleteOnceServed(ctx, r.Client, r.Applier, r.watchOnceServed(gvk.GroupKind()), dcd, gvk,
+		client.ObjectKey{Namespace: dcd.Namespace, Name: dcd.Name}, desired, changes)
 }
 
 // setVirtualServiceCondition records cond in st, or removes the condition

@@ -81,6 +81,10 @@ func podTemplate(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.G
 	}
 	reqs, topoErrs := topologyRequirements(dcd, o)
 	errs = append(errs, topoErrs...)
+	configHash, err := eppConfigHash(dcd)
+	if err != nil {
+		errs = append(errs, field.Invalid(specPath.Child("eppConfig", "config"), "(inline configuration)", err.Error()))
+	}
 	if len(errs) > 0 {
 		return corev1.PodTemplateSpec{}, errs.ToAggregate()
 	}
@@ -89,10 +93,14 @@ func podTemplate(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.G
 	if m := spec.ExtraPodMetadata; m != nil {
 		extraAnnotations = m.Annotations
 	}
+	var operatorAnnotations map[string]string
+	if configHash != "" {
+		operatorAnnotations = map[string]string{AnnotationEPPConfigHash: configHash}
+	}
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels:      podLabels(dcd),
-			Annotations: merged(spec.Annotations, extraAnnotations),
+			Annotations: merged(spec.Annotations, extraAnnotations, operatorAnnotations),
 		},
 		Spec: pod,
 	}, nil

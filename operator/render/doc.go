@@ -71,7 +71,12 @@
 //	                                                                                                             one Service per component; the same name for a service named Epp
 //	EPP config text                its typed EndpointPickerConfig, marshalled
 //	                                                                       the user's object, keys sorted        the same configuration; no field dropped
-//	InferencePool <graph>-pool     created by its graph controller         not created (FieldsNotActedOn)       the inference extension's objects are the user's
+//	InferencePool <graph>-pool     created by its graph controller;        created where the API is served,     a graph runs on a cluster without the inference extension
+//	                               a cluster without its API fails the     else the graph's InferencePool
+//	                               graph's reconcile                       condition says so; deleted when the
+//	                                                                       picker goes
+//	picker's pod template          no sign of its configuration            a digest of an inline configuration  the picker reads its file once: a new one rolls its pods
+//	                                                                       (nvidia.com/epp-config-hash)
 //
 // # Multinode
 //

@@ -1,11 +1,16 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -18,10 +23,12 @@ import (
 // written to a ConfigMap <graph>-epp-config, or the ConfigMap key
 // eppConfig.configMapRef names) is mounted at /etc/epp/epp-config-dynamo.yaml;
 // the picker serves gRPC on 9002 (the InferencePool's endpoint picker port)
-// and its health on 9003, which its probes call; it picks for the
-// InferencePool <graph>-pool in the graph's namespace, which the operator
-// does not create (the cluster's inference extension and Gateway are the
-// user's). An epp component without eppConfig renders as a generic one.
+// and its health on 9003, which its probes call. It picks for the
+// InferencePool <graph>-pool in the graph's namespace, which the graph owns
+// (InferencePool, as Dynamo's operator writes it, where the cluster serves
+// the inference extension's API); the Gateway and the routes to the pool
+// are the user's. An epp component without eppConfig renders as a generic
+// one.
 
 const (
 	// EPPGRPCPort is where the picker answers the gateway.
@@ -43,6 +50,11 @@ const (
 	// inferencePoolGroup is the API group of the InferencePool the picker
 	// reads.
 	inferencePoolGroup = "inference.networking.k8s.io"
+	// AnnotationEPPConfigHash, on the pod template of a picker configured
+	// inline, is a digest of the configuration the operator writes: the
+	// picker reads its file once, at start, so a new configuration must
+	// roll its pods.
+	AnnotationEPPConfigHash = "nvidia.com/epp-config-hash"
 
 	eppCacheVolume = "hf-cache"
 	eppCacheDir    = "/home/nonroot/.cache"
@@ -147,18 +159,12 @@ func eppArgs(dcd *v1alpha1.DynamoComponentDeployment) []string {
 // ConfigMap is the user's). The error is a configuration that is no YAML
 // object.
 func EPPConfigMap(dcd *v1alpha1.DynamoComponentDeployment) (*corev1.ConfigMap, error) {
-	spec := &dcd.Spec.DynamoComponentDeploymentSharedSpec
-	if !usesEPPConfig(spec) || spec.EPPConfig.ConfigMapRef != nil || spec.EPPConfig.Config == nil {
-		return nil, nil
-	}
-	config := map[string]any{}
-	if err := yaml.Unmarshal(spec.EPPConfig.Config.Raw, &config); err != nil {
-		return nil, fmt.Errorf("spec.eppConfig.config: %w", err)
-	}
-	config["apiVersion"], config["kind"] = eppConfigAPIVersion, eppConfigKind
-	data, err := yaml.Marshal(config)
+	data, ok, err := eppInlineConfig(dcd)
 	if err != nil {
 		return nil, fmt.Errorf("spec.eppConfig.config: %w", err)
+	}
+	if !ok {
+		return nil, nil
 	}
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: "ConfigMap"},
@@ -167,6 +173,101 @@ func EPPConfigMap(dcd *v1alpha1.DynamoComponentDeployment) (*corev1.ConfigMap, e
 			Namespace: dcd.Namespace,
 			Labels:    workloadLabels(dcd),
 		},
-		Data: map[string]string{EPPConfigKey: string(data)},
+		Data: map[string]string{EPPConfigKey: data},
 	}, nil
+}
+
+// eppInlineConfig is the configuration file the operator writes for a
+// picker configured inline, and whether the component has one.
+func eppInlineConfig(dcd *v1alpha1.DynamoComponentDeployment) (string, bool, error) {
+	spec := &dcd.Spec.DynamoComponentDeploymentSharedSpec
+	if !usesEPPConfig(spec) || spec.EPPConfig.ConfigMapRef != nil || spec.EPPConfig.Config == nil {
+		return "", false, nil
+	}
+	config := map[string]any{}
+	if err := yaml.Unmarshal(spec.EPPConfig.Config.Raw, &config); err != nil {
+		return "", false, err
+	}
+	config["apiVersion"], config["kind"] = eppConfigAPIVersion, eppConfigKind
+	data, err := yaml.Marshal(config)
+	if err != nil {
+		return "", false, err
+	}
+	return string(data), true, nil
+}
+
+// eppConfigHash is the value of AnnotationEPPConfigHash for the picker's
+// pod template; empty when the operator writes no configuration for it. A
+// configMapRef's ConfigMap is the user's, and its changes do not roll the
+// picker: Dynamo's operator neither reads nor follows it, and neither does
+// this one (restart the picker, spec.restart, to load a new one).
+func eppConfigHash(dcd *v1alpha1.DynamoComponentDeployment) (string, error) {
+	data, ok, err := eppInlineConfig(dcd)
+	if !ok || err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(data))
+	return hex.EncodeToString(sum[:])[:16], nil
+}
+
+// InferencePoolGVK is the Gateway API inference extension's InferencePool,
+// in the version Dynamo's operator writes.
+var InferencePoolGVK = schema.GroupVersionKind{Group: inferencePoolGroup, Version: "v1", Kind: "InferencePool"}
+
+// EndpointPicker is the component of a graph's configured endpoint picker
+// (an epp component with eppConfig), the first by service name when the
+// graph has several; nil when it has none. components are the graph's
+// rendered components (Components).
+func EndpointPicker(components []*v1alpha1.DynamoComponentDeployment) *v1alpha1.DynamoComponentDeployment {
+	var out *v1alpha1.DynamoComponentDeployment
+	for _, dcd := range components {
+		if usesEPPConfig(&dcd.Spec.DynamoComponentDeploymentSharedSpec) &&
+			(out == nil || dcd.Spec.ServiceName < out.Spec.ServiceName) {
+			out = dcd
+		}
+	}
+	return out
+}
+
+// InferencePool renders the InferencePool <graph>-pool the endpoint picker
+// picks for, as Dynamo's operator writes it: the graph's workers (by
+// component type and runtime namespace, the picker's own: the workers it
+// discovers) on their HTTP port, the frontend sidecar's, picked by the
+// picker's Service on its gRPC port. nil when picker is nil.
+func InferencePool(picker *v1alpha1.DynamoComponentDeployment) *unstructured.Unstructured {
+	if picker == nil {
+		return nil
+	}
+	graph := graphName(picker)
+	selector := map[string]any{LabelComponentType: string(v1alpha1.ComponentTypeWorker)}
+	if ns := dynamoNamespace(picker); len(validation.IsValidLabelValue(ns)) == 0 {
+		selector[LabelDynamoNamespace] = ns
+	} else {
+		// A runtime namespace too long for a label labels no pod (see
+		// contractLabels): the graph's workers are the ones it has.
+		selector[LabelGraphName] = graph
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": InferencePoolGVK.GroupVersion().String(),
+		"kind":       InferencePoolGVK.Kind,
+		"metadata": map[string]any{
+			"name":      EPPPoolName(graph),
+			"namespace": picker.Namespace,
+			"labels": map[string]any{
+				LabelGraphName:     graph,
+				LabelComponent:     picker.Name,
+				LabelComponentType: string(v1alpha1.ComponentTypeEPP),
+				LabelManagedBy:     ManagedByValue,
+			},
+		},
+		"spec": map[string]any{
+			"selector":    map[string]any{"matchLabels": selector},
+			"targetPorts": []any{map[string]any{"number": int64(HTTPPort)}},
+			"endpointPickerRef": map[string]any{
+				"kind": "Service",
+				"name": picker.Name,
+				"port": map[string]any{"number": int64(EPPGRPCPort)},
+			},
+		},
+	}}
 }

@@ -77,6 +77,9 @@ func renderGraph(t *testing.T, dgd *v1alpha1.DynamoGraphDeployment) []any {
 			objs = append(objs, cm)
 		}
 	}
+	if pool := InferencePool(EndpointPicker(dcds)); pool != nil {
+		objs = append(objs, pool.Object)
+	}
 	for _, pvc := range PVCs(dgd) {
 		objs = append(objs, pvc)
 	}

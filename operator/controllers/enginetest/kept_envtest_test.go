@@ -1,8 +1,9 @@
 // Package enginetest runs the operator, against a real API server, on a
 // component whose Deployment an earlier version rendered without the engine
 // features its spec sets: what an upgrade keeps, and what the next spec
-// change renders. It holds only tests: the controllers' own package runs
-// without an API server.
+// change renders; and on graphs with an endpoint picker, without and then
+// with the inference extension's InferencePool API. It holds only tests:
+// the controllers' own package runs without an API server.
 package enginetest
 
 import (

@@ -78,6 +78,12 @@ with exactly these rights and fail on any forbidden request.
 - apiGroups: ["networking.istio.io"]
   resources: ["virtualservices"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# The InferencePool <graph>-pool of a graph's endpoint picker (the Gateway API
+# inference extension); watched once the API exists, deleted when the graph
+# no longer has a picker.
+- apiGroups: ["inference.networking.k8s.io"]
+  resources: ["inferencepools"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 # The inline configuration of a graph's endpoint picker, <graph>-epp-config,
 # deleted when the configuration moves to a ConfigMap of the user's.
 - apiGroups: [""]

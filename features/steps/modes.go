@@ -84,7 +84,7 @@ func registerModeSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^a namespace-scoped operator of version `+quoted+` (?:starts|runs) in this namespace$`, unquote1(w.localOperatorStarts))
 	sc.Step(`^listing the leases named `+quoted+` in all namespaces shows this namespace held by `+quoted+`$`, unquote2(w.leasesListShow))
 	sc.Step(`^the version of the operator that owns this namespace is `+quoted+`$`, unquote1(w.ownerVersionIs))
-	sc.Step(`^the namespace lease is renewed within (\d+) seconds?$`, w.leaseRenewedWithin)
+	sc.Step(`^the namespace lease is renewed$`, w.leaseRenewed)
 	sc.Step(`^the namespace-scoped operator stops cleanly$`, w.localOperatorStops)
 	sc.Step(`^the namespace-scoped operator dies$`, w.localOperatorDies)
 	sc.Step(`^the namespace lease still exists$`, w.leaseStillExists)
@@ -165,7 +165,12 @@ func (w *world) ownerVersionIs(ctx context.Context, version string) error {
 	return nil
 }
 
-func (w *world) leaseRenewedWithin(ctx context.Context, seconds int) error {
+// leaseRenewed waits until the holder renews the namespace's Lease. How
+// soon is not asserted: a starved machine delays renewals past the Lease's
+// duration (the cluster-wide operator then rightly takes the namespace back
+// for that lapse, which the hybrid scenarios allow for); that it renews at
+// all is the behaviour.
+func (w *world) leaseRenewed(ctx context.Context) error {
 	l, err := w.lease(ctx)
 	if err != nil {
 		return err
@@ -180,7 +185,7 @@ func (w *world) leaseRenewedWithin(ctx context.Context, seconds int) error {
 			return fmt.Errorf("renewTime still %v", before)
 		}
 		return nil
-	}, await.Within(time.Duration(seconds)*time.Second), await.Every(50*time.Millisecond))
+	}, await.Within(w.cluster.EventualTimeout), await.Every(50*time.Millisecond))
 }
 
 func (w *world) localOperatorStops(ctx context.Context) error {

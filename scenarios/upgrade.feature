@@ -3,7 +3,8 @@ Feature: Upgrading, rolling back and mixing operator versions restarts no worklo
   simulator the one before kept (a stage that fails stops the chain, and the next says so): helm upgrade from
   the previous release (N, the newest tag before HEAD) to the working tree (N+1) with every users' graph of
   ../shared/compat running; the objects stored under N's CRDs under N+1's; a service edited under N+1; helm
-  upgrade back to N; then N+1 namespace-scoped in one namespace beside N cluster-wide, and uninstalled.
+  upgrade back to N; then N+1 namespace-scoped in one namespace beside N cluster-wide, and uninstalled; then
+  upgraded to N+1 again, with graphs that take up the features added since N.
   The two are distinct renderers (the image tag is the operator version). Where N+1 renders a child
   differently, the difference reaches a running workload only at that service's next spec change, as one
   normal rollout of that workload (the no-restart policy, operator/controllers/adoption.go).

@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -99,7 +100,7 @@ func (w *simWorld) createDayTwoGraph(ctx context.Context, name, ns string) error
 		return err
 	}
 	w.graphs.list = append(w.graphs.list, Graph{Namespace: ns, Name: name})
-	if !strings.Contains(" "+strings.Join(w.graphs.namespaces, " ")+" ", " "+ns+" ") {
+	if !slices.Contains(w.graphs.namespaces, ns) {
 		w.graphs.namespaces = append(w.graphs.namespaces, ns)
 	}
 	return nil
@@ -340,7 +341,9 @@ func (w *simWorld) restartReplacedOnlyItsPods(ctx context.Context) error {
 			}
 		}
 		if len(others) > 0 {
-			return nil // reported below, not waited out
+			// A change of another graph's pods does not go away: it
+			// fails the step below rather than being waited out.
+			return nil
 		}
 		if gone != noted || added != noted {
 			return fmt.Errorf("%d of %d pods replaced, %d new", gone, noted, added)

@@ -93,21 +93,32 @@ func fieldsActedOnIfRendered(svc *v1alpha1.DynamoComponentDeploymentSharedSpec) 
 	return out
 }
 
+// workloadKept says what a component's status tells of its workload: kept
+// as an earlier version rendered it (WorkloadPending True), and whether a
+// report of this version says so at all. This version sets WorkloadPending
+// on every report; a status with conditions but none of that type is
+// another version's (the earlier one's, just after an upgrade, or Dynamo's
+// operator's), which does not tell. A component with no status yet is new:
+// this version renders its workload.
+func workloadKept(dcd *v1alpha1.DynamoComponentDeployment) (kept, reported bool) {
+	c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending)
+	if c == nil {
+		return false, len(dcd.Status.Conditions) == 0
+	}
+	return c.Status == metav1.ConditionTrue, true
+}
+
 // setIgnoredFieldsCondition records ignoredFields in st, or removes the
-// condition when there are none. A component's WorkloadPending condition
-// says whether its workload is kept: this version sets it on every report.
-// A status with conditions but none of that type is another version's (the
-// earlier one's, just after an upgrade, or Dynamo's operator's): no report
-// of this version covers the workload yet. A component with no status yet
-// is new, and this version renders its workload.
+// condition when there are none, from what each component's status tells
+// of its workload (workloadKept).
 func setIgnoredFieldsCondition(st *v1alpha1.DynamoGraphDeploymentStatus, dgd *v1alpha1.DynamoGraphDeployment,
 	components []*v1alpha1.DynamoComponentDeployment, now metav1.Time) {
 	kept, unreported := map[string]bool{}, map[string]string{}
 	for _, dcd := range components {
-		switch c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending); {
-		case c == nil && len(dcd.Status.Conditions) > 0:
+		switch k, reported := workloadKept(dcd); {
+		case !reported:
 			unreported[dcd.Spec.ServiceName] = dcd.Name
-		case c != nil && c.Status == metav1.ConditionTrue:
+		case k:
 			kept[dcd.Spec.ServiceName] = true
 		}
 	}

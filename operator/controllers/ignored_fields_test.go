@@ -274,3 +274,33 @@ func TestIgnoredFieldsOfAComponentNotReportedYet(t *testing.T) {
 		})
 	}
 }
+
+func TestWorkloadKept(t *testing.T) {
+	available := metav1.Condition{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionTrue}
+	pending := func(s metav1.ConditionStatus) metav1.Condition {
+		return metav1.Condition{Type: v1alpha1.ConditionWorkloadPending, Status: s}
+	}
+	type result struct{ Kept, Reported bool }
+	cases := map[string]struct {
+		conditions []metav1.Condition
+		want       result
+	}{
+		"no status yet: new, this version renders it": {nil, result{Kept: false, Reported: true}},
+		"an earlier version's status":                 {[]metav1.Condition{available}, result{Kept: false, Reported: false}},
+		"kept":                                        {[]metav1.Condition{available, pending(metav1.ConditionTrue)}, result{Kept: true, Reported: true}},
+		"runs what the spec sets":                     {[]metav1.Condition{available, pending(metav1.ConditionFalse)}, result{Kept: false, Reported: true}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := builders.MakeComponent("c", "", builders.MakeEmptyService())
+			for _, cond := range tc.conditions {
+				c.Condition(cond)
+			}
+			var got result
+			got.Kept, got.Reported = workloadKept(c.Obj())
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("workloadKept (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -3,7 +3,8 @@ Feature: Upgrading, rolling back and mixing operator versions restarts no worklo
   simulator the one before kept (a stage that fails stops the chain, and the next says so): helm upgrade from
   the previous release (N, the newest tag before HEAD) to the working tree (N+1) with every users' graph of
   ../shared/compat running; the objects stored under N's CRDs under N+1's; a service edited under N+1; helm
-  upgrade back to N; then N+1 namespace-scoped in one namespace beside N cluster-wide, and uninstalled.
+  upgrade back to N; then N+1 namespace-scoped in one namespace beside N cluster-wide, and uninstalled; then
+  upgraded to N+1 again, with graphs that take up the features added since N.
   The two are distinct renderers (the image tag is the operator version). Where N+1 renders a child
   differently, the difference reaches a running workload only at that service's next spec change, as one
   normal rollout of that workload (the no-restart policy, operator/controllers/adoption.go).
@@ -110,3 +111,51 @@ Feature: Upgrading, rolling back and mixing operator versions restarts no worklo
     And not one dry-run admission failed
     And no pod of any graph restarted or was replaced
     And every graph's objects are unchanged
+    And the simulator is kept for the next scenario
+
+  # The features added since N, through an upgrade from N (the cluster-wide release runs N again). N's CRDs
+  # know neither scalingAdapter, spec.restart nor topologyConstraint and prune them: a graph created with them
+  # under N is stored without, and N+1 finds nothing to act on. Graphs N made opt in under N+1: a scaling
+  # adapter (an HPA scales it) replaces no pod of the service, a restart replaces exactly that graph's pods.
+  # A graph created under N+1 with a topology constraint and an adapter, and the replica count the HPA set,
+  # then live through a helm upgrade that replaces the operator's pods.
+  @upgrade @day2
+  Scenario: graphs given a scaling adapter, a restart or a topology constraint after an upgrade keep their pods through the next one
+    Given the simulator the previous scenario kept
+    And the cluster-wide release runs the previous release as its leader
+    When I create the graph "adapted" in the namespace "day2"
+    And I create the graph "restarted" in the namespace "day2"
+    And I create the graph "constrained-early" in the namespace "day2"
+    Then the graph "day2/constrained-early" was stored without its scaling adapter and topology constraints
+    And every graph becomes Ready
+    And I note every graph's pods and objects
+    And a client dry-runs a graph through admission every 100 ms
+    And a watcher checks every graph is Ready every 250 ms
+    When I upgrade the cluster-wide release to the working tree
+    Then the cluster-wide release runs the working tree as its leader
+    And the CRDs served are those of the working tree
+    And the running operator has reconciled every graph
+    And every graph stayed Ready throughout
+    And not one dry-run admission failed
+    And no pod of any graph restarted or was replaced
+    And every graph's objects are unchanged
+    When I give the service "Worker" of the graph "day2/adapted" a scaling adapter
+    And an HPA scales that service's adapter to 3 replicas
+    Then no pod of any graph restarted or was replaced, and that service gained 2 pods
+    And every graph becomes Ready
+    And I note every graph's pods and objects
+    When I restart the graph "day2/restarted" with the id "after-upgrade"
+    Then its restart completes having replaced each of its pods, and no other pod restarted or was replaced
+    When I create the graph "constrained" in the namespace "day2"
+    Then every graph becomes Ready
+    And the pods of the graph "day2/constrained" run in one rack, its worker's on one node
+    And I note every graph's pods and objects
+    And a watcher checks every graph is Ready every 250 ms
+    When I upgrade the cluster-wide release to the working tree again, which replaces its operator pods
+    Then the cluster-wide release runs the working tree as its leader
+    And the running operator has reconciled every graph
+    And every graph stayed Ready throughout
+    And no pod of any graph restarted or was replaced
+    And every graph's objects are unchanged
+    And that service's adapter and component still have 3 replicas
+    And the pods of the graph "day2/constrained" run in one rack, its worker's on one node

@@ -29,13 +29,19 @@ func registerAutoscalingSteps(sc *godog.ScenarioContext, w *world) {
 // setExternalMetric sets the metric's value where the simulator's external
 // metrics API reads it.
 func (w *world) setExternalMetric(ctx context.Context, metric, value string) error {
-	metric, value = unescape(metric), unescape(value)
+	return SetExternalMetric(ctx, w.cluster.Client, w.namespace, unescape(metric), unescape(value))
+}
+
+// SetExternalMetric sets an external metric's value in namespace ns where
+// the simulator's external metrics API reads it (sim/metricsapi), as the
+// metrics pipeline of a real cluster would report it.
+func SetExternalMetric(ctx context.Context, c client.Client, ns, metric, value string) error {
 	cm := &corev1.ConfigMap{}
-	key := client.ObjectKey{Namespace: w.namespace, Name: metricsapi.ConfigMapName}
-	err := w.cluster.Client.Get(ctx, key, cm)
+	key := client.ObjectKey{Namespace: ns, Name: metricsapi.ConfigMapName}
+	err := c.Get(ctx, key, cm)
 	if apierrors.IsNotFound(err) {
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}, Data: map[string]string{metric: value}}
-		return w.cluster.Client.Create(ctx, cm)
+		return c.Create(ctx, cm)
 	}
 	if err != nil {
 		return err
@@ -44,7 +50,7 @@ func (w *world) setExternalMetric(ctx context.Context, metric, value string) err
 		cm.Data = map[string]string{}
 	}
 	cm.Data[metric] = value
-	return w.cluster.Client.Update(ctx, cm)
+	return c.Update(ctx, cm)
 }
 
 func (w *world) replicasTimeReported(ctx context.Context, name string, n int) error {

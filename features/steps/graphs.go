@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dynamoctl/dynamo-operator/operator/api/v1alpha1"
+	"github.com/dynamoctl/dynamo-operator/operator/render"
 	"github.com/dynamoctl/dynamo-operator/sim/prereq"
 )
 
@@ -53,10 +54,14 @@ type graphs struct {
 }
 
 // podRecord is what says a pod was not restarted: its UID (a replaced pod
-// has another) and each container's restart count.
+// has another) and each container's restart count; and whose it is, the
+// graph and component its labels name (render.LabelGraphName,
+// render.LabelComponent), for the steps that expect some pods to change.
 type podRecord struct {
-	name     string
-	restarts map[string]int32
+	name      string
+	restarts  map[string]int32
+	graph     string
+	component string
 }
 
 // snapshotKinds are the kinds whose content (all but metadata and status)
@@ -255,7 +260,10 @@ func (w *simWorld) Pods(ctx context.Context) ([]corev1.Pod, error) {
 }
 
 func recordPod(p *corev1.Pod) podRecord {
-	r := podRecord{name: p.Namespace + "/" + p.Name, restarts: map[string]int32{}}
+	r := podRecord{name: p.Namespace + "/" + p.Name, restarts: map[string]int32{}, component: p.Labels[render.LabelComponent]}
+	if g := p.Labels[render.LabelGraphName]; g != "" {
+		r.graph = p.Namespace + "/" + g
+	}
 	for _, c := range p.Status.ContainerStatuses {
 		r.restarts[c.Name] = c.RestartCount
 	}
@@ -311,6 +319,36 @@ func (w *simWorld) objectContents(ctx context.Context) (map[string]map[string]an
 // PodChanges lists every pod of the snapshot that is gone (replaced) or
 // whose containers restarted, and every new pod.
 func (w *simWorld) PodChanges(ctx context.Context) ([]string, error) {
+	changes, err := w.podChanges(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(changes))
+	for i, c := range changes {
+		out[i] = c.text
+	}
+	return out, nil
+}
+
+// podChange is one difference from the noted pods: a new pod, one gone
+// or being deleted, a restarted container; of the pod record's graph and
+// component.
+type podChange struct {
+	podRecord
+	kind podChangeKind
+	text string
+}
+
+type podChangeKind int
+
+const (
+	podNew podChangeKind = iota
+	podGone
+	podRestarted
+)
+
+// podChanges is PodChanges with each change's pod, sorted by text.
+func (w *simWorld) podChanges(ctx context.Context) ([]podChange, error) {
 	if w.graphs.pods == nil {
 		return nil, fmt.Errorf("no pods were noted: add \"I note every graph's pods and objects\" first")
 	}
@@ -318,32 +356,32 @@ func (w *simWorld) PodChanges(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var changes []string
+	var changes []podChange
 	seen := map[types.UID]bool{}
 	for i := range pods {
 		p := &pods[i]
 		seen[p.UID] = true
+		now := recordPod(p)
 		was, ok := w.graphs.pods[p.UID]
 		if !ok {
-			changes = append(changes, "new pod "+p.Namespace+"/"+p.Name)
+			changes = append(changes, podChange{now, podNew, "new pod " + p.Namespace + "/" + p.Name})
 			continue
 		}
 		if p.DeletionTimestamp != nil {
-			changes = append(changes, "pod "+was.name+" is being deleted")
+			changes = append(changes, podChange{was, podGone, "pod " + was.name + " is being deleted"})
 		}
-		now := recordPod(p)
 		for c, n := range now.restarts {
 			if n != was.restarts[c] {
-				changes = append(changes, fmt.Sprintf("pod %s container %s restarted (%d -> %d)", was.name, c, was.restarts[c], n))
+				changes = append(changes, podChange{was, podRestarted, fmt.Sprintf("pod %s container %s restarted (%d -> %d)", was.name, c, was.restarts[c], n)})
 			}
 		}
 	}
 	for uid, was := range w.graphs.pods {
 		if !seen[uid] {
-			changes = append(changes, "pod "+was.name+" is gone (replaced)")
+			changes = append(changes, podChange{was, podGone, "pod " + was.name + " is gone (replaced)"})
 		}
 	}
-	sort.Strings(changes)
+	sort.Slice(changes, func(i, j int) bool { return changes[i].text < changes[j].text })
 	return changes, nil
 }
 

@@ -54,6 +54,7 @@ var scenarioSteps = []func(*godog.ScenarioContext, *simWorld){
 	registerCertExpirySteps,
 	registerHASteps,
 	registerGraphSteps,
+	registerDayTwoSteps,
 	registerHandoverSteps,
 	registerMigrationSteps,
 	registerMigrationV1beta1Steps,

@@ -113,6 +113,7 @@ type simWorld struct {
 	watch    *watchers
 	handover handover
 	edited   *edited
+	dayTwo   dayTwo
 	// The fault and migration steps' state, spread over several files
 	// each: made by the first of their registration functions.
 	faults    *faultWorld
@@ -198,7 +199,7 @@ func (w *simWorld) tearDown(passed bool) error {
 		}
 		w.Sim, w.Client, w.Config, w.Helm = nil, nil, nil, nil
 	}
-	w.releases, w.graphs, w.watch, w.handover, w.edited = releases{}, graphs{}, nil, handover{}, nil
+	w.releases, w.graphs, w.watch, w.handover, w.edited, w.dayTwo = releases{}, graphs{}, nil, handover{}, nil, dayTwo{}
 	return errors.Join(errs...)
 }
 

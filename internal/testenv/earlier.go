@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -53,6 +54,15 @@ func (e *Env) AwaitEarlierRenderingKept(ctx context.Context, t testing.TB, dcd *
 			t.Errorf("WorkloadPending message %q lacks %q", p.Message, want)
 		}
 	}
+}
+
+// WorkloadCurrent reports whether dcd's status says, for its generation,
+// that its workload runs what its spec sets (WorkloadPending False): once
+// the spec change after an upgrade rendered the workload anew.
+func WorkloadCurrent(dcd *v1alpha1.DynamoComponentDeployment) bool {
+	c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending)
+	return dcd.Status.ObservedGeneration == dcd.Generation && c != nil && c.Status == metav1.ConditionFalse &&
+		c.Reason == controllers.ReasonWorkloadCurrent && c.ObservedGeneration == dcd.Generation
 }
 
 // ExpectEarlierRenderingUnwritten fails t when the Deployment old, created

@@ -96,25 +96,30 @@ func inputHash(v any) string {
 // serviceInput is what a graph's component for service is rendered from:
 // the graph's spec with only that service, less its replicas, which are
 // applied to kept content too (scaling must never wait for a spec change),
-// and less spec.restart: a restart reaches a component as its restart
-// annotation (restart.go), one service at a time, never as a change of
-// every service's input at once.
+// less its scalingAdapter, which only says who owns those replicas (a
+// service that opts in after an upgrade keeps the pods an earlier version
+// rendered), and less spec.restart: a restart reaches a component as its
+// restart annotation (restart.go), one service at a time, never as a change
+// of every service's input at once.
 func serviceInput(dgd *v1alpha1.DynamoGraphDeployment, service string) string {
 	spec := dgd.Spec.DeepCopy()
 	spec.Restart = nil
 	svc := spec.Services[service]
 	if svc != nil {
 		svc.Replicas = nil
+		svc.ScalingAdapter = nil
 	}
 	spec.Services = map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{service: svc}
 	return inputHash(spec)
 }
 
 // workloadInput is what a component's workload is rendered from: its spec
-// less replicas, and the graph's claims its volumeMounts name.
+// less replicas and scalingAdapter (serviceInput), and the graph's claims
+// its volumeMounts name.
 func workloadInput(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1.GraphPVC) string {
 	spec := dcd.Spec.DeepCopy()
 	spec.Replicas = nil
+	spec.ScalingAdapter = nil
 	return inputHash(struct {
 		Spec *v1alpha1.DynamoComponentDeploymentSpec `json:"spec"`
 		PVCs []v1alpha1.GraphPVC                     `json:"pvcs,omitempty"`
@@ -128,11 +133,12 @@ func WorkloadInput(dcd *v1alpha1.DynamoComponentDeployment, graphPVCs []v1alpha1
 	return workloadInput(dcd, graphPVCs)
 }
 
-// keepComponent lays live's spec over desired, keeping desired's replicas.
+// keepComponent lays live's spec over desired, keeping desired's replicas
+// and scalingAdapter, which are not part of its input (serviceInput).
 func keepComponent(desired, live *v1alpha1.DynamoComponentDeployment) {
-	replicas := desired.Spec.Replicas
+	replicas, adapter := desired.Spec.Replicas, desired.Spec.ScalingAdapter
 	desired.Spec = *live.Spec.DeepCopy()
-	desired.Spec.Replicas = replicas
+	desired.Spec.Replicas, desired.Spec.ScalingAdapter = replicas, adapter
 }
 
 // keepWorkload lays live's spec over desired, keeping desired's replicas:

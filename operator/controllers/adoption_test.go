@@ -3,6 +3,7 @@ package controllers
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/dynamoctl/dynamo-operator/internal/builders"
@@ -54,6 +55,26 @@ func TestServiceInputIgnoresReplicasAndOtherServices(t *testing.T) {
 	}
 	if serviceInput(base, "Worker") == serviceInput(scaled, "Worker") {
 		t.Error("editing a service must change its input")
+	}
+}
+
+// A scaling adapter only says who owns the replicas: a service of a graph
+// an earlier version rendered that opts in keeps its content and pods.
+func TestInputsIgnoreTheScalingAdapter(t *testing.T) {
+	plain := builders.MakeGraph("g", "ns").Service("Worker", builders.MakeService().GPUs(1)).Obj()
+	adapted := builders.MakeGraph("g", "ns").Service("Worker", builders.MakeService().GPUs(1).ScalingAdapter(true)).Obj()
+	if serviceInput(plain, "Worker") != serviceInput(adapted, "Worker") {
+		t.Error("opting in to a scaling adapter must not change the service's input")
+	}
+	dcd := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().GPUs(1)).Obj()
+	adaptedDCD := builders.MakeGraphComponent("g", "Worker", "ns", builders.MakeService().GPUs(1).ScalingAdapter(true)).Obj()
+	if workloadInput(dcd, nil) != workloadInput(adaptedDCD, nil) {
+		t.Error("opting in to a scaling adapter must not change the component's workload input")
+	}
+	kept := adaptedDCD.DeepCopy()
+	keepComponent(kept, dcd)
+	if diff := cmp.Diff(adaptedDCD.Spec, kept.Spec); diff != "" {
+		t.Errorf("the kept component (-want +got):\n%s", diff)
 	}
 }
 

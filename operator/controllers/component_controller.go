@@ -319,10 +319,10 @@ func (r *ComponentReconciler) reportComponentStatus(ctx context.Context, s *comp
 	if deploymentAvailability(s.deploy).Status != metav1.ConditionTrue {
 		why = r.topologyBlocker(ctx, dcd, why)
 	}
-	hadPending := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending) != nil
+	hadPending := meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending)
 	now := r.Clock.Now()
 	next := componentStatus(dcd, s.deploy, why, metav1.NewTime(now))
-	setWorkloadPending(&next, s.pending)
+	setWorkloadPending(&next, s.pending, dcd.Generation, metav1.NewTime(now))
 	setVirtualServiceCondition(&next, s.virtualService)
 	if wait := r.holdFirstReport(s.req.NamespacedName, dcd, &next, started, notOverBefore, now); wait > 0 {
 		ctrl.LoggerFrom(ctx).V(2).Info("rollout just started: its first status waits to see whether it is over at once",

@@ -24,14 +24,26 @@ const ConditionFieldsNotActedOn = "FieldsNotActedOn"
 // run as the Deployment an earlier version rendered (WorkloadPending), and
 // are reported in that version's words, so that a graph's status reads the
 // same to both (after a downgrade, that version finds its own status and
-// has nothing to write).
-func ignoredFields(dgd *v1alpha1.DynamoGraphDeployment, keptDeployment map[string]bool) []string {
+// has nothing to write). unreported names, by service, the components
+// whose status does not say yet whether their workload is kept (just after
+// an upgrade, the status is the earlier version's): what depends on it is
+// named as not known yet, with the component, rather than guessed.
+func ignoredFields(dgd *v1alpha1.DynamoGraphDeployment, keptDeployment map[string]bool, unreported map[string]string) []string {
 	var out []string
 	for name, svc := range dgd.Spec.Services {
 		if svc == nil {
 			continue
 		}
 		path := "spec.services." + name
+		if component, ok := unreported[name]; ok {
+			if svc.Autoscaling != nil {
+				out = append(out, path+".autoscaling (deprecated, no effect; scale with replicas or the DCD scale subresource)")
+			}
+			for _, field := range fieldsActedOnIfRendered(svc) {
+				out = append(out, fmt.Sprintf("%s.%s (not known yet: the component %s has not reported its workload)", path, field, component))
+			}
+			continue
+		}
 		if svc.Multinode != nil && keptDeployment[name] {
 			out = append(out, path+".multinode (run as replicas x nodeCount pods of one Deployment, without leader/worker grouping)")
 		}
@@ -57,17 +69,60 @@ func ignoredFields(dgd *v1alpha1.DynamoGraphDeployment, keptDeployment map[strin
 	return out
 }
 
+// fieldsActedOnIfRendered are the fields svc sets that are acted on only
+// in a workload this version rendered, not in one kept from an earlier
+// version (engineFieldsOfKeptDeployment, the multinode setting), in the
+// order ignoredFields sorts them.
+func fieldsActedOnIfRendered(svc *v1alpha1.DynamoComponentDeploymentSharedSpec) []string {
+	var out []string
+	if svc.EPPConfig != nil {
+		out = append(out, "eppConfig")
+	}
+	if svc.Failover != nil && svc.Failover.Enabled {
+		out = append(out, "failover")
+	}
+	if svc.GPUMemoryService != nil && svc.GPUMemoryService.Enabled {
+		out = append(out, "gpuMemoryService")
+	}
+	if svc.Ingress != nil && svc.Ingress.UseVirtualService {
+		out = append(out, "ingress.useVirtualService")
+	}
+	if svc.Multinode != nil {
+		out = append(out, "multinode")
+	}
+	return out
+}
+
+// workloadKept says what a component's status tells of its workload: kept
+// as an earlier version rendered it (WorkloadPending True), and whether a
+// report of this version says so at all. This version sets WorkloadPending
+// on every report; a status with conditions but none of that type is
+// another version's (the earlier one's, just after an upgrade, or Dynamo's
+// operator's), which does not tell. A component with no status yet is new:
+// this version renders its workload.
+func workloadKept(dcd *v1alpha1.DynamoComponentDeployment) (kept, reported bool) {
+	c := meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending)
+	if c == nil {
+		return false, len(dcd.Status.Conditions) == 0
+	}
+	return c.Status == metav1.ConditionTrue, true
+}
+
 // setIgnoredFieldsCondition records ignoredFields in st, or removes the
-// condition when there are none.
+// condition when there are none, from what each component's status tells
+// of its workload (workloadKept).
 func setIgnoredFieldsCondition(st *v1alpha1.DynamoGraphDeploymentStatus, dgd *v1alpha1.DynamoGraphDeployment,
 	components []*v1alpha1.DynamoComponentDeployment, now metav1.Time) {
-	kept := map[string]bool{}
+	kept, unreported := map[string]bool{}, map[string]string{}
 	for _, dcd := range components {
-		if meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending) {
+		switch k, reported := workloadKept(dcd); {
+		case !reported:
+			unreported[dcd.Spec.ServiceName] = dcd.Name
+		case k:
 			kept[dcd.Spec.ServiceName] = true
 		}
 	}
-	fields := ignoredFields(dgd, kept)
+	fields := ignoredFields(dgd, kept, unreported)
 	if len(fields) == 0 {
 		meta.RemoveStatusCondition(&st.Conditions, ConditionFieldsNotActedOn)
 		return

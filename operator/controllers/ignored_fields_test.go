@@ -55,7 +55,8 @@ func TestIgnoredFieldsKeptMultinodeDeploymentAsV020(t *testing.T) {
 		Obj()
 	pending := builders.MakeComponent("", "", builders.MakeEmptyService().ServiceName("Decode")).
 		Condition(metav1.Condition{Type: v1alpha1.ConditionWorkloadPending, Status: metav1.ConditionTrue}).Obj()
-	lws := builders.MakeComponent("", "", builders.MakeEmptyService().ServiceName("Prefill")).Obj()
+	lws := builders.MakeComponent("", "", builders.MakeEmptyService().ServiceName("Prefill")).
+		Condition(metav1.Condition{Type: v1alpha1.ConditionWorkloadPending, Status: metav1.ConditionFalse}).Obj()
 	st := &v1alpha1.DynamoGraphDeploymentStatus{}
 	setIgnoredFieldsCondition(st, dgd, []*v1alpha1.DynamoComponentDeployment{pending, lws}, now)
 	c := meta.FindStatusCondition(st.Conditions, ConditionFieldsNotActedOn)
@@ -84,7 +85,7 @@ func TestIgnoredFieldsOfAGraphWrittenInV1beta1(t *testing.T) {
 		"spec.priorityClassName (not acted on yet)",
 		"spec.services.Worker.failover (not rendered: the standby engine shares the active one's GPUs through the GPU memory service: enable gpuMemoryService too)",
 	}
-	if diff := cmp.Diff(want, ignoredFields(dgd, nil)); diff != "" {
+	if diff := cmp.Diff(want, ignoredFields(dgd, nil, nil)); diff != "" {
 		t.Errorf("fields not acted on (-want +got):\n%s", diff)
 	}
 }
@@ -149,7 +150,7 @@ func TestIgnoredFieldsOfEngineFeatures(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dgd := builders.MakeGraph("g", "").Service("Worker", tc.service).Obj()
-			if diff := cmp.Diff(tc.want, ignoredFields(dgd, nil)); diff != "" {
+			if diff := cmp.Diff(tc.want, ignoredFields(dgd, nil, nil)); diff != "" {
 				t.Errorf("fields not acted on (-want +got):\n%s", diff)
 			}
 		})
@@ -171,7 +172,7 @@ func TestIgnoredFieldsOfEPPConfig(t *testing.T) {
 			"not created by the operator)",
 		"spec.services.Worker.eppConfig (not rendered: only a component of type epp runs an endpoint picker)",
 	}
-	if diff := cmp.Diff(want, ignoredFields(dgd, nil)); diff != "" {
+	if diff := cmp.Diff(want, ignoredFields(dgd, nil, nil)); diff != "" {
 		t.Errorf("fields not acted on (-want +got):\n%s", diff)
 	}
 }
@@ -186,7 +187,7 @@ func TestIgnoredFieldsOfUseVirtualService(t *testing.T) {
 	gw := "istio-system/gw"
 	dgd := builders.MakeGraph("g", "").Service("Routed", ingress(&gw)).Service("Plain", ingress(nil)).Obj()
 	want := []string{"spec.services.Plain.ingress.useVirtualService (no virtualServiceGateway: an Ingress is created instead)"}
-	if diff := cmp.Diff(want, ignoredFields(dgd, nil)); diff != "" {
+	if diff := cmp.Diff(want, ignoredFields(dgd, nil, nil)); diff != "" {
 		t.Errorf("fields not acted on (-want +got):\n%s", diff)
 	}
 }
@@ -218,5 +219,90 @@ func TestIgnoredFieldsKeptDeploymentEngineFeaturesAsV021(t *testing.T) {
 		"spec.services.Worker.failover (not acted on yet); spec.services.Worker.gpuMemoryService (not acted on yet)"
 	if c := meta.FindStatusCondition(st.Conditions, ConditionFieldsNotActedOn); c == nil || c.Message != want || c.Reason != "AcceptedNotActedOn" {
 		t.Errorf("condition %+v, want message %q", c, want)
+	}
+}
+
+// Just after an upgrade a component's status is the earlier version's: it
+// does not say whether the workload is kept (conditions, but no
+// WorkloadPending). The graph names each field that depends on it as not
+// known yet, with the component, rather than as rendered. A component with
+// no status yet is new, its workload this version's rendering; one whose
+// report said so is named as rendered too.
+func TestIgnoredFieldsOfAComponentNotReportedYet(t *testing.T) {
+	on := &v1alpha1.EnabledSpec{Enabled: true}
+	dgd := builders.MakeGraph("g", "").
+		Service("Worker", builders.MakeEmptyService().GPUs(2).Command([]string{"python3", "-m", "dynamo.vllm"}).
+			GPUMemoryService(on).Failover(on)).
+		Service("Decode", builders.MakeEmptyService().Multinode(2)).
+		Obj()
+	earlier := metav1.Condition{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: "Available"}
+	current := metav1.Condition{Type: v1alpha1.ConditionWorkloadPending, Status: metav1.ConditionFalse, Reason: ReasonWorkloadCurrent}
+	rendered := "spec.services.Worker.gpuMemoryService (rendered: ResourceClaimTemplate g-worker-gpu of DeviceClass gpu.nvidia.com, " +
+		"sidecar gms-weights; sharing the GPUs needs a DRA driver serving that DeviceClass, which the operator does not check)"
+	cases := map[string]struct {
+		worker, decode *builders.ComponentWrapper
+		want           string
+	}{
+		"the earlier version's status": {
+			worker: builders.MakeComponent("g-worker", "", builders.MakeEmptyService().ServiceName("Worker")).Condition(earlier),
+			decode: builders.MakeComponent("g-decode", "", builders.MakeEmptyService().ServiceName("Decode")).Condition(earlier),
+			want: "accepted but not acted on: " +
+				"spec.services.Decode.multinode (not known yet: the component g-decode has not reported its workload); " +
+				"spec.services.Worker.failover (not known yet: the component g-worker has not reported its workload); " +
+				"spec.services.Worker.gpuMemoryService (not known yet: the component g-worker has not reported its workload)",
+		},
+		"new components, no status yet": {
+			worker: builders.MakeComponent("g-worker", "", builders.MakeEmptyService().ServiceName("Worker")),
+			decode: builders.MakeComponent("g-decode", "", builders.MakeEmptyService().ServiceName("Decode")),
+			want:   "accepted but not acted on: " + rendered,
+		},
+		"reported as this version's rendering": {
+			worker: builders.MakeComponent("g-worker", "", builders.MakeEmptyService().ServiceName("Worker")).Condition(earlier).Condition(current),
+			decode: builders.MakeComponent("g-decode", "", builders.MakeEmptyService().ServiceName("Decode")).Condition(earlier).Condition(current),
+			want:   "accepted but not acted on: " + rendered,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			st := &v1alpha1.DynamoGraphDeploymentStatus{}
+			setIgnoredFieldsCondition(st, dgd, []*v1alpha1.DynamoComponentDeployment{tc.worker.Obj(), tc.decode.Obj()}, metav1.NewTime(time.Unix(1, 0)))
+			c := meta.FindStatusCondition(st.Conditions, ConditionFieldsNotActedOn)
+			if c == nil {
+				t.Fatal("no FieldsNotActedOn condition")
+			}
+			if diff := cmp.Diff(tc.want, c.Message); diff != "" {
+				t.Errorf("message (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWorkloadKept(t *testing.T) {
+	available := metav1.Condition{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionTrue}
+	pending := func(s metav1.ConditionStatus) metav1.Condition {
+		return metav1.Condition{Type: v1alpha1.ConditionWorkloadPending, Status: s}
+	}
+	type result struct{ Kept, Reported bool }
+	cases := map[string]struct {
+		conditions []metav1.Condition
+		want       result
+	}{
+		"no status yet: new, this version renders it": {nil, result{Kept: false, Reported: true}},
+		"an earlier version's status":                 {[]metav1.Condition{available}, result{Kept: false, Reported: false}},
+		"kept":                                        {[]metav1.Condition{available, pending(metav1.ConditionTrue)}, result{Kept: true, Reported: true}},
+		"runs what the spec sets":                     {[]metav1.Condition{available, pending(metav1.ConditionFalse)}, result{Kept: false, Reported: true}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := builders.MakeComponent("c", "", builders.MakeEmptyService())
+			for _, cond := range tc.conditions {
+				c.Condition(cond)
+			}
+			var got result
+			got.Kept, got.Reported = workloadKept(c.Obj())
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("workloadKept (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -26,6 +26,10 @@ const (
 	// earlier version rendered, kept until its service's spec changes;
 	// nothing new is created beside it until then.
 	ReasonInferencePoolAtNextChange = "InferencePoolAtNextSpecChange"
+	// ReasonInferencePoolComponentUnreported: the picker's component status
+	// is still an earlier version's (just after an upgrade), which does not
+	// say whether its workload is kept; the pool waits for its report.
+	ReasonInferencePoolComponentUnreported = "PickerNotReported"
 )
 
 // applyInferencePool applies the InferencePool of the graph's endpoint
@@ -45,9 +49,12 @@ func (r *GraphReconciler) applyInferencePool(ctx context.Context, dgd *v1alpha1.
 		return nil, false, err
 	}
 	picker := render.EndpointPicker(desired)
-	kept := picker != nil && pickerKept(picker, components)
+	kept, reported := false, true
+	if picker != nil {
+		kept, reported = pickerKept(picker, components)
+	}
 	pool := render.InferencePool(picker)
-	if kept {
+	if kept || !reported {
 		pool = nil
 	}
 	if served {
@@ -67,6 +74,10 @@ func (r *GraphReconciler) applyInferencePool(ctx context.Context, dgd *v1alpha1.
 	}
 	name := render.EPPPoolName(dgd.Name)
 	switch {
+	case !reported:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonInferencePoolComponentUnreported
+		cond.Message = fmt.Sprintf("the endpoint picker %s has not reported its workload yet (its status is an earlier "+
+			"version's): the InferencePool %s is created once it reports that it runs what its spec sets", picker.Name, name)
 	case kept:
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonInferencePoolAtNextChange
 		cond.Message = fmt.Sprintf("the endpoint picker %s runs as the workload an earlier version rendered, kept so that the "+
@@ -84,15 +95,16 @@ func (r *GraphReconciler) applyInferencePool(ctx context.Context, dgd *v1alpha1.
 	return cond, !served, nil
 }
 
-// pickerKept says whether the picker's component runs as the workload an
-// earlier version rendered (WorkloadPending).
-func pickerKept(picker *v1alpha1.DynamoComponentDeployment, components []*v1alpha1.DynamoComponentDeployment) bool {
+// pickerKept says what the picker's component tells of its workload
+// (workloadKept): kept as an earlier version rendered it, and whether it
+// has reported so at all. A picker not stored yet is new: rendered here.
+func pickerKept(picker *v1alpha1.DynamoComponentDeployment, components []*v1alpha1.DynamoComponentDeployment) (kept, reported bool) {
 	for _, dcd := range components {
 		if dcd.Spec.ServiceName == picker.Spec.ServiceName {
-			return meta.IsStatusConditionTrue(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending)
+			return workloadKept(dcd)
 		}
 	}
-	return false
+	return false, true
 }
 
 // setInferencePoolCondition records cond in st, or removes the condition

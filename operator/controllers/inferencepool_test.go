@@ -10,7 +10,9 @@ import (
 )
 
 // A picker is kept, and its pool waits for the service's next spec change,
-// only while its own component says WorkloadPending.
+// only while its own component says WorkloadPending; a component whose
+// status is an earlier version's (conditions, none of them WorkloadPending)
+// has not reported, and the pool waits for it too.
 func TestPickerKept(t *testing.T) {
 	picker := builders.MakeGraphComponent("qwen", "Epp", "ns", builders.MakeService().Type(v1alpha1.ComponentTypeEPP)).Obj()
 	stored := func(service string, pending metav1.ConditionStatus) *v1alpha1.DynamoComponentDeployment {
@@ -20,19 +22,24 @@ func TestPickerKept(t *testing.T) {
 		}
 		return c.Obj()
 	}
+	earlier := builders.MakeGraphComponent("qwen", "Epp", "ns", builders.MakeService()).
+		Condition(metav1.Condition{Type: "Available", Status: metav1.ConditionTrue, Reason: "R"}).Obj()
+	type want struct{ kept, reported bool }
 	for name, tc := range map[string]struct {
 		components []*v1alpha1.DynamoComponentDeployment
-		want       bool
+		want       want
 	}{
-		"not stored yet":         {},
-		"running as rendered":    {components: []*v1alpha1.DynamoComponentDeployment{stored("Epp", "")}},
-		"kept":                   {components: []*v1alpha1.DynamoComponentDeployment{stored("Epp", metav1.ConditionTrue)}, want: true},
-		"pending no more":        {components: []*v1alpha1.DynamoComponentDeployment{stored("Epp", metav1.ConditionFalse)}},
-		"another component kept": {components: []*v1alpha1.DynamoComponentDeployment{stored("Worker", metav1.ConditionTrue), stored("Epp", "")}},
+		"not stored yet":              {want: want{reported: true}},
+		"no status yet":               {components: []*v1alpha1.DynamoComponentDeployment{stored("Epp", "")}, want: want{reported: true}},
+		"kept":                        {components: []*v1alpha1.DynamoComponentDeployment{stored("Epp", metav1.ConditionTrue)}, want: want{kept: true, reported: true}},
+		"pending no more":             {components: []*v1alpha1.DynamoComponentDeployment{stored("Epp", metav1.ConditionFalse)}, want: want{reported: true}},
+		"an earlier version's status": {components: []*v1alpha1.DynamoComponentDeployment{earlier}},
+		"another component kept":      {components: []*v1alpha1.DynamoComponentDeployment{stored("Worker", metav1.ConditionTrue), stored("Epp", "")}, want: want{reported: true}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if got := pickerKept(picker, tc.components); got != tc.want {
-				t.Errorf("pickerKept = %t, want %t", got, tc.want)
+			kept, reported := pickerKept(picker, tc.components)
+			if got := (want{kept, reported}); got != tc.want {
+				t.Errorf("pickerKept = %+v, want %+v", got, tc.want)
 			}
 		})
 	}

@@ -215,10 +215,11 @@ func (r *ComponentReconciler) reportMultinodeStatus(ctx context.Context, s *mult
 	if deploymentAvailability(all).Status != metav1.ConditionTrue {
 		why = r.topologyBlocker(ctx, dcd, why)
 	}
+	now := metav1.NewTime(r.Clock.Now())
 	wrote, err := patchStatus(ctx, r.Client, dcd, func(c *v1alpha1.DynamoComponentDeployment) {
-		c.Status = componentStatus(c, view, why, metav1.NewTime(r.Clock.Now()))
+		c.Status = componentStatus(c, view, why, now)
 		c.Status.Service.ComponentKind = v1alpha1.ComponentKindLeaderWorkerSet
-		setWorkloadPending(&c.Status, nil)
+		setWorkloadPending(&c.Status, nil, c.Generation, now)
 		meta.SetStatusCondition(&c.Status.Conditions, s.gang)
 		setVirtualServiceCondition(&c.Status, s.virtualService)
 	})
@@ -364,12 +365,23 @@ func keptMultinodeDeployment(dcd *v1alpha1.DynamoComponentDeployment, live *apps
 	}
 }
 
-// setWorkloadPending sets the WorkloadPending condition, or removes it when
-// cond is nil. Its transition time stays while its status does.
-func setWorkloadPending(st *v1alpha1.DynamoComponentDeploymentStatus, cond *metav1.Condition) {
+// ReasonWorkloadCurrent: the WorkloadPending condition is False, the
+// component's workload runs what its spec sets (this version's rendering,
+// or a kept one that lacks nothing).
+const ReasonWorkloadCurrent = "WorkloadCurrent"
+
+// setWorkloadPending sets the WorkloadPending condition: cond, or False
+// for generation gen when cond is nil. It is set on every report, so that
+// its absence from a status tells the graph that no report of this version
+// covers the workload yet: the status is an earlier version's, as just
+// after an upgrade (setIgnoredFieldsCondition). Its transition time stays
+// while its status does.
+func setWorkloadPending(st *v1alpha1.DynamoComponentDeploymentStatus, cond *metav1.Condition, gen int64, now metav1.Time) {
 	if cond == nil {
-		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionWorkloadPending)
-		return
+		cond = &metav1.Condition{
+			Type: v1alpha1.ConditionWorkloadPending, Status: metav1.ConditionFalse, Reason: ReasonWorkloadCurrent,
+			Message: "the workload runs what the spec sets", ObservedGeneration: gen, LastTransitionTime: now,
+		}
 	}
 	meta.SetStatusCondition(&st.Conditions, *cond)
 }

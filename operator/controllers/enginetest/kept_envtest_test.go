@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -89,7 +88,6 @@ func TestUpgradeKeepsTheDeploymentWithoutEngineFeaturesUntilTheSpecChanges(t *te
 			render.EngineFieldsNotIn(dcd, &live.Spec.Template.Spec) == nil
 	}).Should(gomega.BeTrue(), "the claim template and the engines are rendered")
 	await.New(t).Eventually(func() bool {
-		return env.Client.Get(ctx, key, dcd) == nil && dcd.Status.ObservedGeneration == dcd.Generation &&
-			meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending) == nil
+		return env.Client.Get(ctx, key, dcd) == nil && testenv.WorkloadCurrent(dcd)
 	}).Should(gomega.BeTrue(), "the component no longer says a change is pending")
 }

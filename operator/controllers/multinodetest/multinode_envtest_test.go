@@ -262,8 +262,7 @@ func TestMultinodeUpgradeKeepsThePreviousDeploymentUntilTheSpecChanges(t *testin
 		t.Errorf("replicas %d size %d, want 3 groups of 2", *lws.Spec.Replicas, *lws.Spec.LeaderWorkerTemplate.Size)
 	}
 	await.New(t).Eventually(func() bool {
-		return env.Client.Get(ctx, key, dcd) == nil && dcd.Status.ObservedGeneration == dcd.Generation &&
-			meta.FindStatusCondition(dcd.Status.Conditions, v1alpha1.ConditionWorkloadPending) == nil &&
+		return env.Client.Get(ctx, key, dcd) == nil && testenv.WorkloadCurrent(dcd) &&
 			dcd.Status.Service.ComponentKind == v1alpha1.ComponentKindLeaderWorkerSet
 	}).Should(gomega.BeTrue(), "the component no longer says a change is pending")
 

@@ -324,6 +324,9 @@ KIND            := $(KIND_DIR)/bin/kind
 KIND_CLUSTER    := $(KIND_DIR)/bin/cluster
 KIND_NAME       ?= dynamo
 KIND_KUBECONFIG ?= $(KIND_DIR)/$(KIND_NAME).kubeconfig
+# The API server's audit log (the simulator's policy: the operators'
+# writes), beside the kubeconfig: the feature suite counts writes from it.
+KIND_AUDIT_DIR  ?= $(KIND_DIR)/$(KIND_NAME)-audit
 KIND_NODE_IMAGE ?=
 KIND_CACHE      ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/dynamo-operator/kind
 export KIND_CACHE
@@ -369,7 +372,9 @@ kind-cluster: docker $(KIND) $(KIND_CLUSTER) sim-cli ## A kind cluster named KIN
 	else \
 	  image='$(KIND_NODE_IMAGE)'; etcd=; \
 	  if [ -z "$$image" ]; then image=$$(tools/kind/node-image.sh); etcd=--etcd-tag=$(ETCD_TAG); fi; \
-	  $(KIND_CLUSTER) create --name $(KIND_NAME) --image "$$image" --kubeconfig $(KIND_KUBECONFIG) $$etcd; \
+	  mkdir -p $(KIND_AUDIT_DIR) && $(SIM) audit-policy >$(KIND_AUDIT_DIR)/policy.yaml && \
+	  $(KIND_CLUSTER) create --name $(KIND_NAME) --image "$$image" --kubeconfig $(KIND_KUBECONFIG) \
+	    --audit-dir $(KIND_AUDIT_DIR) $$etcd; \
 	fi
 	$(SIM) gpus --kubeconfig $(KIND_KUBECONFIG)
 	@echo "kubeconfig: $(KIND_KUBECONFIG)"

@@ -149,7 +149,7 @@ Feature: A graph's dynamoComponent is built into an image by a Job, and its comp
     And the dgd "llm" has ".status.observedGeneration" equal to "2"
 
   # The operator's writes are counted from its audit log; a restart reconciles every object again.
-  @sim-control
+  @audit
   Scenario: With its image built and the graph running, a restarted operator writes nothing
     Given I apply the manifest:
       """

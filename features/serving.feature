@@ -225,6 +225,8 @@ Feature: Ready means serving, a stuck rollout is explained, scaling holds
   Scenario: A worker's rollout deadline covers its model load
     Then the Deployment "llm-vllmworker" eventually has ".spec.progressDeadlineSeconds" equal to "7800"
 
+  # The operator's writes are counted from the API server's audit log.
+  @audit
   Scenario: A component scaled through its scale subresource keeps its replicas across graph changes
     Given the dgd "llm" eventually has ".status.state" equal to "successful"
     When I scale the dcd "llm-vllmworker" to 3

@@ -14,6 +14,11 @@
 // @envtest-only are left out. DYNAMO_FEATURES_INSTALL=process runs the
 // operator as a process of the simulator instead of the chart.
 //
+// On a kind cluster (make features-kind: DYNAMO_FEATURES_KUBECONFIG and
+// DYNAMO_FEATURES_KIND, the cluster's name) the faults the steps inject
+// are kind's (features/kind), and DYNAMO_FEATURES_AUDIT_LOG names the API
+// server's audit log the operator's writes are counted from.
+//
 // After the run the suite fails if any operator pod's log (logs/pods/)
 // quotes RBAC refusing it a request (logcheck): the chart's RBAC must be all
 // the operator needs.
@@ -34,11 +39,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	"github.com/dynamoctl/dynamo-operator/features/kind"
 	"github.com/dynamoctl/dynamo-operator/features/sim/logcheck"
 	"github.com/dynamoctl/dynamo-operator/features/steps"
 	"github.com/dynamoctl/dynamo-operator/internal/await"
@@ -97,6 +105,40 @@ func TestMain(m *testing.M) {
 // socket is beside the kubeconfig) rather than another cluster.
 func isSimulator() bool {
 	_, err := os.Stat(daemon.SocketPath(stateDir))
+	return err == nil
+}
+
+// auditLog is the API server's audit log the operator's writes are counted
+// from: DYNAMO_FEATURES_AUDIT_LOG (make kind's), else logs/audit.log beside
+// the kubeconfig (the simulator's).
+func auditLog() string {
+	if l := os.Getenv("DYNAMO_FEATURES_AUDIT_LOG"); l != "" {
+		return l
+	}
+	return filepath.Join(stateDir, "logs", "audit.log")
+}
+
+// hasAuditLog says whether the cluster records the operator's writes: the
+// simulator does; another cluster when its audit log exists (the operator
+// renews its leader Lease every few seconds, a write, so the log exists
+// once it runs).
+func hasAuditLog() bool {
+	if isSimulator() {
+		return true
+	}
+	_, err := os.Stat(auditLog())
+	return err == nil
+}
+
+// servesLWS says whether the cluster serves the LeaderWorkerSet API, which
+// multinode graphs run on (the simulator installs it and runs its
+// controller; make kind does not).
+func servesLWS(rc *rest.Config) bool {
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return false
+	}
+	_, err = dc.ServerResourcesForGroupVersion("leaderworkerset.x-k8s.io/v1")
 	return err == nil
 }
 
@@ -220,12 +262,13 @@ func simDown(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 }
 
 // simOperator restarts the cluster-wide operator and counts its writes
-// from the API server's audit log. With the chart (c set) the operator is
-// the release dynamo-platform's pod, authenticated as its ServiceAccount;
-// otherwise a process of the simulator with a client certificate user.
+// from the API server's audit log (audit). With the chart (c set) the
+// operator is the release dynamo-platform's pod, authenticated as its
+// ServiceAccount; otherwise a process of the simulator with a client
+// certificate user.
 type simOperator struct {
-	dir string
-	c   client.Client
+	dir, audit string
+	c          client.Client
 }
 
 func (o simOperator) user() string {
@@ -247,7 +290,7 @@ func (o simOperator) Restart(ctx context.Context) error {
 }
 
 func (o simOperator) writes() []string {
-	ws, err := cluster.WritesBy(filepath.Join(o.dir, "logs", "audit.log"), o.user())
+	ws, err := cluster.WritesBy(o.audit, o.user())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "features/sim: reading the audit log: %v\n", err)
 	}
@@ -263,7 +306,7 @@ func (o simOperator) Writes() int64 { return int64(len(o.writes())) }
 // WritesIn lists the cluster-wide operator's writes in namespace completed
 // in [from, to), from the audit log.
 func (o simOperator) WritesIn(namespace string, from, to time.Time) []string {
-	ws, err := cluster.WritesBy(filepath.Join(o.dir, "logs", "audit.log"), o.user())
+	ws, err := cluster.WritesBy(o.audit, o.user())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "features/sim: reading the audit log: %v\n", err)
 	}
@@ -394,7 +437,7 @@ func TestFeatures(t *testing.T) {
 		// kube-controller-manager's Job controller, and KWOK stages that
 		// end Jobs' pods (sim/nodes.AnnotationJobOutcome).
 		RunsJobs:   true,
-		Operator:   simOperator{dir: stateDir},
+		Operator:   simOperator{dir: stateDir, audit: auditLog()},
 		Kubeconfig: cfg.KubeconfigFile(),
 		Helm:       helmBin(),
 		// The operator runs with the default --model-check-interval.
@@ -405,9 +448,11 @@ func TestFeatures(t *testing.T) {
 			return daemon.NewClient(stateDir).Fault(ctx, faults.Request{Kind: f.Kind, Pod: f.Pod, Image: f.Image, Node: f.Node})
 		}
 		cl.Workers = simWorkers{daemon.NewClient(stateDir)}
+	} else if os.Getenv("DYNAMO_FEATURES_KIND") != "" {
+		cl.Fault = kind.Nodes{Client: c}.Fault
 	}
 	if chartInstall() {
-		cl.Operator = simOperator{dir: stateDir, c: c}
+		cl.Operator = simOperator{dir: stateDir, audit: auditLog(), c: c}
 		cl.WebhookCertSecret = types.NamespacedName{Namespace: steps.ClusterNamespace, Name: "dynamo-platform-dynamo-operator-webhook-cert"}
 		waitForConversion(t, c)
 	}
@@ -423,9 +468,17 @@ func TestFeatures(t *testing.T) {
 		tags += " && ~@install" // they act on the chart-installed operator
 	}
 	if !isSimulator() {
-		// Another cluster (kind, a real one): no audit log to count the
-		// operator's writes, no operator processes to start or kill.
+		// Another cluster (kind, a real one): no operator processes to
+		// start or kill, no fake workers to ask; an audit log to count the
+		// operator's writes only where it names one (make kind's); the
+		// LeaderWorkerSet API only where installed.
 		tags += " && ~@sim-control"
+		if !hasAuditLog() {
+			tags += " && ~@audit"
+		}
+		if !servesLWS(rc) {
+			tags += " && ~@lws"
+		}
 	}
 	if t := os.Getenv("GODOG_TAGS"); t != "" {
 		tags = t + " && " + tags

@@ -67,6 +67,7 @@ func TestRuntimeImageArchive(t *testing.T) {
 		"nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1",
 		"nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1-efa",
 		"nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag",
+		"registry.example/dynamo/frontend:v1",
 	}
 	slices.Sort(names)
 	if diff := cmp.Diff(wantNames, names); diff != "" {

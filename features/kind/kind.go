@@ -1,7 +1,8 @@
 // Package kind does on a kind cluster (make kind) what the feature steps ask
 // of the simulator's faults (steps.Cluster.Fault), with what a real node
-// offers: its container runtime, reached with crictl in the node's Docker
-// container (docker exec). A kind node's name is its container's name.
+// offers: its containerd, reached with ctr in the node's Docker container
+// (docker exec; the node image built here has no crictl). A kind node's
+// name is its container's name.
 //
 // Faults with no kind counterpart here are refused saying so; the feature
 // suite leaves out the scenarios that need them (features/sim).
@@ -12,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,28 +63,47 @@ func (n Nodes) holding(ctx context.Context, image string) ([]string, error) {
 	}
 	var out []string
 	for _, node := range nodes.Items {
-		ids, err := n.crictl(ctx, node.Name, "images", "--quiet", image)
+		names, err := n.ctr(ctx, node.Name, "images", "list", "--quiet")
 		if err != nil {
 			return nil, err
 		}
-		if strings.TrimSpace(ids) != "" {
+		if slices.Contains(strings.Fields(names), ContainerdName(image)) {
 			out = append(out, node.Name)
 		}
 	}
 	return out, nil
 }
 
-// crictl runs crictl with args in node's container and returns its output.
-func (n Nodes) crictl(ctx context.Context, node string, args ...string) (string, error) {
+// ContainerdName is image as containerd names it: with its registry
+// (docker.io when none), library/ for Docker Hub's official images, and
+// its tag (latest when none).
+func ContainerdName(image string) string {
+	first, _, found := strings.Cut(image, "/")
+	if !found || !strings.ContainsAny(first, ".:") && first != "localhost" {
+		if !found {
+			image = "library/" + image
+		}
+		image = "docker.io/" + image
+	}
+	last := image[strings.LastIndex(image, "/")+1:]
+	if !strings.ContainsAny(last, ":@") {
+		image += ":latest"
+	}
+	return image
+}
+
+// ctr runs containerd's ctr with args, in the namespace the kubelet's
+// containers live in, in node's container, and returns its output.
+func (n Nodes) ctr(ctx context.Context, node string, args ...string) (string, error) {
 	docker := n.Docker
 	if docker == "" {
 		docker = "docker"
 	}
 	var out, errOut bytes.Buffer
-	cmd := exec.CommandContext(ctx, docker, append([]string{"exec", node, "crictl"}, args...)...)
+	cmd := exec.CommandContext(ctx, docker, append([]string{"exec", node, "ctr", "--namespace", "k8s.io"}, args...)...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("docker exec %s crictl %s: %v: %s", node, strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))
+		return "", fmt.Errorf("docker exec %s ctr %s: %v: %s", node, strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))
 	}
 	return out.String(), nil
 }

@@ -396,7 +396,7 @@ kind-runtime: kind-cluster runtime-image ## The fake Dynamo runtime image (make 
 # operator under any tag, kind's nodes only under one they hold.
 KIND_FEATURE_OPERATOR_TAGS := v2.0.0-beta
 
-features-kind: kind-operator kind-runtime $(HELM) $(KUBECTL) ## The feature files on the kind cluster (made or kept as make kind does, without its graph): real kubelets, probes, images; the operator's writes counted from its API server's audit log.
+features-kind: kind-operator kind-runtime build $(HELM) $(KUBECTL) ## The feature files on the kind cluster (made or kept as make kind does, without its graph): real kubelets, probes, images; the operator's writes counted from its API server's audit log.
 	@for node in $$($(KIND) get nodes --name $(KIND_NAME)); do for tag in $(KIND_FEATURE_OPERATOR_TAGS); do \
 	  docker exec $$node ctr --namespace k8s.io images tag --force $(IMAGE_REPO):$(APP_VERSION) $(IMAGE_REPO):$$tag >/dev/null; \
 	done; done

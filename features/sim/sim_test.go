@@ -247,7 +247,7 @@ func suiteSim() *harness.Sim {
 // says otherwise). It dies with this process (--watch-pid) if the suite is
 // killed before simDown runs.
 func simUp(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	o := harness.UpOptions{Operator: filepath.Join(root, "bin", "dynamo-operator")}
+	o := harness.UpOptions{Operator: operatorBin()}
 	if chartInstall() {
 		o.Helm = helmBin()
 	}
@@ -256,6 +256,10 @@ func simUp(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 	}
 	return ctx, nil
 }
+
+// operatorBin is the operator binary the simulator runs, and make kind's
+// namespace-scoped operators.
+func operatorBin() string { return filepath.Join(root, "bin", "dynamo-operator") }
 
 func simDown(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 	return ctx, suiteSim().Down(ctx)
@@ -269,6 +273,9 @@ func simDown(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 type simOperator struct {
 	dir, audit string
 	c          client.Client
+	// local starts namespace-scoped operators on another cluster (kind's);
+	// nil on the simulator, whose processes they are.
+	local *kind.LocalOperators
 }
 
 func (o simOperator) user() string {
@@ -329,13 +336,16 @@ func (o simOperator) WritesIn(namespace string, from, to time.Time) []string {
 // It runs without webhooks, as in the envtest suite: a killed operator's
 // webhook (failurePolicy Fail) would refuse every change in its namespace.
 func (o simOperator) StartLocal(ctx context.Context, namespace, version string) (steps.LocalOperator, error) {
+	args := []string{
+		"--operator-version=" + version, "--enable-webhooks=false",
+		"--namespace-lease-duration=2s", "--namespace-lease-renew-interval=500ms",
+	}
+	if o.local != nil {
+		return o.local.Start(namespace, args)
+	}
 	name := "local-" + namespace
 	_, err := daemon.NewClient(o.dir).StartOperator(ctx, daemon.OperatorRequest{
-		Name: name, Namespace: namespace,
-		Args: []string{
-			"--operator-version=" + version, "--enable-webhooks=false",
-			"--namespace-lease-duration=2s", "--namespace-lease-renew-interval=500ms",
-		},
+		Name: name, Namespace: namespace, Args: args,
 	})
 	if err != nil {
 		return nil, err
@@ -448,11 +458,17 @@ func TestFeatures(t *testing.T) {
 			return daemon.NewClient(stateDir).Fault(ctx, faults.Request{Kind: f.Kind, Pod: f.Pod, Image: f.Image, Node: f.Node})
 		}
 		cl.Workers = simWorkers{daemon.NewClient(stateDir)}
-	} else if os.Getenv("DYNAMO_FEATURES_KIND") != "" {
+	}
+	var local *kind.LocalOperators
+	if name := os.Getenv("DYNAMO_FEATURES_KIND"); name != "" && !isSimulator() {
 		cl.Fault = kind.Nodes{Client: c}.Fault
+		local = &kind.LocalOperators{
+			Kubeconfig: cfg.KubeconfigFile(), ControlPlane: name + "-control-plane",
+			Bin: operatorBin(), Dir: filepath.Join(stateDir, name+"-operators"),
+		}
 	}
 	if chartInstall() {
-		cl.Operator = simOperator{dir: stateDir, audit: auditLog(), c: c}
+		cl.Operator = simOperator{dir: stateDir, audit: auditLog(), c: c, local: local}
 		cl.WebhookCertSecret = types.NamespacedName{Namespace: steps.ClusterNamespace, Name: "dynamo-platform-dynamo-operator-webhook-cert"}
 		waitForConversion(t, c)
 	}
@@ -468,14 +484,17 @@ func TestFeatures(t *testing.T) {
 		tags += " && ~@install" // they act on the chart-installed operator
 	}
 	if !isSimulator() {
-		// Another cluster (kind, a real one): no operator processes to
-		// start or kill, no fake workers to ask, no kubelet that writes
-		// the pod status a fault asks for at once; an audit log to count
-		// the operator's writes only where it names one (make kind's); the
-		// LeaderWorkerSet API only where installed.
+		// Another cluster (kind, a real one): no fake workers to ask, no
+		// kubelet that writes the pod status a fault asks for at once; an
+		// audit log to count the operator's writes only where it names one
+		// (make kind's); namespace-scoped operator processes only on kind
+		// (features/kind); the LeaderWorkerSet API only where installed.
 		tags += " && ~@sim-control && ~@sim-kubelet"
 		if !hasAuditLog() {
 			tags += " && ~@audit"
+		}
+		if local == nil || !hasAuditLog() {
+			tags += " && ~@local-operator"
 		}
 		if !servesLWS(rc) {
 			tags += " && ~@lws"

@@ -40,6 +40,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -461,7 +462,13 @@ func TestFeatures(t *testing.T) {
 	}
 	var local *kind.LocalOperators
 	if name := os.Getenv("DYNAMO_FEATURES_KIND"); name != "" && !isSimulator() {
-		cl.Fault = kind.Nodes{Client: c}.Fault
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes := kind.Nodes{Client: c}
+		cl.Fault = nodes.Fault
+		cl.Workers = &kind.Workers{Client: c, Clientset: cs, Nodes: nodes}
 		local = &kind.LocalOperators{
 			Kubeconfig: cfg.KubeconfigFile(), ControlPlane: name + "-control-plane",
 			Bin: operatorBin(), Dir: filepath.Join(stateDir, name+"-operators"),
@@ -484,10 +491,11 @@ func TestFeatures(t *testing.T) {
 		tags += " && ~@install" // they act on the chart-installed operator
 	}
 	if !isSimulator() {
-		// Another cluster (kind, a real one): no fake workers to ask, no
-		// kubelet that writes the pod status a fault asks for at once; an
-		// audit log to count the operator's writes only where it names one
-		// (make kind's); namespace-scoped operator processes only on kind
+		// Another cluster (kind, a real one): not the simulator's control
+		// of its fake workers, no kubelet that writes the pod status a
+		// fault asks for at once; an audit log to count the operator's
+		// writes only where it names one (make kind's); namespace-scoped
+		// operator processes and fake workers to ask only on kind
 		// (features/kind); the LeaderWorkerSet API only where installed.
 		tags += " && ~@sim-control && ~@sim-kubelet"
 		if !hasAuditLog() {
@@ -495,6 +503,9 @@ func TestFeatures(t *testing.T) {
 		}
 		if local == nil || !hasAuditLog() {
 			tags += " && ~@local-operator"
+		}
+		if cl.Workers == nil {
+			tags += " && ~@fake-workers"
 		}
 		if !servesLWS(rc) {
 			tags += " && ~@lws"

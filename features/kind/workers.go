@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,10 +137,7 @@ func (w *Workers) pod(ctx context.Context, pod string) (*corev1.Pod, int, error)
 // namespaces; a namespace gone is forgotten.
 func (w *Workers) each(ctx context.Context, f func(*corev1.Pod, int) error) error {
 	w.mu.Lock()
-	namespaces := make([]string, 0, len(w.namespaces))
-	for ns := range w.namespaces {
-		namespaces = append(namespaces, ns)
-	}
+	namespaces := slices.Sorted(maps.Keys(w.namespaces))
 	w.mu.Unlock()
 	for _, ns := range namespaces {
 		if err := w.Client.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {

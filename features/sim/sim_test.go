@@ -493,7 +493,8 @@ func TestFeatures(t *testing.T) {
 	if !isSimulator() {
 		// Another cluster (kind, a real one): not the simulator's control
 		// of its fake workers, no kubelet that writes the pod status a
-		// fault asks for at once; an audit log to count the operator's
+		// fault asks for at once, ends a build pod as asked or runs any
+		// image; an audit log to count the operator's
 		// writes only where it names one (make kind's); namespace-scoped
 		// operator processes and fake workers to ask only on kind
 		// (features/kind); the LeaderWorkerSet API only where installed.

@@ -131,15 +131,16 @@ func hasAuditLog() bool {
 	return err == nil
 }
 
-// servesLWS says whether the cluster serves the LeaderWorkerSet API, which
-// multinode graphs run on (the simulator installs it and runs its
-// controller; make kind does not).
-func servesLWS(rc *rest.Config) bool {
+// serves says whether the cluster serves an API group version: the
+// LeaderWorkerSet API multinode graphs run on, the external metrics API
+// HorizontalPodAutoscalers read (the simulator serves both; make kind
+// neither).
+func serves(rc *rest.Config, groupVersion string) bool {
 	dc, err := discovery.NewDiscoveryClientForConfig(rc)
 	if err != nil {
 		return false
 	}
-	_, err = dc.ServerResourcesForGroupVersion("leaderworkerset.x-k8s.io/v1")
+	_, err = dc.ServerResourcesForGroupVersion(groupVersion)
 	return err == nil
 }
 
@@ -497,7 +498,8 @@ func TestFeatures(t *testing.T) {
 		// image; an audit log to count the operator's
 		// writes only where it names one (make kind's); namespace-scoped
 		// operator processes and fake workers to ask only on kind
-		// (features/kind); the LeaderWorkerSet API only where installed.
+		// (features/kind); the LeaderWorkerSet and external metrics APIs
+		// only where installed.
 		tags += " && ~@sim-control && ~@sim-kubelet"
 		if !hasAuditLog() {
 			tags += " && ~@audit"
@@ -508,8 +510,11 @@ func TestFeatures(t *testing.T) {
 		if cl.Workers == nil {
 			tags += " && ~@fake-workers"
 		}
-		if !servesLWS(rc) {
+		if !serves(rc, "leaderworkerset.x-k8s.io/v1") {
 			tags += " && ~@lws"
+		}
+		if !serves(rc, "external.metrics.k8s.io/v1beta1") {
+			tags += " && ~@external-metrics"
 		}
 	}
 	if t := os.Getenv("GODOG_TAGS"); t != "" {

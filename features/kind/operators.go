@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/dynamoctl/dynamo-operator/features/steps"
+	"github.com/dynamoctl/dynamo-operator/operator/scope"
 	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 )
 
@@ -29,8 +32,9 @@ type LocalOperators struct {
 	// kubeadm signs the local operators' client certificate.
 	Kubeconfig, ControlPlane string
 	// Bin is the operator binary; Dir holds the processes' kubeconfig and
-	// logs.
-	Bin, Dir string
+	// logs; Audit is the API server's audit log, which tells when they
+	// renewed and released their marker Leases.
+	Bin, Dir, Audit string
 	// Docker is the docker binary; empty means "docker" on PATH.
 	Docker string
 
@@ -59,7 +63,7 @@ func (l *LocalOperators) Start(namespace string, args []string) (steps.LocalOper
 	if err != nil {
 		return nil, err
 	}
-	return localOperator{p}, nil
+	return localOperator{p: p, audit: l.Audit}, nil
 }
 
 // writeKubeconfig has the control plane's kubeadm make a kubeconfig for
@@ -102,7 +106,48 @@ func (l *LocalOperators) writeKubeconfig() (string, error) {
 }
 
 // localOperator is a namespace-scoped operator process.
-type localOperator struct{ p *cluster.Process }
+type localOperator struct {
+	p     *cluster.Process
+	audit string
+}
+
+// LeaseRenewals lists its successful writes (PUT, PATCH) of the Lease name
+// in namespace from the audit log: when the API server received each (a
+// little after the holder sent it, so a renewal holds a little longer than
+// it did) and when it answered.
+func (o localOperator) LeaseRenewals(namespace, name string) []scope.Renewal {
+	var out []scope.Renewal
+	for _, w := range o.leaseWrites(namespace, name, http.MethodPut, http.MethodPatch) {
+		out = append(out, scope.Renewal{Sent: w.Received, Landed: w.At})
+	}
+	return out
+}
+
+// LeaseReleased is when the API server received its first successful
+// DELETE of the Lease name in namespace, and whether it did.
+func (o localOperator) LeaseReleased(namespace, name string) (time.Time, bool) {
+	if deletes := o.leaseWrites(namespace, name, http.MethodDelete); len(deletes) > 0 {
+		return deletes[0].Received, true
+	}
+	return time.Time{}, false
+}
+
+// leaseWrites are the namespace-scoped operators' successful writes of the
+// Lease name in namespace with one of methods, oldest first.
+func (o localOperator) leaseWrites(namespace, name string, methods ...string) []cluster.Write {
+	ws, err := cluster.WritesBy(o.audit, cluster.LocalOperatorUser)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "features/kind: reading the audit log: %v\n", err)
+	}
+	var out []cluster.Write
+	for _, w := range ws {
+		method, _, _ := strings.Cut(w.Line, " ")
+		if w.Namespace == namespace && w.Resource == "leases" && w.Name == name && w.Code/100 == 2 && slices.Contains(methods, method) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
 
 // Stop ends it as a clean shutdown does: SIGTERM, and its grace to release
 // its Lease.

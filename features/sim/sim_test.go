@@ -472,7 +472,7 @@ func TestFeatures(t *testing.T) {
 		cl.Workers = &kind.Workers{Client: c, Clientset: cs, Nodes: nodes}
 		local = &kind.LocalOperators{
 			Kubeconfig: cfg.KubeconfigFile(), ControlPlane: name + "-control-plane",
-			Bin: operatorBin(), Dir: filepath.Join(stateDir, name+"-operators"),
+			Bin: operatorBin(), Dir: filepath.Join(stateDir, name+"-operators"), Audit: auditLog(),
 		}
 	}
 	if chartInstall() {

@@ -327,6 +327,9 @@ KIND            := $(KIND_DIR)/bin/kind
 KIND_CLUSTER    := $(KIND_DIR)/bin/cluster
 KIND_NAME       ?= dynamo
 KIND_KUBECONFIG ?= $(KIND_DIR)/$(KIND_NAME).kubeconfig
+# The API server's audit log (the simulator's policy: the operators'
+# writes), beside the kubeconfig: the feature suite counts writes from it.
+KIND_AUDIT_DIR  ?= $(KIND_DIR)/$(KIND_NAME)-audit
 KIND_NODE_IMAGE ?=
 KIND_CACHE      ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/dynamo-operator/kind
 export KIND_CACHE
@@ -372,7 +375,9 @@ kind-cluster: docker $(KIND) $(KIND_CLUSTER) sim-cli ## A kind cluster named KIN
 	else \
 	  image='$(KIND_NODE_IMAGE)'; etcd=; \
 	  if [ -z "$$image" ]; then image=$$(tools/kind/node-image.sh); etcd=--etcd-tag=$(ETCD_TAG); fi; \
-	  $(KIND_CLUSTER) create --name $(KIND_NAME) --image "$$image" --kubeconfig $(KIND_KUBECONFIG) $$etcd; \
+	  mkdir -p $(KIND_AUDIT_DIR) && $(SIM) audit-policy >$(KIND_AUDIT_DIR)/policy.yaml && \
+	  $(KIND_CLUSTER) create --name $(KIND_NAME) --image "$$image" --kubeconfig $(KIND_KUBECONFIG) \
+	    --audit-dir $(KIND_AUDIT_DIR) $$etcd; \
 	fi
 	$(SIM) gpus --kubeconfig $(KIND_KUBECONFIG)
 	@echo "kubeconfig: $(KIND_KUBECONFIG)"
@@ -387,6 +392,20 @@ kind-operator: kind-cluster image $(HELM) ## The operator on the kind cluster: m
 .PHONY: kind-runtime
 kind-runtime: kind-cluster runtime-image ## The fake Dynamo runtime image (make runtime-image) loaded into the kind cluster's nodes.
 	$(KIND) load image-archive $(BIN)/dynamo-runtime-$(APP_VERSION).tar --name $(KIND_NAME)
+
+.PHONY: features-kind
+# The operator image's other tags the feature files install (install.feature's
+# namespace-scoped release of another version): the simulator runs its
+# operator under any tag, kind's nodes only under one they hold.
+KIND_FEATURE_OPERATOR_TAGS := v2.0.0-beta
+
+features-kind: kind-operator kind-runtime build $(HELM) $(KUBECTL) ## The feature files on the kind cluster (made or kept as make kind does, without its graph): real kubelets, probes, images; the operator's writes counted from its API server's audit log.
+	@for node in $$($(KIND) get nodes --name $(KIND_NAME)); do for tag in $(KIND_FEATURE_OPERATOR_TAGS); do \
+	  docker exec $$node ctr --namespace k8s.io images tag --force $(IMAGE_REPO):$(APP_VERSION) $(IMAGE_REPO):$$tag >/dev/null; \
+	done; done
+	DYNAMO_SIM_FEATURES=1 DYNAMO_FEATURES_KUBECONFIG=$(KIND_KUBECONFIG) DYNAMO_FEATURES_KIND=$(KIND_NAME) \
+	  DYNAMO_FEATURES_AUDIT_LOG=$(KIND_AUDIT_DIR)/audit.log KUBECTL=$(KUBECTL) \
+	  $(GOTEST) ./features/sim/ -run '^TestFeatures$$' -v -timeout 90m
 
 .PHONY: kind-down
 kind-down: ## Delete the kind cluster KIND_NAME.

@@ -97,8 +97,9 @@ Feature: A scaling adapter owns the replicas of a service that opts in
     And the message also contains "DynamoGraphDeploymentScalingAdapter llm-vllmdecodeworker"
 
   # The window spans four of the HPA controller's 15 s syncs and the operator's reconciles of the graph
-  # after the scale-up; for a longer one, give the step more minutes.
-  @sim-only
+  # after the scale-up; for a longer one, give the step more minutes. @external-metrics: the simulator serves
+  # the external metrics API from the namespace's ConfigMap; a cluster without that API leaves it out.
+  @sim-only @external-metrics
   Scenario: An HPA on the adapter scales the worker from an external metric, and nothing reverts it
     Given the dgd "llm" eventually has ".status.state" equal to "successful"
     And the external metric "dynamo_queued_requests" in this namespace is "30"

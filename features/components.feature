@@ -5,8 +5,11 @@ Feature: A graph's dynamoComponent is built into an image by a Job, and its comp
   image, and its result becomes the DynamoComponent's status. The graph's components wait for the image (the
   graph says so), then run it. A new tag rolls the graph only once the new image is built, the old pods
   serving meanwhile. On envtest the steps write the build Job's outcome; on the simulator the real Job
-  controller does, from builder pods the simulator completes, fails or leaves hanging.
+  controller does, from builder pods the simulator completes, fails or leaves hanging (@sim-kubelet: a
+  real kubelet, kind's, needs the builder's image and a registry to push the built image to and pull it
+  from).
 
+  @sim-kubelet
   Scenario: A build Job completes and the graph runs the built image
     When I apply the manifest:
       """
@@ -106,6 +109,7 @@ Feature: A graph's dynamoComponent is built into an image by a Job, and its comp
     And the dgd "llm" eventually has ".status.state" equal to "failed"
     And the dgd "llm" has ".status.conditions[?(@.type=="Ready")].message" containing "the image of DynamoComponent slow--v1 cannot be built"
 
+  @sim-kubelet
   Scenario: A new tag rolls the graph once its image is built, the old pods serving meanwhile
     Given I apply the manifest:
       """
@@ -149,7 +153,7 @@ Feature: A graph's dynamoComponent is built into an image by a Job, and its comp
     And the dgd "llm" has ".status.observedGeneration" equal to "2"
 
   # The operator's writes are counted from its audit log; a restart reconciles every object again.
-  @sim-control
+  @audit @sim-kubelet
   Scenario: With its image built and the graph running, a restarted operator writes nothing
     Given I apply the manifest:
       """

@@ -208,8 +208,8 @@ Feature: A DynamoGraphDeployment runs as one component per service, and its stat
     Then the Deployment "llm-frontend" eventually has ".spec.template.spec.containers[?(@.name=="main")].image" equal to "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0"
     And the Deployment "llm-frontend" has ".spec.template.spec.containers[?(@.name=="main")].env[?(@.name=="LOG_FORMAT")].value" equal to "json"
 
-  # The operator's writes are counted from the simulator's audit log.
-  @sim-control
+  # The operator's writes are counted from the API server's audit log.
+  @audit
   Scenario: A reconcile with nothing to change writes nothing
     Given the dgd "llm" eventually has ".status.state" equal to "successful"
     When the operator restarts

@@ -1,4 +1,4 @@
-@models @sim-control
+@models @fake-workers
 Feature: LoRA adapters on every serving worker
   A DynamoModel of type lora names a base model. The operator loads its adapter through Dynamo's
   runtime API (POST /v1/loras on the system port 9090) on every Ready pod of the services whose
@@ -6,7 +6,7 @@ Feature: LoRA adapters on every serving worker
   /v1/loras), loads it again at once on a worker that restarted, reports the endpoints in the
   model's status, and unloads it from every worker (DELETE /v1/loras/<name>) when the model is
   deleted. The workers here are fake Dynamo runtimes that record every call: in process on
-  envtest, the simulator's own on the simulator.
+  envtest, the simulator's own on the simulator, each pod's own process on kind (the fake runtime image).
 
   Background:
     Given fake Dynamo workers serve the pods of this namespace
@@ -50,6 +50,9 @@ Feature: LoRA adapters on every serving worker
     And the dgd "vllm-agg-lora" eventually has ".status.conditions[?(@.type=="Ready")].status" equal to "True"
     And over 3 check intervals the pods of the dcd "vllm-agg-lora-vllmdecodeworker" receive only "GET /v1/loras" calls, about one per interval, and the operator writes nothing in this namespace
 
+  # @sim-control: the simulator's fake workers fail loads on their pod's annotation; a pod's own runtime
+  # on kind cannot read it.
+  @sim-control
   Scenario: A worker that fails loads is retried and reported while the others load
     Given the first pod of the dcd "vllm-agg-lora-vllmdecodeworker" fails LoRA loads
     When I patch the dgd "vllm-agg-lora" with:

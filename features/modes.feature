@@ -7,10 +7,10 @@ Feature: Cluster-wide, namespace-scoped and hybrid deployment modes
 
   These scenarios run a cluster-wide operator for the whole suite and start namespace-scoped operators in a
   scenario's namespace with a 2 second lease renewed every 500 ms (the defaults are 30 s and 10 s). On the
-  simulator these are operator processes, not releases: a scenario kills one abruptly (@sim-control: they
-  need the simulator, or envtest, to start and kill them and to count writes from its audit log).
+  simulator and on kind these are operator processes, not releases: a scenario kills one abruptly
+  (@local-operator: they need a suite that starts and kills them, and counts writes from an audit log).
 
-  @sim-control
+  @local-operator
   Scenario: A namespace-scoped operator marks its namespace with its version
     When a namespace-scoped operator of version "v2.0.0-beta" starts in this namespace
     # kubectl get lease -A --field-selector metadata.name=dynamo-operator-namespace-scope
@@ -20,7 +20,7 @@ Feature: Cluster-wide, namespace-scoped and hybrid deployment modes
     And the Lease "dynamo-operator-namespace-scope" has ".spec.leaseDurationSeconds" equal to "2"
     And the namespace lease is renewed
 
-  @sim-control
+  @local-operator
   Scenario: Hybrid: the namespace-scoped operator runs the graphs of its namespace and the cluster-wide one stays out
     Given a namespace-scoped operator of version "v2.0.0-beta" runs in this namespace
     When I apply the manifest:
@@ -46,7 +46,7 @@ Feature: Cluster-wide, namespace-scoped and hybrid deployment modes
     Then the Deployment "llm-frontend" eventually has ".spec.replicas" equal to "2"
     And the cluster-wide operator wrote nothing in this namespace while the namespace-scoped operator owned it
 
-  @sim-control
+  @local-operator
   Scenario: A namespace-scoped operator that dies hands its namespace back when its lease expires
     Given a namespace-scoped operator of version "v2.0.0-beta" runs in this namespace
     And I apply the manifest:
@@ -76,7 +76,7 @@ Feature: Cluster-wide, namespace-scoped and hybrid deployment modes
     And the dgd "llm" eventually has ".status.services.Frontend.replicas" equal to "3"
     And the cluster-wide operator wrote nothing in this namespace while the namespace-scoped operator owned it
 
-  @sim-control
+  @local-operator
   Scenario: A namespace-scoped operator that stops cleanly hands its namespace back at once
     Given a namespace-scoped operator of version "v2.0.0-beta" runs in this namespace
     And I apply the manifest:

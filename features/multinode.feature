@@ -1,4 +1,4 @@
-@sim-only
+@sim-only @lws
 Feature: Multinode graphs run as groups of a leader and its workers
   A multinode service (multinode.nodeCount >= 2) runs as a LeaderWorkerSet: each replica is a group of
   nodeCount pods, a leader and its workers, made by the real LeaderWorkerSet controller the simulator

@@ -126,8 +126,8 @@ Feature: Restarts and rolling updates replace a graph's pods one stage at a time
     And the dgd "llm" has ".status.rollingUpdate.updatedServices" containing "prefill"
     And the dgd "llm" eventually has ".status.state" equal to "successful"
 
-  # The operator's writes are counted from the simulator's audit log.
-  @sim-control
+  # The operator's writes are counted from the API server's audit log.
+  @audit
   Scenario: A restarted graph is not restarted again when the operator restarts
     When I patch the dgd "llm" with:
       """

@@ -214,7 +214,9 @@ Feature: Ready means serving, a stuck rollout is explained, scaling holds
     And the dgd "llm" eventually has ".status.conditions[?(@.type=="Ready")].message" containing "cannot pull the image of container main: Back-off pulling image \"nvcr.io/nvidia/ai-dynamo/vllm-runtime:9.9\""
     And the Deployment "llm-vllmworker" has ".status.readyReplicas" equal to "2"
 
-  @sim-only
+  # @sim-kubelet: the simulator's crash-loop fault writes the status a real kubelet's doubling back-off
+  # reaches only after minutes (5 restarts); another cluster leaves it out.
+  @sim-only @sim-kubelet
   Scenario: On the simulator, a crash loop is named with its restart count
     Given the dgd "llm" eventually has ".status.state" equal to "successful"
     When a pod of the Deployment "llm-vllmworker" crash-loops
@@ -225,6 +227,8 @@ Feature: Ready means serving, a stuck rollout is explained, scaling holds
   Scenario: A worker's rollout deadline covers its model load
     Then the Deployment "llm-vllmworker" eventually has ".spec.progressDeadlineSeconds" equal to "7800"
 
+  # The operator's writes are counted from the API server's audit log.
+  @audit
   Scenario: A component scaled through its scale subresource keeps its replicas across graph changes
     Given the dgd "llm" eventually has ".status.state" equal to "successful"
     When I scale the dcd "llm-vllmworker" to 3

@@ -218,7 +218,7 @@ Feature: A topology-constrained graph's pods are placed within one domain, and w
     Then the dgd "racked" becomes Ready, and the time it took is reported
     And every pod of the dgd "racked" runs on nodes with one value of the label "topology.nvidia.com/rack", and where they run is reported
 
-  @sim-only
+  @sim-only @lws
   Scenario: A multinode service placed within one rack keeps each group's pods in one rack
     When I apply the manifest:
       """

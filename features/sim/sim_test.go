@@ -14,6 +14,11 @@
 // @envtest-only are left out. DYNAMO_FEATURES_INSTALL=process runs the
 // operator as a process of the simulator instead of the chart.
 //
+// On a kind cluster (make features-kind: DYNAMO_FEATURES_KUBECONFIG and
+// DYNAMO_FEATURES_KIND, the cluster's name) the faults the steps inject
+// are kind's (features/kind), and DYNAMO_FEATURES_AUDIT_LOG names the API
+// server's audit log the operator's writes are counted from.
+//
 // After the run the suite fails if any operator pod's log (logs/pods/)
 // quotes RBAC refusing it a request (logcheck): the chart's RBAC must be all
 // the operator needs.
@@ -35,11 +40,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	"github.com/dynamoctl/dynamo-operator/features/kind"
 	"github.com/dynamoctl/dynamo-operator/features/sim/logcheck"
 	"github.com/dynamoctl/dynamo-operator/features/sim/parts"
 	"github.com/dynamoctl/dynamo-operator/features/steps"
@@ -99,6 +108,41 @@ func TestMain(m *testing.M) {
 // socket is beside the kubeconfig) rather than another cluster.
 func isSimulator() bool {
 	_, err := os.Stat(daemon.SocketPath(stateDir))
+	return err == nil
+}
+
+// auditLog is the API server's audit log the operator's writes are counted
+// from: DYNAMO_FEATURES_AUDIT_LOG (make kind's), else logs/audit.log beside
+// the kubeconfig (the simulator's).
+func auditLog() string {
+	if l := os.Getenv("DYNAMO_FEATURES_AUDIT_LOG"); l != "" {
+		return l
+	}
+	return filepath.Join(stateDir, "logs", "audit.log")
+}
+
+// hasAuditLog says whether the cluster records the operator's writes: the
+// simulator does; another cluster when its audit log exists (the operator
+// renews its leader Lease every few seconds, a write, so the log exists
+// once it runs).
+func hasAuditLog() bool {
+	if isSimulator() {
+		return true
+	}
+	_, err := os.Stat(auditLog())
+	return err == nil
+}
+
+// serves says whether the cluster serves an API group version: the
+// LeaderWorkerSet API multinode graphs run on, the external metrics API
+// HorizontalPodAutoscalers read (the simulator serves both; make kind
+// neither).
+func serves(rc *rest.Config, groupVersion string) bool {
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return false
+	}
+	_, err = dc.ServerResourcesForGroupVersion(groupVersion)
 	return err == nil
 }
 
@@ -207,7 +251,7 @@ func suiteSim() *harness.Sim {
 // says otherwise). It dies with this process (--watch-pid) if the suite is
 // killed before simDown runs.
 func simUp(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	o := harness.UpOptions{Operator: filepath.Join(root, "bin", "dynamo-operator")}
+	o := harness.UpOptions{Operator: operatorBin()}
 	if chartInstall() {
 		o.Helm = helmBin()
 	}
@@ -217,17 +261,25 @@ func simUp(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 	return ctx, nil
 }
 
+// operatorBin is the operator binary the simulator runs, and make kind's
+// namespace-scoped operators.
+func operatorBin() string { return filepath.Join(root, "bin", "dynamo-operator") }
+
 func simDown(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 	return ctx, suiteSim().Down(ctx)
 }
 
 // simOperator restarts the cluster-wide operator and counts its writes
-// from the API server's audit log. With the chart (c set) the operator is
-// the release dynamo-platform's pod, authenticated as its ServiceAccount;
-// otherwise a process of the simulator with a client certificate user.
+// from the API server's audit log (audit). With the chart (c set) the
+// operator is the release dynamo-platform's pod, authenticated as its
+// ServiceAccount; otherwise a process of the simulator with a client
+// certificate user.
 type simOperator struct {
-	dir string
-	c   client.Client
+	dir, audit string
+	c          client.Client
+	// local starts namespace-scoped operators on another cluster (kind's);
+	// nil on the simulator, whose processes they are.
+	local *kind.LocalOperators
 }
 
 func (o simOperator) user() string {
@@ -249,7 +301,7 @@ func (o simOperator) Restart(ctx context.Context) error {
 }
 
 func (o simOperator) writes() []string {
-	ws, err := cluster.WritesBy(filepath.Join(o.dir, "logs", "audit.log"), o.user())
+	ws, err := cluster.WritesBy(o.audit, o.user())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "features/sim: reading the audit log: %v\n", err)
 	}
@@ -266,7 +318,7 @@ func (o simOperator) Writes() int64 { return int64(len(o.writes())) }
 // server received in [from, to), from the audit log (the operator had
 // decided to write by then, however long the write then took).
 func (o simOperator) WritesIn(namespace string, from, to time.Time) []string {
-	ws, err := cluster.WritesBy(filepath.Join(o.dir, "logs", "audit.log"), o.user())
+	ws, err := cluster.WritesBy(o.audit, o.user())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "features/sim: reading the audit log: %v\n", err)
 	}
@@ -289,13 +341,16 @@ func (o simOperator) WritesIn(namespace string, from, to time.Time) []string {
 // It runs without webhooks, as in the envtest suite: a killed operator's
 // webhook (failurePolicy Fail) would refuse every change in its namespace.
 func (o simOperator) StartLocal(ctx context.Context, namespace, version string) (steps.LocalOperator, error) {
+	args := []string{
+		"--operator-version=" + version, "--enable-webhooks=false",
+		"--namespace-lease-duration=2s", "--namespace-lease-renew-interval=500ms",
+	}
+	if o.local != nil {
+		return o.local.Start(namespace, args)
+	}
 	name := "local-" + namespace
 	_, err := daemon.NewClient(o.dir).StartOperator(ctx, daemon.OperatorRequest{
-		Name: name, Namespace: namespace,
-		Args: []string{
-			"--operator-version=" + version, "--enable-webhooks=false",
-			"--namespace-lease-duration=2s", "--namespace-lease-renew-interval=500ms",
-		},
+		Name: name, Namespace: namespace, Args: args,
 	})
 	if err != nil {
 		return nil, err
@@ -397,7 +452,7 @@ func TestFeatures(t *testing.T) {
 		// kube-controller-manager's Job controller, and KWOK stages that
 		// end Jobs' pods (sim/nodes.AnnotationJobOutcome).
 		RunsJobs:   true,
-		Operator:   simOperator{dir: stateDir},
+		Operator:   simOperator{dir: stateDir, audit: auditLog()},
 		Kubeconfig: cfg.KubeconfigFile(),
 		Helm:       helmBin(),
 		// The operator runs with the default --model-check-interval.
@@ -409,8 +464,22 @@ func TestFeatures(t *testing.T) {
 		}
 		cl.Workers = simWorkers{daemon.NewClient(stateDir)}
 	}
+	var local *kind.LocalOperators
+	if name := os.Getenv("DYNAMO_FEATURES_KIND"); name != "" && !isSimulator() {
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes := kind.Nodes{Client: c}
+		cl.Fault = nodes.Fault
+		cl.Workers = &kind.Workers{Client: c, Clientset: cs, Nodes: nodes}
+		local = &kind.LocalOperators{
+			Kubeconfig: cfg.KubeconfigFile(), ControlPlane: name + "-control-plane",
+			Bin: operatorBin(), Dir: filepath.Join(stateDir, name+"-operators"), Audit: auditLog(),
+		}
+	}
 	if chartInstall() {
-		cl.Operator = simOperator{dir: stateDir, c: c}
+		cl.Operator = simOperator{dir: stateDir, audit: auditLog(), c: c, local: local}
 		cl.WebhookCertSecret = types.NamespacedName{Namespace: steps.ClusterNamespace, Name: "dynamo-platform-dynamo-operator-webhook-cert"}
 		waitForConversion(t, c)
 	}
@@ -434,9 +503,30 @@ func TestFeatures(t *testing.T) {
 		tags += " && ~@install" // they act on the chart-installed operator
 	}
 	if !isSimulator() {
-		// Another cluster (kind, a real one): no audit log to count the
-		// operator's writes, no operator processes to start or kill.
-		tags += " && ~@sim-control"
+		// Another cluster (kind, a real one): not the simulator's control
+		// of its fake workers, no kubelet that writes the pod status a
+		// fault asks for at once, ends a build pod as asked or runs any
+		// image; an audit log to count the operator's
+		// writes only where it names one (make kind's); namespace-scoped
+		// operator processes and fake workers to ask only on kind
+		// (features/kind); the LeaderWorkerSet and external metrics APIs
+		// only where installed.
+		tags += " && ~@sim-control && ~@sim-kubelet"
+		if !hasAuditLog() {
+			tags += " && ~@audit"
+		}
+		if local == nil || !hasAuditLog() {
+			tags += " && ~@local-operator"
+		}
+		if cl.Workers == nil {
+			tags += " && ~@fake-workers"
+		}
+		if !serves(rc, "leaderworkerset.x-k8s.io/v1") {
+			tags += " && ~@lws"
+		}
+		if !serves(rc, "external.metrics.k8s.io/v1beta1") {
+			tags += " && ~@external-metrics"
+		}
 	}
 	if t := os.Getenv("GODOG_TAGS"); t != "" {
 		tags = t + " && " + tags

@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,7 +36,9 @@ func registerCompatSteps(sc *godog.ScenarioContext, w *world) {
 // checks that each service's workload carries the images, commands, args,
 // GPU limit and env the user wrote (a v1beta1 graph as its v1alpha1 form,
 // the operator's conversion of it), and that the graph becomes Ready or
-// pends on its true cause (readyOrWaitingForClaim).
+// pends on its true cause (readyOrWaitingForClaim). On a cluster without
+// the LeaderWorkerSet API (make kind's) a multinode graph is checked to
+// fail saying what to install instead.
 func (w *world) everyGraphRunsAsWritten(ctx context.Context, dir string) error {
 	files, err := manifestFiles(w.resolve(dir))
 	if err != nil {
@@ -100,7 +103,17 @@ func (w *world) checkGraphs(ctx context.Context, objs []*unstructured.Unstructur
 		return []string{"rejected: " + err.Error()}
 	}
 	var problems []string
+	lws, err := w.servesLWS(ctx)
+	if err != nil {
+		return []string{err.Error()}
+	}
 	for _, dgd := range dgds {
+		if !lws && multinode(dgd) {
+			if err := w.failsWantingLWS(ctx, dgd.Name); err != nil {
+				problems = append(problems, err.Error())
+			}
+			continue
+		}
 		for _, name := range sortedKeys(dgd.Spec.Services) {
 			deployName := render.ComponentName(dgd.Name, name)
 			if svc := dgd.Spec.Services[name]; svc.Multinode != nil && svc.Multinode.NodeCount > 1 {
@@ -130,6 +143,49 @@ func (w *world) checkGraphs(ctx context.Context, objs []*unstructured.Unstructur
 		}
 	}
 	return problems
+}
+
+// servesLWS says whether the cluster serves the LeaderWorkerSet API
+// (envtest and the simulator do; make kind's cluster does not).
+func (w *world) servesLWS(ctx context.Context) (bool, error) {
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	err := w.cluster.Client.Get(ctx, client.ObjectKey{Name: lwsCRDName}, crd)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// multinode says whether a service of the graph spans nodes.
+func multinode(dgd *v1alpha1.DynamoGraphDeployment) bool {
+	for _, svc := range dgd.Spec.Services {
+		if svc != nil && svc.Multinode != nil && svc.Multinode.NodeCount > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// failsWantingLWS waits until a multinode graph, on a cluster without the
+// LeaderWorkerSet API, has failed saying what to install (as
+// multinode.feature's scenario without the API checks).
+func (w *world) failsWantingLWS(ctx context.Context, name string) error {
+	return w.eventually(ctx, "the multinode graph "+name+" failed, saying to install LeaderWorkerSet (the cluster serves no LeaderWorkerSet API)", func() error {
+		state, err := w.readField(ctx, "dgd", name, ".status.state")
+		if err != nil {
+			return err
+		}
+		msg, err := w.readField(ctx, "dgd", name, `.status.conditions[?(@.type=="Ready")].message`)
+		if err != nil {
+			return err
+		}
+		if state != "failed" || !strings.Contains(msg, "install LeaderWorkerSet") {
+			return fmt.Errorf("state %q, Ready message %q", state, msg)
+		}
+		return nil
+	})
 }
 
 // graphsOf decodes the DynamoGraphDeployments of objs in v1alpha1, the

@@ -14,6 +14,10 @@ import (
 // nodes', kubelets' and controllers' writes would fill the log).
 var auditPolicy = audit.Policy(OperatorUser, LocalOperatorUser, ChartOperatorUser)
 
+// AuditPolicy is the simulator's audit policy, for another cluster whose
+// operators' writes are counted as the simulator's are (make kind's).
+func AuditPolicy() []byte { return append([]byte(nil), auditPolicy...) }
+
 // Write is one write recorded in the audit log.
 type Write struct {
 	// Line is "METHOD requestURI".

@@ -50,15 +50,22 @@ func TestRuntimeImageArchive(t *testing.T) {
 		digests[m.Digest] = true
 	}
 	wantNames := []string{
+		"docker.io/lambda108/dynamo:post-rebase",
+		"docker.io/library/my-dynamo-image:my-tag",
+		"docker.io/my-registry/dynamo-openengine-sidecar:my-tag",
 		"docker.io/my-registry/dynamo-planner:my-tag",
+		"docker.io/my-registry/sglang-openengine:my-tag",
 		"docker.io/my-registry/sglang-runtime:my-tag",
+		"docker.io/my-registry/tensorrtllm-openengine:my-tag",
 		"docker.io/my-registry/tensorrtllm-runtime:my-tag",
 		"docker.io/my-registry/vllm-runtime:my-tag",
 		"nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.3.1",
 		"nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.3.1",
 		"nvcr.io/nvidia/ai-dynamo/dynamo-planner:my-tag",
+		"nvcr.io/nvidia/ai-dynamo/epp-image:my-tag",
 		"nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.3.1",
 		"nvcr.io/nvidia/ai-dynamo/sglang-runtime:my-tag",
+		"nvcr.io/nvidia/ai-dynamo/tensorrtllm-placeholder:1.3.0",
 		"nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:1.3.1",
 		"nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:my-tag",
 		"nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0",
@@ -67,6 +74,7 @@ func TestRuntimeImageArchive(t *testing.T) {
 		"nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1",
 		"nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1-efa",
 		"nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag",
+		"registry.example/dynamo/frontend:v1",
 	}
 	slices.Sort(names)
 	if diff := cmp.Diff(wantNames, names); diff != "" {

@@ -27,6 +27,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -119,7 +120,7 @@ func (rt *runtime) python(ctx context.Context, argv []string, env map[string]str
 	name, _ := os.Hostname()
 	handlers := map[int]http.Handler{}
 	if port, ok := command.SystemPort(p.Env); ok {
-		handlers[port] = workers.NewLoadingWorker(name, ":"+strconv.Itoa(port), rt.rec, rt.loadDelay, false)
+		handlers[port] = control(workers.NewLoadingWorker(name, ":"+strconv.Itoa(port), rt.rec, rt.loadDelay, false), rt.rec)
 	}
 	if p.Kind == command.Frontend {
 		if _, taken := handlers[p.HTTPPort]; !taken {
@@ -158,6 +159,44 @@ func (rt *runtime) python(ctx context.Context, argv []string, env map[string]str
 		_ = s.Close()
 	}
 	return "", 0, nil
+}
+
+// ControlPath prefixes the system port's paths that tests call to read and
+// steer the fake worker, as the simulator's control socket does for its
+// own (the feature suite on kind, through the API server's pod proxy):
+//
+//	GET  /sim/calls             the calls the worker received, oldest first (workers.Call, Pod without namespace)
+//	GET  /sim/loras             the names of the loaded adapters
+//	POST /sim/forget            drop the adapters without restarting
+//	POST /sim/fail-loads?fail=  refuse (true) or accept (false) adapter loads
+//
+// These calls are not recorded: they are not the operator's.
+const ControlPath = "/sim/"
+
+// control serves ControlPath for w, and the rest as w.
+func control(w *workers.Worker, rec *workers.Recorder) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", w)
+	reply := func(rw http.ResponseWriter, v any) {
+		rw.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(rw).Encode(v)
+	}
+	mux.HandleFunc("GET "+ControlPath+"calls", func(rw http.ResponseWriter, _ *http.Request) { reply(rw, rec.Calls()) })
+	mux.HandleFunc("GET "+ControlPath+"loras", func(rw http.ResponseWriter, _ *http.Request) { reply(rw, w.LoRAs()) })
+	mux.HandleFunc("POST "+ControlPath+"forget", func(rw http.ResponseWriter, _ *http.Request) {
+		w.Forget()
+		reply(rw, w.LoRAs())
+	})
+	mux.HandleFunc("POST "+ControlPath+"fail-loads", func(rw http.ResponseWriter, r *http.Request) {
+		fail, err := strconv.ParseBool(r.URL.Query().Get("fail"))
+		if err != nil {
+			http.Error(rw, "fail=true|false: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.SetFailLoads(fail)
+		reply(rw, fail)
+	})
+	return mux
 }
 
 // sleep is sleep(1): seconds, or infinity.

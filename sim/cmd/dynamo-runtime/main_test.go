@@ -3,13 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/onsi/gomega"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/sim/workers"
 )
 
 func freePort(t *testing.T) string {
@@ -115,5 +122,73 @@ func TestCommandsWithoutAShell(t *testing.T) {
 		if got != c.want || out.String() != c.wantStdout {
 			t.Errorf("%s: exit %d, stdout %q; want %d, %q (stderr %q)", name, got, out.String(), c.want, c.wantStdout, errOut.String())
 		}
+	}
+}
+
+// The control paths read and steer the worker as the simulator's control
+// socket does its own, and are not recorded as the worker's calls.
+func TestWorkerControl(t *testing.T) {
+	port := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		var out, errOut bytes.Buffer
+		run(ctx, []string{"python3", "-m", "dynamo.vllm"}, []string{"DYN_SYSTEM_PORT=" + port}, "", &out, &errOut)
+	}()
+	base := "http://127.0.0.1:" + port
+	call := func(method, path, body string) (int, string) {
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	g := await.New(t)
+	g.Eventually(func() int { code, _ := call(http.MethodGet, "/live", ""); return code }).Should(gomega.Equal(http.StatusOK))
+	adapter := `{"lora_name": "a", "source": {"uri": "hf://a"}}`
+
+	steps := []struct {
+		method, path, body string
+		wantCode           int
+		want               string
+	}{
+		{http.MethodPost, "/v1/loras", adapter, http.StatusOK, ""},
+		{http.MethodGet, ControlPath + "loras", "", http.StatusOK, `["a"]`},
+		{http.MethodPost, ControlPath + "forget", "", http.StatusOK, `null`},
+		{http.MethodPost, ControlPath + "fail-loads?fail=true", "", http.StatusOK, `true`},
+		{http.MethodPost, "/v1/loras", adapter, http.StatusInternalServerError, ""},
+		{http.MethodPost, ControlPath + "fail-loads?fail=maybe", "", http.StatusBadRequest, ""},
+		{http.MethodPost, ControlPath + "fail-loads?fail=false", "", http.StatusOK, `false`},
+		{http.MethodPost, "/v1/loras", adapter, http.StatusOK, ""},
+		{http.MethodGet, ControlPath + "loras", "", http.StatusOK, `["a"]`},
+	}
+	for i, s := range steps {
+		code, body := call(s.method, s.path, s.body)
+		if code != s.wantCode || s.want != "" && body != s.want {
+			t.Fatalf("step %d, %s %s: %d %s, want %d %s", i, s.method, s.path, code, body, s.wantCode, s.want)
+		}
+	}
+	_, body := call(http.MethodGet, ControlPath+"calls", "")
+	var calls []workers.Call
+	if err := json.Unmarshal([]byte(body), &calls); err != nil {
+		t.Fatalf("calls: %v: %s", err, body)
+	}
+	var got []string
+	for _, c := range calls {
+		got = append(got, fmt.Sprintf("%s %s %d", c.Method, c.Path, c.Status))
+	}
+	want := []string{"GET /live 200", "POST /v1/loras 200", "POST /v1/loras 500", "POST /v1/loras 200"}
+	// The first /live calls are the wait above, as many as it took.
+	for len(got) > len(want) && got[1] == "GET /live 200" {
+		got = got[1:]
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("recorded calls (-want +got):\n%s", diff)
 	}
 }

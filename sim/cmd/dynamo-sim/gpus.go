@@ -4,11 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/dynamoctl/dynamo-operator/sim/cluster"
 	"github.com/dynamoctl/dynamo-operator/sim/nodes"
 )
 
@@ -74,4 +76,16 @@ func cmdGPUs(args []string) error {
 		fmt.Printf("node/%s: %d nvidia.com/gpu (%s)\n", n, pool.GPUs, pool.Product)
 	}
 	return nil
+}
+
+// cmdAuditPolicy prints the simulator's audit policy: make kind gives it to
+// kind's API server, so that the operator's writes are recorded and counted
+// there as on the simulator.
+func cmdAuditPolicy(args []string) error {
+	fs := flag.NewFlagSet("audit-policy", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	_, err := os.Stdout.Write(cluster.AuditPolicy())
+	return err
 }

@@ -14,6 +14,7 @@
 //	dynamo-sim exec -- CMD         run CMD inside the simulator's network namespace
 //	dynamo-sim down                stop everything
 //	dynamo-sim gpus --kubeconfig K give another cluster's workers (kind's) GPUs
+//	dynamo-sim audit-policy        print the API server's audit policy (for kind's)
 package main
 
 import (
@@ -39,6 +40,8 @@ const usage = `dynamo-sim: the Dynamo operator simulator
   down        stop the simulator and everything it started
   gpus        give another cluster's nodes GPUs as a device plugin and GPU feature discovery do:
               gpus --kubeconfig FILE [--pool SPEC] [NODE...] (default: every node but the control plane)
+  audit-policy
+              print the simulator's audit policy (the operators' writes), for another cluster's API server
 
 Every command takes --state-dir (default: $DYNAMO_SIM_DIR, else .cache/sim of the repository).
 apply, wait and status take --kubeconfig FILE to work on another cluster (make kind's) instead.
@@ -53,7 +56,7 @@ func main() {
 	cmds := map[string]func([]string) error{
 		"up": cmdUp, "daemon": cmdDaemon, "down": cmdDown, "status": cmdStatus, "apply": cmdApply,
 		"wait": cmdWait, "fault": cmdFault, "operator": cmdOperator, "workers": cmdWorkers, "kubeconfig": cmdKubeconfig, "exec": cmdExec, "helm": cmdHelm,
-		"gpus": cmdGPUs,
+		"gpus": cmdGPUs, "audit-policy": cmdAuditPolicy,
 	}
 	name := os.Args[1]
 	if name == "-h" || name == "--help" || name == "help" {

@@ -35,23 +35,19 @@ func ignoredFields(dgd *v1alpha1.DynamoGraphDeployment, keptDeployment map[strin
 			continue
 		}
 		path := "spec.services." + name
-		if component, ok := unreported[name]; ok {
-			if svc.Autoscaling != nil {
-				out = append(out, path+".autoscaling (deprecated, no effect; scale with replicas or the DCD scale subresource)")
-			}
-			for _, field := range fieldsActedOnIfRendered(svc) {
-				out = append(out, fmt.Sprintf("%s.%s (not known yet: the component %s has not reported its workload)", path, field, component))
-			}
-			continue
-		}
-		if svc.Multinode != nil && keptDeployment[name] {
-			out = append(out, path+".multinode (run as replicas x nodeCount pods of one Deployment, without leader/worker grouping)")
-		}
 		if svc.Autoscaling != nil {
 			out = append(out, path+".autoscaling (deprecated, no effect; scale with replicas or the DCD scale subresource)")
 		}
+		if component, ok := unreported[name]; ok {
+			for _, f := range fieldsActedOnIfRendered(svc) {
+				out = append(out, fmt.Sprintf("%s.%s (not known yet: the component %s has not reported its workload)", path, f.field, component))
+			}
+			continue
+		}
 		if keptDeployment[name] {
-			out = append(out, engineFieldsOfKeptDeployment(path, svc)...)
+			for _, f := range fieldsActedOnIfRendered(svc) {
+				out = append(out, fmt.Sprintf("%s.%s (%s)", path, f.field, f.kept))
+			}
 			continue
 		}
 		out = append(out, engineFieldsNotActedOn(path, render.ComponentName(dgd.Name, name), svc, dgd.Spec.BackendFramework)...)
@@ -69,26 +65,42 @@ func ignoredFields(dgd *v1alpha1.DynamoGraphDeployment, keptDeployment map[strin
 	return out
 }
 
-// fieldsActedOnIfRendered are the fields svc sets that are acted on only
-// in a workload this version rendered, not in one kept from an earlier
-// version (engineFieldsOfKeptDeployment, the multinode setting), in the
-// order ignoredFields sorts them.
-func fieldsActedOnIfRendered(svc *v1alpha1.DynamoComponentDeploymentSharedSpec) []string {
-	var out []string
-	if svc.EPPConfig != nil {
-		out = append(out, "eppConfig")
-	}
-	if svc.Failover != nil && svc.Failover.Enabled {
-		out = append(out, "failover")
-	}
-	if svc.GPUMemoryService != nil && svc.GPUMemoryService.Enabled {
-		out = append(out, "gpuMemoryService")
-	}
-	if svc.Ingress != nil && svc.Ingress.UseVirtualService {
-		out = append(out, "ingress.useVirtualService")
-	}
-	if svc.Multinode != nil {
-		out = append(out, "multinode")
+// renderedField is a field acted on only in a workload this version
+// rendered, with what is said of it while the service runs as a Deployment
+// an earlier version rendered: in the words of v0.2, which accepted these
+// fields and rendered none of them (the kept pods have none, and nothing is
+// created beside them until the service's spec changes).
+type renderedField struct {
+	field, kept string
+	set         func(*v1alpha1.DynamoComponentDeploymentSharedSpec) bool
+}
+
+var renderedFields = []renderedField{
+	{"eppConfig", "not passed to the endpoint picker yet",
+		func(s *v1alpha1.DynamoComponentDeploymentSharedSpec) bool { return s.EPPConfig != nil }},
+	{"failover", "not acted on yet",
+		func(s *v1alpha1.DynamoComponentDeploymentSharedSpec) bool {
+			return s.Failover != nil && s.Failover.Enabled
+		}},
+	{"gpuMemoryService", "not acted on yet",
+		func(s *v1alpha1.DynamoComponentDeploymentSharedSpec) bool {
+			return s.GPUMemoryService != nil && s.GPUMemoryService.Enabled
+		}},
+	{"ingress.useVirtualService", "an Ingress is created instead",
+		func(s *v1alpha1.DynamoComponentDeploymentSharedSpec) bool {
+			return s.Ingress != nil && s.Ingress.UseVirtualService
+		}},
+	{"multinode", "run as replicas x nodeCount pods of one Deployment, without leader/worker grouping",
+		func(s *v1alpha1.DynamoComponentDeploymentSharedSpec) bool { return s.Multinode != nil }},
+}
+
+// fieldsActedOnIfRendered are the renderedFields svc sets.
+func fieldsActedOnIfRendered(svc *v1alpha1.DynamoComponentDeploymentSharedSpec) []renderedField {
+	var out []renderedField
+	for _, f := range renderedFields {
+		if f.set(svc) {
+			out = append(out, f)
+		}
 	}
 	return out
 }
@@ -168,26 +180,4 @@ func eppConfigNotActedOn(path, graph string, svc *v1alpha1.DynamoComponentDeploy
 	return fmt.Sprintf("%s.eppConfig (rendered: the endpoint picker reads it from /etc/epp/%s and picks for the InferencePool %s, "+
 		"which the graph's %s condition reports; the Gateway routing to the pool is not created by the operator)",
 		path, render.EPPConfigKey, render.EPPPoolName(graph), ConditionInferencePool)
-}
-
-// engineFieldsOfKeptDeployment names the engine features (and the
-// VirtualService) a service sets while it runs as a Deployment an earlier
-// version rendered, in the words of v0.2, which accepted these fields and
-// rendered none of them: the kept pods have none, and nothing is created
-// beside them until the service's spec changes.
-func engineFieldsOfKeptDeployment(path string, svc *v1alpha1.DynamoComponentDeploymentSharedSpec) []string {
-	var out []string
-	if svc.Failover != nil && svc.Failover.Enabled {
-		out = append(out, path+".failover (not acted on yet)")
-	}
-	if svc.GPUMemoryService != nil && svc.GPUMemoryService.Enabled {
-		out = append(out, path+".gpuMemoryService (not acted on yet)")
-	}
-	if svc.EPPConfig != nil {
-		out = append(out, path+".eppConfig (not passed to the endpoint picker yet)")
-	}
-	if svc.Ingress != nil && svc.Ingress.UseVirtualService {
-		out = append(out, path+".ingress.useVirtualService (an Ingress is created instead)")
-	}
-	return out
 }

@@ -168,7 +168,6 @@ func (rt *runtime) python(ctx context.Context, argv []string, env map[string]str
 //	GET  /sim/calls             the calls the worker received, oldest first (workers.Call, Pod without namespace)
 //	GET  /sim/loras             the names of the loaded adapters
 //	POST /sim/forget            drop the adapters without restarting
-//	POST /sim/fail-loads?fail=  refuse (true) or accept (false) adapter loads
 //
 // These calls are not recorded: they are not the operator's.
 const ControlPath = "/sim/"
@@ -186,15 +185,6 @@ func control(w *workers.Worker, rec *workers.Recorder) http.Handler {
 	mux.HandleFunc("POST "+ControlPath+"forget", func(rw http.ResponseWriter, _ *http.Request) {
 		w.Forget()
 		reply(rw, w.LoRAs())
-	})
-	mux.HandleFunc("POST "+ControlPath+"fail-loads", func(rw http.ResponseWriter, r *http.Request) {
-		fail, err := strconv.ParseBool(r.URL.Query().Get("fail"))
-		if err != nil {
-			http.Error(rw, "fail=true|false: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		w.SetFailLoads(fail)
-		reply(rw, fail)
 	})
 	return mux
 }

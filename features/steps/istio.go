@@ -2,14 +2,13 @@ package steps
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/cucumber/godog"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 )
 
 // A cluster with Istio's VirtualService API: the steps install its CRD, as
@@ -51,10 +50,7 @@ func virtualServiceCRD() *unstructured.Unstructured {
 // installVirtualServiceAPI creates the CRD unless it is there, and waits
 // until it is established.
 func (w *world) installVirtualServiceAPI(ctx context.Context) error {
-	if err := w.cluster.Client.Create(ctx, virtualServiceCRD()); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("installing the VirtualService CRD: %w", err)
-	}
-	return w.crdEstablished(ctx, virtualServiceCRD, "VirtualService")
+	return testenv.InstallCRD(ctx, w.cluster.Client, virtualServiceCRD())
 }
 
 // exposedThroughVirtualService waits until the component's VirtualService

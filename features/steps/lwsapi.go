@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
-	"github.com/dynamoctl/dynamo-operator/internal/await"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dynamoctl/dynamo-operator/internal/await"
+	"github.com/dynamoctl/dynamo-operator/internal/testenv"
 )
 
 // A cluster without the LeaderWorkerSet API, then with it (simulator with
@@ -93,13 +94,10 @@ func (w *world) installLWSAPI(ctx context.Context) error {
 	if w.lwsAPI.removed == nil {
 		return fmt.Errorf("the scenario removed no LeaderWorkerSet API")
 	}
-	if err := w.cluster.Client.Create(ctx, w.lwsAPI.removed.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("installing the LeaderWorkerSet CRD: %w", err)
-	}
-	w.lwsAPI.removed = nil
-	if err := w.crdEstablished(ctx, lwsCRD, "LeaderWorkerSet"); err != nil {
+	if err := testenv.InstallCRD(ctx, w.cluster.Client, w.lwsAPI.removed.DeepCopy()); err != nil {
 		return err
 	}
+	w.lwsAPI.removed = nil
 	pods, err := OperatorPods(ctx, w.cluster.Client, ClusterRelease, ClusterNamespace)
 	if err != nil {
 		return err
@@ -145,19 +143,4 @@ func restarts(statuses []corev1.ContainerStatus) int32 {
 		n += s.RestartCount
 	}
 	return n
-}
-
-// crdEstablished waits up to a minute until the CRD of kind is established:
-// its API is served.
-func (w *world) crdEstablished(ctx context.Context, crdOf func() *unstructured.Unstructured, kind string) error {
-	return w.eventually(ctx, "the "+kind+" API served", func() error {
-		crd := crdOf()
-		if err := w.cluster.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
-			return err
-		}
-		if c := condition(crd, "Established"); c != nil && c.Status == metav1.ConditionTrue {
-			return nil
-		}
-		return fmt.Errorf("the %s CRD is not established", kind)
-	}, await.Within(time.Minute))
 }

@@ -104,19 +104,31 @@ func InferencePoolCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 }
 
 // InstallInferencePoolAPI creates the InferencePool CRD through c unless
-// it is there, and waits until its API is served; an API, once served,
-// stays for the cluster's life.
+// it is there, and waits until its API is served (InstallCRD).
 func InstallInferencePoolAPI(ctx context.Context, c client.Client) error {
 	crd, err := InferencePoolCRD()
 	if err != nil {
 		return err
 	}
+	return InstallCRD(ctx, c, crd)
+}
+
+// InstallCRD creates crd through c unless it is there, and waits up to a
+// minute until its API is served; an API, once served, stays for the
+// cluster's life.
+func InstallCRD(ctx context.Context, c client.Client, crd client.Object) error {
 	if err := c.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("installing the InferencePool CRD: %w", err)
+		return fmt.Errorf("installing the CRD %s: %w", crd.GetName(), err)
 	}
-	return await.Until(ctx, "the InferencePool API served", func() error {
+	return AwaitCRDEstablished(ctx, c, crd.GetName())
+}
+
+// AwaitCRDEstablished waits up to a minute until the CRD name is
+// established: its API is served.
+func AwaitCRDEstablished(ctx context.Context, c client.Client, name string) error {
+	return await.Until(ctx, "the CRD "+name+" established", func() error {
 		got := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
 			return err
 		}
 		for _, cond := range got.Status.Conditions {
@@ -124,6 +136,6 @@ func InstallInferencePoolAPI(ctx context.Context, c client.Client) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("the InferencePool CRD is not established")
+		return fmt.Errorf("the CRD %s is not established", name)
 	}, await.Within(time.Minute))
 }
